@@ -1,0 +1,135 @@
+// Package driver is the narrow contract between fenced and a database backend.
+//
+// Each method is one conditional statement or one short transaction; the
+// deciding condition (owner, fence, expiry by the database clock) is always
+// inside the statement, never checked in Go first. A method that changes
+// nothing because its condition failed diagnoses why by reading the row
+// afterwards and returns *StaleError, *HeldError or ErrNotFound.
+//
+// Input reaching a driver has been validated by the root package.
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Driver is implemented by each backend package.
+type Driver interface {
+	// Dialect names the backend: "postgres", "sqlite" or "mysql".
+	Dialect() string
+	// Migrate applies the embedded schema migrations that are not yet applied
+	// and returns the versions it applied. Safe to run concurrently.
+	Migrate(ctx context.Context) ([]int, error)
+	// Close releases the driver's connections.
+	Close() error
+
+	// LeaseAcquire grants the lease when free (never held, released, or
+	// expired by the database clock) with fence+1, or extends it keeping the
+	// fence when the same owner holds it unexpired. Otherwise *HeldError.
+	LeaseAcquire(ctx context.Context, p LeaseAcquireParams) (*LeaseRow, error)
+	// LeaseRenew extends an unexpired, unreleased lease whose name, owner and
+	// fence match. Otherwise *StaleError or ErrNotFound.
+	LeaseRenew(ctx context.Context, ref LeaseRef, ttl time.Duration) (*LeaseRow, error)
+	// LeaseRelease marks the generation released; the row and its fence stay.
+	// Releasing an already released generation succeeds. Otherwise
+	// *StaleError or ErrNotFound.
+	LeaseRelease(ctx context.Context, ref LeaseRef) (*LeaseRow, error)
+	// LeaseGet reads one lease, with Held decided by the database clock.
+	LeaseGet(ctx context.Context, name string) (*LeaseRow, error)
+	// LeaseList reads every lease ordered by name.
+	LeaseList(ctx context.Context) ([]*LeaseRow, error)
+	// LeaseTx runs fn in a transaction that first locks the lease row in
+	// share mode (a write transaction on SQLite) and checks owner, fence and
+	// expiry. A failed check returns *StaleError without calling fn; an error
+	// from fn rolls back. While the transaction is open a takeover blocks.
+	LeaseTx(ctx context.Context, ref LeaseRef, fn func(Tx) error) error
+
+	// ResourceWrite stores value under key iff fence >= the stored fence, in
+	// one statement. With an operation id, the first outcome for (key, op) is
+	// recorded and returned again on repeat without applying twice.
+	ResourceWrite(ctx context.Context, p ResourceWriteParams) (*ResourceWriteResult, error)
+	// ResourceGet reads one resource.
+	ResourceGet(ctx context.Context, key string) (*ResourceRow, error)
+
+	// FenceAdvance makes every fence granted afterwards greater than every
+	// fence stored now plus by, and ends every current lease. It returns the
+	// new floor.
+	FenceAdvance(ctx context.Context, by int64) (int64, error)
+}
+
+// LeaseAcquireParams are the inputs of LeaseAcquire.
+type LeaseAcquireParams struct {
+	Name  string
+	Owner string
+	TTL   time.Duration
+}
+
+// LeaseRef identifies one generation of a lease as its holder knows it.
+type LeaseRef struct {
+	Name  string
+	Owner string
+	Fence int64
+}
+
+// LeaseRow is a lease as stored, read in the deciding statement.
+type LeaseRow struct {
+	Name      string
+	Owner     string // last owner; kept after release or expiry
+	Fence     int64
+	ExpiresAt time.Time
+	Released  bool
+	Held      bool      // unreleased and unexpired by the database clock at Now
+	Now       time.Time // the database clock when the statement decided
+}
+
+// ResourceWriteParams are the inputs of ResourceWrite.
+type ResourceWriteParams struct {
+	Key         string
+	Value       []byte
+	Fence       int64
+	OperationID string // optional
+}
+
+// ResourceRow is a resource as stored.
+type ResourceRow struct {
+	Key       string
+	Value     []byte
+	Fence     int64
+	Version   int64 // 1 on the first write, +1 on every accepted write
+	UpdatedAt time.Time
+}
+
+// ResourceWriteResult is the outcome of an accepted write.
+type ResourceWriteResult struct {
+	Key     string
+	Fence   int64 // fence stored by the write
+	Version int64 // version the write created
+	// Replayed is true when the operation id had been seen and this is the
+	// first outcome returned again.
+	Replayed bool
+}
+
+// Tx is the caller's handle inside a fenced transaction. SQL is the
+// backend's own dialect, with the backend's placeholders.
+type Tx interface {
+	// Exec runs a statement and returns the number of rows it affected.
+	Exec(ctx context.Context, sql string, args ...any) (int64, error)
+	// Query runs a query; the caller closes the rows.
+	Query(ctx context.Context, sql string, args ...any) (Rows, error)
+	// QueryRow runs a query expected to return at most one row.
+	QueryRow(ctx context.Context, sql string, args ...any) Row
+}
+
+// Row is one result row.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Rows is a result set.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close() error
+}

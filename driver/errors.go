@@ -1,0 +1,89 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. The root package re-exports them; match with errors.Is.
+var (
+	// ErrNotFound reports that the named lease, job or resource does not exist.
+	// A stale caller never gets ErrNotFound for something that exists.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid reports input rejected before any statement ran.
+	ErrInvalid = errors.New("invalid input")
+	// ErrStale matches every *StaleError.
+	ErrStale = errors.New("stale fence")
+	// ErrHeld matches every *HeldError.
+	ErrHeld = errors.New("lease held by another owner")
+)
+
+// StaleReason says why a fence is no longer current.
+type StaleReason string
+
+// The reasons a write can be stale.
+const (
+	// ReasonSuperseded: a newer generation was granted (the stored fence moved on).
+	ReasonSuperseded StaleReason = "superseded"
+	// ReasonExpired: same generation, but its lease ran out by the database clock.
+	ReasonExpired StaleReason = "expired"
+	// ReasonReleased: same generation, but it was released.
+	ReasonReleased StaleReason = "released"
+	// ReasonNotRunning: the job attempt is no longer running (finished or taken back).
+	ReasonNotRunning StaleReason = "not_running"
+)
+
+// StaleError is returned when a write carries a fence that is no longer
+// current. It says what the caller held and what is current now, so the caller
+// can tell a takeover from its own lease running out.
+type StaleError struct {
+	Kind         string      // "lease", "job" or "resource"
+	Name         string      // lease name, job id or resource key
+	Fence        int64       // the caller's fence
+	CurrentFence int64       // the fence stored now
+	CurrentOwner string      // owner now holding it, "" when nobody holds it
+	Reason       StaleReason // why the caller's fence is no longer good
+}
+
+func (e *StaleError) Error() string {
+	s := fmt.Sprintf("stale fence: %s %q fence %d is %s (current fence %d", e.Kind, e.Name, e.Fence, e.Reason, e.CurrentFence)
+	if e.CurrentOwner != "" {
+		s += fmt.Sprintf(", held by %q", e.CurrentOwner)
+	}
+	return s + ")"
+}
+
+// Is makes errors.Is(err, ErrStale) true.
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// HeldError is returned by acquire when another owner holds an unexpired lease.
+type HeldError struct {
+	Name      string
+	Owner     string    // the current holder
+	Fence     int64     // the holder's fence
+	ExpiresAt time.Time // when the holder's lease runs out, by the database clock
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("lease %q is held by %q until %s", e.Name, e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrHeld) true.
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// InvalidError describes input rejected at the boundary.
+type InvalidError struct {
+	Field  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return fmt.Sprintf("invalid %s: %s", e.Field, e.Reason) }
+
+// Is makes errors.Is(err, ErrInvalid) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// Invalid builds an *InvalidError.
+func Invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,51 @@
+// Package migrations loads the versioned schema files each backend embeds.
+// A file is named NNNN_name.sql; versions start at 1 and have no gaps.
+package migrations
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Migration is one versioned schema change.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Load reads every NNNN_name.sql file in dir of fsys, ordered by version.
+func Load(fsys fs.FS, dir string) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []Migration
+	for _, e := range entries {
+		file := e.Name()
+		base, ok := strings.CutSuffix(file, ".sql")
+		num, name, found := strings.Cut(base, "_")
+		if !ok || !found {
+			return nil, fmt.Errorf("migration file %q: want NNNN_name.sql", file)
+		}
+		v, err := strconv.Atoi(num)
+		if err != nil {
+			return nil, fmt.Errorf("migration file %q: %w", file, err)
+		}
+		sql, err := fs.ReadFile(fsys, dir+"/"+file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Migration{Version: v, Name: name, SQL: string(sql)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	for i, m := range out {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("migrations in %s: version %d where %d was expected", dir, m.Version, i+1)
+		}
+	}
+	return out, nil
+}

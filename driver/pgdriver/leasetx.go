@@ -1,0 +1,68 @@
+package pgdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/jackc/pgx/v5"
+)
+
+// leaseGuardSQL share-locks the lease row iff this generation is current.
+// Holding the lock until the transaction ends makes a takeover (which must
+// update the row) wait, so nothing commits under a superseded fence.
+const leaseGuardSQL = `
+SELECT 1 FROM fenced_leases
+WHERE name = $1 AND owner = $2 AND fence = $3 AND NOT released AND expires_at > clock_timestamp()
+FOR SHARE`
+
+// errGuardFailed marks a guard check that matched no row.
+var errGuardFailed = errors.New("lease guard failed")
+
+// GuardLease checks, inside the caller's own transaction, that ref is the
+// current unexpired generation and share-locks the lease row until the
+// transaction ends. It returns *driver.StaleError or driver.ErrNotFound when
+// the check fails; the caller must then roll back.
+func (d *Driver) GuardLease(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef) error {
+	err := guard(ctx, tx, ref)
+	if errors.Is(err, errGuardFailed) {
+		cur, gerr := d.LeaseGet(ctx, ref.Name)
+		if gerr != nil && !errors.Is(gerr, driver.ErrNotFound) {
+			return gerr
+		}
+		return driver.DiagnoseLease(ref, cur)
+	}
+	return err
+}
+
+func guard(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef) error {
+	var one int
+	err := tx.QueryRow(ctx, leaseGuardSQL, ref.Name, ref.Owner, ref.Fence).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errGuardFailed
+	}
+	if err != nil {
+		return fmt.Errorf("guard lease %q: %w", ref.Name, err)
+	}
+	return nil
+}
+
+// LeaseTx implements driver.Driver. fn receives a driver.Tx whose
+// underlying pgx.Tx is reachable through (*Tx).Pgx.
+func (d *Driver) LeaseTx(ctx context.Context, ref driver.LeaseRef, fn func(driver.Tx) error) error {
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if err := guard(ctx, tx, ref); err != nil {
+			return err
+		}
+		return fn(&Tx{tx: tx})
+	})
+	if errors.Is(err, errGuardFailed) {
+		cur, gerr := d.LeaseGet(ctx, ref.Name)
+		if gerr != nil && !errors.Is(gerr, driver.ErrNotFound) {
+			return gerr
+		}
+		return driver.DiagnoseLease(ref, cur)
+	}
+	return err
+}

@@ -1,0 +1,63 @@
+package pgdriver
+
+import (
+	"context"
+	"embed"
+	"fmt"
+
+	"github.com/fenced/fenced/driver/migrations"
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Migrate applies pending migrations in one transaction under an advisory
+// lock, so concurrent migrators wait for each other.
+func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
+	all, err := migrations.Load(migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	var applied []int
+	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7390216455)`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS fenced_schema_migrations (
+			version    integer     PRIMARY KEY,
+			name       text        NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
+			return err
+		}
+		done := map[int]bool{}
+		rows, err := tx.Query(ctx, `SELECT version FROM fenced_schema_migrations`)
+		if err != nil {
+			return err
+		}
+		versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return err
+		}
+		for _, v := range versions {
+			done[v] = true
+		}
+		for _, m := range all {
+			if done[m.Version] {
+				continue
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO fenced_schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return err
+			}
+			applied = append(applied, m.Version)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate postgres: %w", err)
+	}
+	return applied, nil
+}

@@ -1,0 +1,115 @@
+package pgdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/jackc/pgx/v5"
+)
+
+// resourceWriteSQL stores the value iff the writer's fence is at least the
+// stored one: the whole decision is this one statement.
+const resourceWriteSQL = `
+INSERT INTO fenced_resources AS r (key, value, fence, version, updated_at)
+VALUES ($1, $2, $3, 1, clock_timestamp())
+ON CONFLICT (key) DO UPDATE SET
+    value = EXCLUDED.value, fence = EXCLUDED.fence, version = r.version + 1, updated_at = EXCLUDED.updated_at
+WHERE r.fence <= EXCLUDED.fence
+RETURNING r.fence, r.version`
+
+// resourceOpClaimSQL records the operation id first; a concurrent repeat
+// waits on the unique key and then finds the recorded outcome.
+const resourceOpClaimSQL = `
+INSERT INTO fenced_resource_ops (key, op_id, fence) VALUES ($1, $2, $3)
+ON CONFLICT (key, op_id) DO NOTHING`
+
+const resourceOpRecordSQL = `
+UPDATE fenced_resource_ops SET accepted = $3, version = $4, current_fence = $5
+WHERE key = $1 AND op_id = $2`
+
+const resourceOpGetSQL = `
+SELECT fence, accepted, version, current_fence FROM fenced_resource_ops WHERE key = $1 AND op_id = $2`
+
+const resourceGetSQL = `SELECT key, value, fence, version, updated_at FROM fenced_resources WHERE key = $1`
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ResourceWrite implements driver.Driver.
+func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+	if p.OperationID == "" {
+		res, err := d.resourceWrite(ctx, d.pool, p)
+		if err != nil {
+			return nil, fmt.Errorf("write resource %q: %w", p.Key, err)
+		}
+		return res.result(p)
+	}
+	var res outcome
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			res.replayed = true
+			return tx.QueryRow(ctx, resourceOpGetSQL, p.Key, p.OperationID).
+				Scan(&res.fence, &res.accepted, &res.version, &res.current)
+		}
+		if res, err = d.resourceWrite(ctx, tx, p); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, resourceOpRecordSQL, p.Key, p.OperationID, res.accepted, res.version, res.current)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("write resource %q op %q: %w", p.Key, p.OperationID, err)
+	}
+	return res.result(p)
+}
+
+// outcome is what a resource write decided, as recorded for replay.
+type outcome struct {
+	accepted bool
+	replayed bool
+	fence    int64 // the writer's fence
+	version  int64 // version created when accepted
+	current  int64 // stored fence that refused it otherwise
+}
+
+func (o outcome) result(p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+	if !o.accepted {
+		return nil, &driver.StaleError{Kind: "resource", Name: p.Key, Fence: o.fence,
+			CurrentFence: o.current, Reason: driver.ReasonSuperseded}
+	}
+	return &driver.ResourceWriteResult{Key: p.Key, Fence: o.fence, Version: o.version, Replayed: o.replayed}, nil
+}
+
+func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams) (outcome, error) {
+	o := outcome{fence: p.Fence}
+	err := q.QueryRow(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.fence, &o.version)
+	if err == nil {
+		o.accepted = true
+		return o, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return o, err
+	}
+	err = q.QueryRow(ctx, `SELECT fence FROM fenced_resources WHERE key = $1`, p.Key).Scan(&o.current)
+	return o, err
+}
+
+// ResourceGet implements driver.Driver.
+func (d *Driver) ResourceGet(ctx context.Context, key string) (*driver.ResourceRow, error) {
+	var r driver.ResourceRow
+	err := d.pool.QueryRow(ctx, resourceGetSQL, key).Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &r.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get resource %q: %w", key, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,148 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// leaseAcquireSQL grants a free lease with fence+1 (a new name starts above
+// the fence floor) or extends the same owner's unexpired lease keeping its
+// fence. excluded.updated_us carries the statement's clock reading.
+const leaseAcquireSQL = `
+INSERT INTO fenced_leases AS l (name, owner, fence, expires_us, released, updated_us)
+SELECT ?1, ?2, m.fence_floor + 1, n.t + ?3, 0, n.t
+FROM (SELECT ` + nowUS + ` AS t) n, fenced_meta m WHERE true
+ON CONFLICT (name) DO UPDATE SET
+    owner      = excluded.owner,
+    fence      = CASE WHEN l.owner = excluded.owner AND NOT l.released AND l.expires_us > excluded.updated_us
+                      THEN l.fence ELSE l.fence + 1 END,
+    expires_us = excluded.expires_us,
+    released   = 0,
+    updated_us = excluded.updated_us
+WHERE l.released OR l.expires_us <= excluded.updated_us OR l.owner = excluded.owner
+RETURNING name, owner, fence, expires_us, released, 1, updated_us`
+
+// leaseRenewSQL extends the lease iff name, owner and fence match and it is
+// unreleased and unexpired by the database clock.
+const leaseRenewSQL = `
+UPDATE fenced_leases SET expires_us = ` + nowUS + ` + ?4, updated_us = ` + nowUS + `
+WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND NOT released AND expires_us > ` + nowUS + `
+RETURNING name, owner, fence, expires_us, released, 1, updated_us`
+
+// leaseReleaseSQL marks the generation released; matching an already released
+// generation again is success. The row and its fence stay.
+const leaseReleaseSQL = `
+UPDATE fenced_leases SET released = 1, expires_us = MIN(expires_us, ` + nowUS + `), updated_us = ` + nowUS + `
+WHERE name = ?1 AND owner = ?2 AND fence = ?3
+RETURNING name, owner, fence, expires_us, released, 0, updated_us`
+
+const leaseSelect = `
+SELECT l.name, l.owner, l.fence, l.expires_us, l.released, NOT l.released AND l.expires_us > n.t, n.t
+FROM fenced_leases l, (SELECT ` + nowUS + ` AS t) n`
+
+const leaseGetSQL = leaseSelect + ` WHERE l.name = ?1`
+
+const leaseListSQL = leaseSelect + ` ORDER BY l.name`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanLease(row scanner) (*driver.LeaseRow, error) {
+	var l driver.LeaseRow
+	var expires, now int64
+	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &l.Held, &now); err != nil {
+		return nil, err
+	}
+	l.ExpiresAt, l.Now = time.UnixMicro(expires).UTC(), time.UnixMicro(now).UTC()
+	return &l, nil
+}
+
+// LeaseAcquire implements driver.Driver. Decision and diagnosis share one
+// hold of the writer mutex, so the diagnosis sees the deciding state.
+func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
+	var l *driver.LeaseRow
+	err := d.write(func() (err error) {
+		l, err = scanLease(d.db.QueryRowContext(ctx, leaseAcquireSQL, p.Name, p.Owner, p.TTL.Microseconds()))
+		return err
+	})
+	if err == nil {
+		return l, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
+	}
+	cur, err := d.LeaseGet(ctx, p.Name)
+	if err != nil {
+		return nil, err
+	}
+	return nil, driver.HeldBy(cur)
+}
+
+// LeaseRenew implements driver.Driver.
+func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*driver.LeaseRow, error) {
+	return d.leaseWrite(ctx, "renew", ref, leaseRenewSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds())
+}
+
+// LeaseRelease implements driver.Driver.
+func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver.LeaseRow, error) {
+	return d.leaseWrite(ctx, "release", ref, leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
+}
+
+// leaseWrite runs one conditional lease statement; zero rows becomes the
+// diagnosed typed error here and nowhere else.
+func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef, query string, args ...any) (*driver.LeaseRow, error) {
+	var l *driver.LeaseRow
+	err := d.write(func() (err error) {
+		l, err = scanLease(d.db.QueryRowContext(ctx, query, args...))
+		return err
+	})
+	if err == nil {
+		return l, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%s lease %q: %w", op, ref.Name, err)
+	}
+	return nil, d.diagnose(ctx, ref)
+}
+
+func (d *Driver) diagnose(ctx context.Context, ref driver.LeaseRef) error {
+	cur, err := d.LeaseGet(ctx, ref.Name)
+	if err != nil && !errors.Is(err, driver.ErrNotFound) {
+		return err
+	}
+	return driver.DiagnoseLease(ref, cur)
+}
+
+// LeaseGet implements driver.Driver.
+func (d *Driver) LeaseGet(ctx context.Context, name string) (*driver.LeaseRow, error) {
+	l, err := scanLease(d.db.QueryRowContext(ctx, leaseGetSQL, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get lease %q: %w", name, err)
+	}
+	return l, nil
+}
+
+// LeaseList implements driver.Driver.
+func (d *Driver) LeaseList(ctx context.Context) ([]*driver.LeaseRow, error) {
+	rows, err := d.db.QueryContext(ctx, leaseListSQL)
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []*driver.LeaseRow
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}

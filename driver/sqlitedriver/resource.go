@@ -1,0 +1,107 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// resourceWriteSQL stores the value iff the writer's fence is at least the
+// stored one: the whole decision is this one statement.
+const resourceWriteSQL = `
+INSERT INTO fenced_resources AS r (key, value, fence, version, updated_us)
+VALUES (?1, ?2, ?3, 1, ` + nowUS + `)
+ON CONFLICT (key) DO UPDATE SET
+    value = excluded.value, fence = excluded.fence, version = r.version + 1, updated_us = excluded.updated_us
+WHERE r.fence <= excluded.fence
+RETURNING fence, version`
+
+const resourceOpClaimSQL = `
+INSERT INTO fenced_resource_ops (key, op_id, fence, created_us) VALUES (?1, ?2, ?3, ` + nowUS + `)
+ON CONFLICT (key, op_id) DO NOTHING`
+
+const resourceOpRecordSQL = `
+UPDATE fenced_resource_ops SET accepted = ?3, version = ?4, current_fence = ?5
+WHERE key = ?1 AND op_id = ?2`
+
+const resourceOpGetSQL = `
+SELECT fence, accepted, version, current_fence FROM fenced_resource_ops WHERE key = ?1 AND op_id = ?2`
+
+// outcome is what a resource write decided, as recorded for replay.
+type outcome struct {
+	accepted bool
+	replayed bool
+	fence    int64 // the writer's fence
+	version  int64 // version created when accepted
+	current  int64 // stored fence that refused it otherwise
+}
+
+func (o outcome) result(p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+	if !o.accepted {
+		return nil, &driver.StaleError{Kind: "resource", Name: p.Key, Fence: o.fence,
+			CurrentFence: o.current, Reason: driver.ReasonSuperseded}
+	}
+	return &driver.ResourceWriteResult{Key: p.Key, Fence: o.fence, Version: o.version, Replayed: o.replayed}, nil
+}
+
+// ResourceWrite implements driver.Driver.
+func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+	var res outcome
+	err := d.writeTx(ctx, func(tx *sql.Tx) error {
+		if p.OperationID != "" {
+			r, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence)
+			if err != nil {
+				return err
+			}
+			if n, err := r.RowsAffected(); err != nil || n == 0 {
+				res.replayed = true
+				return tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
+					Scan(&res.fence, &res.accepted, &res.version, &res.current)
+			}
+		}
+		var err error
+		if res, err = resourceWrite(ctx, tx, p); err != nil || p.OperationID == "" {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, resourceOpRecordSQL, p.Key, p.OperationID, res.accepted, res.version, res.current)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("write resource %q: %w", p.Key, err)
+	}
+	return res.result(p)
+}
+
+func resourceWrite(ctx context.Context, tx *sql.Tx, p driver.ResourceWriteParams) (outcome, error) {
+	o := outcome{fence: p.Fence}
+	err := tx.QueryRowContext(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.fence, &o.version)
+	if err == nil {
+		o.accepted = true
+		return o, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return o, err
+	}
+	err = tx.QueryRowContext(ctx, `SELECT fence FROM fenced_resources WHERE key = ?1`, p.Key).Scan(&o.current)
+	return o, err
+}
+
+// ResourceGet implements driver.Driver.
+func (d *Driver) ResourceGet(ctx context.Context, key string) (*driver.ResourceRow, error) {
+	var r driver.ResourceRow
+	var us int64
+	err := d.db.QueryRowContext(ctx, `SELECT key, value, fence, version, updated_us FROM fenced_resources WHERE key = ?1`, key).
+		Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &us)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get resource %q: %w", key, err)
+	}
+	r.UpdatedAt = time.UnixMicro(us).UTC()
+	return &r, nil
+}

@@ -1,0 +1,44 @@
+package fencedtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// runClockSkew repeats the lease rules with the client's own clock hours off
+// in both directions: outcomes must not change, since the library never
+// decides expiry with its own clock.
+func runClockSkew(t *testing.T, b Backend) {
+	for _, skew := range []time.Duration{-5 * time.Hour, 5 * time.Hour} {
+		t.Run(skew.String(), func(t *testing.T) {
+			t.Parallel()
+			base := setup(t, b)
+			cfg := fenced.Config{Now: func() time.Time { return time.Now().Add(skew) }}
+			e := &env{b: b, url: base.url, c: open(t, base.url, cfg)}
+
+			a := e.acquire(t, "job", "A", 100*time.Millisecond)
+			if d := a.ExpiresAt.Sub(a.DecidedAt); d != 100*time.Millisecond {
+				t.Fatalf("expiry - decision = %s, want the ttl", d)
+			}
+			if _, err := e.c.Acquire(ctx(t), "job", "B", long); err == nil {
+				t.Fatal("B took a held lease")
+			}
+			e.waitExpired(t, "job")
+			bl := e.acquire(t, "job", "B", long)
+			wantFence(t, bl, 2)
+			_, err := e.c.Renew(ctx(t), *a, long)
+			wantStale(t, err, 1, 2, "B", fenced.ReasonSuperseded)
+
+			ttl := 300 * time.Millisecond
+			k, err := e.c.Keep(ctx(t), "kept", "A", ttl, fenced.KeepOptions{})
+			wantNoErr(t, err, "keep")
+			l := e.waitDBPast(t, "kept", k.Lease().ExpiresAt.Add(ttl))
+			if !l.Held || k.Err() != nil {
+				t.Fatalf("skewed keeper lost its lease: %+v %v", l, k.Err())
+			}
+			k.Stop()
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package fencedtest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+func runFenceAdvance(t *testing.T, b Backend) {
+	t.Run("EveryFenceAfterRestoreIsAboveEveryFenceBefore", func(t *testing.T) {
+		t.Parallel()
+		url := b.NewURL(t)
+		c := open(t, url, fenced.Config{})
+		_, err := c.Migrate(ctx(t))
+		wantNoErr(t, err, "migrate")
+		grant := func(c *fenced.Client, name, owner string) int64 {
+			t.Helper()
+			l, err := c.Acquire(ctx(t), name, owner, long)
+			wantNoErr(t, err, "acquire")
+			wantNoErr(t, c.Release(ctx(t), *l), "release")
+			return l.Fence
+		}
+		grant(c, "a", "w")
+		grant(c, "b", "w")
+		restore := b.Snapshot(t, url) // the "backup"
+		var before int64
+		for i := 0; i < 5; i++ {
+			before = max(before, grant(c, "a", "w"))
+		}
+		before = max(before, grant(c, "c", "w")) // a name the backup never saw
+		wantNoErr(t, c.Close(), "close")
+		restore()
+
+		c = open(t, url, fenced.Config{})
+		// Without an advance the restored copy would hand out old fences again.
+		if f := grant(c, "a", "w"); f > before {
+			t.Fatalf("restored copy granted %d, want a repeat of a fence ≤ %d (is the snapshot real?)", f, before)
+		}
+		floor, err := c.AdvanceFences(ctx(t), 100)
+		wantNoErr(t, err, "advance")
+		if floor <= before {
+			t.Fatalf("floor %d not above %d", floor, before)
+		}
+		for _, name := range []string{"a", "b", "c", "d"} {
+			if f := grant(c, name, "w"); f <= before || f <= floor {
+				t.Fatalf("after advance %s granted %d, want > %d and > floor %d", name, f, before, floor)
+			}
+		}
+	})
+	t.Run("AdvanceEndsCurrentHolders", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		a := e.acquire(t, "job", "A", long)
+		floor, err := e.c.AdvanceFences(ctx(t), 0)
+		wantNoErr(t, err, "advance")
+		if floor != 1+fenced.DefaultAdvance {
+			t.Fatalf("floor = %d", floor)
+		}
+		_, err = e.c.Renew(ctx(t), *a, long)
+		wantStale(t, err, 1, floor, "", fenced.ReasonSuperseded)
+		wantFence(t, e.acquire(t, "job", "B", time.Second), floor+1)
+	})
+	t.Run("NegativeStepIsInvalid", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		_, err := e.c.AdvanceFences(ctx(t), -1)
+		if !errors.Is(err, fenced.ErrInvalid) {
+			t.Fatalf("want invalid, got %v", err)
+		}
+	})
+}

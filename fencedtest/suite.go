@@ -1,0 +1,152 @@
+// Package fencedtest is the conformance suite every fenced backend passes.
+// Behaviour is specified here once; each driver's tests call Run with a
+// Backend that makes fresh real databases.
+package fencedtest
+
+import (
+	"context"
+	"errors"
+
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// Backend describes how to get real databases of one kind.
+type Backend struct {
+	Name string
+	// NewURL returns the URL of a fresh, empty database for one test.
+	NewURL func(t testing.TB) string
+	// Exec runs one statement (the test's own tables) on url.
+	Exec func(t testing.TB, url, sql string)
+	// Snapshot copies the whole fenced state of url and returns a function
+	// that restores that copy. Every client of url is closed before restore.
+	Snapshot func(t testing.TB, url string) (restore func())
+	// WaitBlocked returns once some connection of url's database is waiting
+	// on a lock. Nil when the backend cannot observe it; the suite then
+	// gives the blocked call a bounded chance to return instead.
+	WaitBlocked func(t testing.TB, url string)
+	// Bind rewrites $1-style placeholders into the dialect's. Nil keeps them.
+	Bind func(sql string) string
+}
+
+func (b Backend) bind(sql string) string {
+	if b.Bind == nil {
+		return sql
+	}
+	return b.Bind(sql)
+}
+
+// Run runs the whole conformance suite against b.
+func Run(t *testing.T, b Backend) {
+	t.Run("Lease", func(t *testing.T) { t.Parallel(); runLease(t, b) })
+	t.Run("LeaseTx", func(t *testing.T) { t.Parallel(); runLeaseTx(t, b) })
+	t.Run("Resource", func(t *testing.T) { t.Parallel(); runResource(t, b) })
+	t.Run("FenceAdvance", func(t *testing.T) { t.Parallel(); runFenceAdvance(t, b) })
+	t.Run("Keeper", func(t *testing.T) { t.Parallel(); runKeeper(t, b) })
+	t.Run("ClockSkew", func(t *testing.T) { t.Parallel(); runClockSkew(t, b) })
+	t.Run("Contention", func(t *testing.T) { t.Parallel(); runContention(t, b) })
+	t.Run("Validation", func(t *testing.T) { t.Parallel(); runValidation(t, b) })
+}
+
+// env is one test's database and a client on it.
+type env struct {
+	b   Backend
+	url string
+	c   *fenced.Client
+}
+
+// setup makes a fresh migrated database and a client on it.
+func setup(t *testing.T, b Backend) *env {
+	t.Helper()
+	url := b.NewURL(t)
+	c := open(t, url, fenced.Config{})
+	if _, err := c.Migrate(ctx(t)); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return &env{b: b, url: url, c: c}
+}
+
+// open opens another client (its own connections) on url.
+func open(t testing.TB, url string, cfg fenced.Config) *fenced.Client {
+	t.Helper()
+	c, err := fenced.Open(context.Background(), url, cfg)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func (e *env) acquire(t *testing.T, name, owner string, ttl time.Duration) *fenced.Lease {
+	t.Helper()
+	l, err := e.c.Acquire(ctx(t), name, owner, ttl)
+	if err != nil {
+		t.Fatalf("acquire %s by %s: %v", name, owner, err)
+	}
+	return l
+}
+
+// waitExpired polls the database clock until name is no longer held.
+func (e *env) waitExpired(t *testing.T, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := e.c.Get(ctx(t), name)
+		if err != nil {
+			t.Fatalf("get %s: %v", name, err)
+		}
+		if !l.Held {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lease %s still held at %s (expires %s)", name, l.DecidedAt, l.ExpiresAt)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// wantStale asserts err is a *StaleError with the given current fence,
+// current owner and reason.
+func wantStale(t *testing.T, err error, fence, current int64, owner string, reason fenced.StaleReason) {
+	t.Helper()
+	var se *fenced.StaleError
+	if !errors.As(err, &se) {
+		t.Fatalf("want *StaleError, got %v", err)
+	}
+	if !errors.Is(err, fenced.ErrStale) || errors.Is(err, fenced.ErrNotFound) {
+		t.Fatalf("stale error must match ErrStale and not ErrNotFound: %v", err)
+	}
+	if se.Fence != fence || se.CurrentFence != current || se.CurrentOwner != owner || se.Reason != reason {
+		t.Fatalf("stale error = {fence %d current %d owner %q reason %s}, want {fence %d current %d owner %q reason %s}",
+			se.Fence, se.CurrentFence, se.CurrentOwner, se.Reason, fence, current, owner, reason)
+	}
+}
+
+func wantErrIs(t *testing.T, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Fatalf("want %v, got %v", target, err)
+	}
+}
+
+func wantNoErr(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func wantFence(t *testing.T, l *fenced.Lease, fence int64) {
+	t.Helper()
+	if l.Fence != fence {
+		t.Fatalf("lease %s fence = %d, want %d", l.Name, l.Fence, fence)
+	}
+}

@@ -1,0 +1,128 @@
+package fenced
+
+import (
+	"context"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// Lease is one generation of a named lease as the database decided it.
+//
+// Name, Owner and Fence identify the generation; a holder passes the Lease
+// back to Renew, Release and LeaseTx. Fence is strictly increasing per name
+// and never reused, so a protected write can compare it.
+type Lease struct {
+	Name      string
+	Owner     string
+	Fence     int64
+	ExpiresAt time.Time // by the database clock
+	// Held is true when the lease is unreleased and unexpired by the database
+	// clock at DecidedAt.
+	Held     bool
+	Released bool
+	// DecidedAt is the database clock reading of the statement that produced
+	// this value.
+	DecidedAt time.Time
+}
+
+func (l Lease) ref() driver.LeaseRef {
+	return driver.LeaseRef{Name: l.Name, Owner: l.Owner, Fence: l.Fence}
+}
+
+func leaseFrom(r *driver.LeaseRow) *Lease {
+	return &Lease{Name: r.Name, Owner: r.Owner, Fence: r.Fence, ExpiresAt: r.ExpiresAt,
+		Held: r.Held, Released: r.Released, DecidedAt: r.Now}
+}
+
+// Acquire takes the named lease for ttl by the database clock.
+//
+// A free lease (never held, released, or expired) is granted with a fence one
+// above its last. If owner already holds it unexpired, the same fence is kept
+// and the expiry extended, so retrying an acquire after an ambiguous reply
+// never mints a second generation. If another owner holds it, the error is a
+// *HeldError (errors.Is ErrHeld) naming the holder and its expiry.
+func (c *Client) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (*Lease, error) {
+	if err := validName("lease name", name); err != nil {
+		return nil, err
+	}
+	if err := validName("owner", owner); err != nil {
+		return nil, err
+	}
+	if err := validTTL(ttl); err != nil {
+		return nil, err
+	}
+	r, err := c.d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: name, Owner: owner, TTL: ttl})
+	if err != nil {
+		return nil, err
+	}
+	return leaseFrom(r), nil
+}
+
+// Renew extends the generation l to ttl from now by the database clock. It
+// succeeds only while l is current: same name, owner and fence, unreleased and
+// unexpired. Otherwise it returns a *StaleError (superseded, expired or
+// released: an expired lease must be acquired again, with a new fence), or
+// ErrNotFound if the name was never acquired.
+func (c *Client) Renew(ctx context.Context, l Lease, ttl time.Duration) (*Lease, error) {
+	if err := validRef(l); err != nil {
+		return nil, err
+	}
+	if err := validTTL(ttl); err != nil {
+		return nil, err
+	}
+	r, err := c.d.LeaseRenew(ctx, l.ref(), ttl)
+	if err != nil {
+		return nil, err
+	}
+	return leaseFrom(r), nil
+}
+
+// Release gives up the generation l. The row and its fence stay, so the next
+// grant continues the sequence. Releasing a generation that is already
+// released, or that expired with no takeover, succeeds; after a takeover it
+// returns a *StaleError.
+func (c *Client) Release(ctx context.Context, l Lease) error {
+	if err := validRef(l); err != nil {
+		return err
+	}
+	_, err := c.d.LeaseRelease(ctx, l.ref())
+	return err
+}
+
+// Get reads the named lease; Held says whether it is held now by the
+// database clock. ErrNotFound if it was never acquired.
+func (c *Client) Get(ctx context.Context, name string) (*Lease, error) {
+	if err := validName("lease name", name); err != nil {
+		return nil, err
+	}
+	r, err := c.d.LeaseGet(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return leaseFrom(r), nil
+}
+
+// IsHolder reports whether l is the current, unexpired generation of its
+// lease by the database clock. It is a point-in-time answer for display and
+// liveness; protect writes with LeaseTx or the resource store instead.
+func (c *Client) IsHolder(ctx context.Context, l Lease) (bool, error) {
+	cur, err := c.Get(ctx, l.Name)
+	if err != nil {
+		return false, err
+	}
+	return cur.Held && cur.Owner == l.Owner && cur.Fence == l.Fence, nil
+}
+
+// List reads every lease, ordered by name.
+func (c *Client) List(ctx context.Context) ([]*Lease, error) {
+	rows, err := c.d.LeaseList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Lease, len(rows))
+	for i, r := range rows {
+		out[i] = leaseFrom(r)
+	}
+	return out, nil
+}
