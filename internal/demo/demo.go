@@ -1,11 +1,18 @@
-// Package demo replays, against a real database, the failures fenced
-// prevents, printing each timeline as a table of expected and observed
-// outcomes.
+// Package demo replays, against a real database and real processes, the
+// failures fenced prevents, printing each timeline as a table of expected
+// and observed outcomes.
 package demo
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fenced/fenced"
 )
 
 // Options configure a demo run.
@@ -15,18 +22,91 @@ type Options struct {
 	URL string
 	// Out receives the tables.
 	Out io.Writer
-	// Exe is the fenced binary re-executed for worker processes
+	// Exe is the binary re-executed for worker processes
 	// ("Exe demo-worker …"). Default os.Executable().
 	Exe string
+}
+
+// scenario is one replayed timeline.
+type scenario struct {
+	title string
+	run   func(ctx context.Context, e *env) []Step
+}
+
+// scenarios by name, run in name order when none are named.
+var scenarios = map[string]scenario{
+	"stale-writer": {"A paused past its lease writes after B took over", staleWriter},
+}
+
+// Names lists the scenarios.
+func Names() []string {
+	var out []string
+	for n := range scenarios {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// env is what a scenario runs against.
+type env struct {
+	url string
+	c   *fenced.Client
+	exe string
 }
 
 // Run runs the named scenarios (all when none are named) and reports whether
 // every observed outcome matched the expected one.
 func Run(ctx context.Context, opts Options, names ...string) (bool, error) {
-	return false, nil
+	if len(names) == 0 {
+		names = Names()
+	}
+	for _, n := range names {
+		if _, ok := scenarios[n]; !ok {
+			return false, fmt.Errorf("unknown demo %q (have %s): %w", n, strings.Join(Names(), ", "), fenced.ErrInvalid)
+		}
+	}
+	if opts.Out == nil {
+		opts.Out = os.Stdout
+	}
+	if opts.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return false, err
+		}
+		opts.Exe = exe
+	}
+	url := opts.URL
+	if url == "" {
+		dir, err := os.MkdirTemp("", "fenced-demo-")
+		if err != nil {
+			return false, err
+		}
+		defer os.RemoveAll(dir)
+		url = "sqlite:" + filepath.Join(dir, "demo.db")
+	}
+	c, err := fenced.Open(ctx, url, fenced.Config{})
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	if _, err := c.Migrate(ctx); err != nil {
+		return false, err
+	}
+	kind, _, _ := fenced.ParseDatabaseURL(url)
+	e := &env{url: url, c: c, exe: opts.Exe}
+	allOK := true
+	for _, n := range names {
+		s := scenarios[n]
+		fmt.Fprintf(opts.Out, "== %s: %s (%s)\n", n, s.title, kind)
+		steps := s.run(ctx, e)
+		ok := printSteps(opts.Out, steps)
+		allOK = allOK && ok
+		if ok {
+			fmt.Fprintf(opts.Out, "%s: every step as expected\n\n", n)
+		} else {
+			fmt.Fprintf(opts.Out, "%s: MISMATCH — an observed outcome differs from the expected one\n\n", n)
+		}
+	}
+	return allOK, nil
 }
-
-// Worker is the body of the hidden "fenced demo-worker" command: a worker
-// process the demo drives and pauses. args are the command's arguments; the
-// result is the process exit code.
-func Worker(ctx context.Context, args []string) int { return 0 }
