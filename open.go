@@ -54,12 +54,12 @@ func ParseDatabaseURL(url string) (kind, target string, err error) {
 	}
 	scheme, rest, ok := strings.Cut(url, ":")
 	if !ok {
-		return "", "", driver.Invalid("database url", "%q has no scheme (want postgres://… or sqlite:PATH)", redact(url))
+		return "", "", driver.Invalid("database url", "no scheme (want postgres://… or sqlite:PATH)")
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
 		if !strings.HasPrefix(rest, "//") {
-			return "", "", driver.Invalid("database url", "%q: want postgres://host/db", redact(url))
+			return "", "", driver.Invalid("database url", "want postgres://host/db after the scheme")
 		}
 		return "postgres", url, nil
 	case "sqlite", "sqlite3", "file":
@@ -78,18 +78,4 @@ func ParseDatabaseURL(url string) (kind, target string, err error) {
 	default:
 		return "", "", driver.Invalid("database url", "unknown scheme %q (want postgres or sqlite)", scheme)
 	}
-}
-
-// redact hides a password in a URL for error messages.
-func redact(url string) string {
-	scheme, rest, ok := strings.Cut(url, "://")
-	if !ok {
-		return url
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return url
-	}
-	user, _, _ := strings.Cut(rest[:at], ":")
-	return scheme + "://" + user + ":***" + rest[at:]
 }

@@ -1,0 +1,50 @@
+// Package fenced provides leases, and writes that a stale lease holder can
+// never complete.
+//
+// # The problem
+//
+// A worker holding a lease can pause — a GC pause, a VM freeze, a partition —
+// past the lease's TTL while another worker takes over. When the first one
+// wakes it still believes it owns the work and writes its stale result over
+// the new owner's. A TTL decides who may start; only a fencing token decides
+// who may still finish.
+//
+// # The model
+//
+// A lease is a named row (name, owner, fence, expires_at). Every grant of a
+// free lease bumps its fence by one; the fence is never reset (release keeps
+// the row) and never reused, so it orders the lease's generations. Expiry is
+// judged by the database clock inside the deciding statement; the
+// application's clock is never the authority.
+//
+// The invariant: once the database has granted generation N+1 of a lease, no
+// write that carries generation N or older commits — to the lease row, or to
+// any row the caller protects with it. The rejected caller gets a
+// *StaleError saying what is current, never a silent success and never
+// ErrNotFound.
+//
+// Protected writes come in two kinds:
+//
+//   - Client.LeaseTx runs the caller's own statements in a transaction that
+//     first share-locks the lease row and checks owner, fence and expiry; a
+//     takeover waits for the transaction, so what commits was written under a
+//     generation that was still current.
+//   - Client.WriteResource is a fenced key-value store: a write carrying fence
+//     F is accepted iff F is at least the fence stored with the key, in one
+//     statement, for resources outside the caller's tables.
+//
+// A Keeper renews a lease in the background and ends its context when the
+// lease is lost. It is a liveness aid only: safety comes from the fence checks
+// above, which hold even for a process that was paused and does not know it.
+//
+// After a database is restored from a backup or an asynchronous replica is
+// promoted, run Client.AdvanceFences (the `fenced fence advance` command)
+// before workers start again: the restored copy may be behind fences that
+// protected resources have already seen.
+//
+// # Backends
+//
+// PostgreSQL through pgx v5 (driver/pgdriver) and embedded SQLite through the
+// pure-Go modernc.org/sqlite (driver/sqlitedriver). Open picks one from a URL:
+// postgres://…, sqlite:///abs/path or sqlite:rel/path.
+package fenced
