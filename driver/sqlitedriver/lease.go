@@ -61,25 +61,25 @@ func scanLease(row scanner) (*driver.LeaseRow, error) {
 	return &l, nil
 }
 
-// LeaseAcquire implements driver.Driver. Decision and diagnosis share one
-// hold of the writer mutex, so the diagnosis sees the deciding state.
+// LeaseAcquire implements driver.Driver. The decision and, when it refuses,
+// the read that names the holder run in one write transaction, so the
+// diagnosis sees exactly the state that decided.
 func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
-	var l *driver.LeaseRow
-	err := d.write(func() (err error) {
-		l, err = scanLease(d.db.QueryRowContext(ctx, leaseAcquireSQL, p.Name, p.Owner, p.TTL.Microseconds()))
+	var l, cur *driver.LeaseRow
+	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		l, err = scanLease(tx.QueryRowContext(ctx, leaseAcquireSQL, p.Name, p.Owner, p.TTL.Microseconds()))
+		if errors.Is(err, sql.ErrNoRows) {
+			cur, err = scanLease(tx.QueryRowContext(ctx, leaseGetSQL, p.Name))
+		}
 		return err
 	})
-	if err == nil {
-		return l, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
+	case cur != nil:
+		return nil, driver.HeldBy(cur)
 	}
-	cur, err := d.LeaseGet(ctx, p.Name)
-	if err != nil {
-		return nil, err
-	}
-	return nil, driver.HeldBy(cur)
+	return l, nil
 }
 
 // LeaseRenew implements driver.Driver.
@@ -93,28 +93,29 @@ func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver
 }
 
 // leaseWrite runs one conditional lease statement; zero rows becomes the
-// diagnosed typed error here and nowhere else.
+// diagnosed typed error here and nowhere else, from a read in the same write
+// transaction.
 func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef, query string, args ...any) (*driver.LeaseRow, error) {
-	var l *driver.LeaseRow
-	err := d.write(func() (err error) {
-		l, err = scanLease(d.db.QueryRowContext(ctx, query, args...))
+	var l, cur *driver.LeaseRow
+	failed := false
+	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		l, err = scanLease(tx.QueryRowContext(ctx, query, args...))
+		if errors.Is(err, sql.ErrNoRows) {
+			failed = true
+			cur, err = scanLease(tx.QueryRowContext(ctx, leaseGetSQL, ref.Name))
+			if errors.Is(err, sql.ErrNoRows) {
+				cur, err = nil, nil
+			}
+		}
 		return err
 	})
-	if err == nil {
-		return l, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("%s lease %q: %w", op, ref.Name, err)
+	case failed:
+		return nil, driver.DiagnoseLease(ref, cur)
 	}
-	return nil, d.diagnose(ctx, ref)
-}
-
-func (d *Driver) diagnose(ctx context.Context, ref driver.LeaseRef) error {
-	cur, err := d.LeaseGet(ctx, ref.Name)
-	if err != nil && !errors.Is(err, driver.ErrNotFound) {
-		return err
-	}
-	return driver.DiagnoseLease(ref, cur)
+	return l, nil
 }
 
 // LeaseGet implements driver.Driver.

@@ -23,19 +23,18 @@ var errGuardFailed = errors.New("lease guard failed")
 // returns *driver.StaleError or driver.ErrNotFound when the check fails; the
 // caller must then roll back.
 func (d *Driver) GuardLease(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef) error {
-	if err := guard(ctx, tx, ref); errors.Is(err, errGuardFailed) {
-		var cur *driver.LeaseRow
-		cur, err = scanLease(tx.QueryRowContext(ctx, leaseGetSQL, ref.Name))
-		if errors.Is(err, sql.ErrNoRows) {
-			return driver.ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		return driver.DiagnoseLease(ref, cur)
-	} else {
+	err := guard(ctx, tx, ref)
+	if !errors.Is(err, errGuardFailed) {
 		return err
 	}
+	cur, err := scanLease(tx.QueryRowContext(ctx, leaseGetSQL, ref.Name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return driver.ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	return driver.DiagnoseLease(ref, cur)
 }
 
 func guard(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef) error {
@@ -51,16 +50,13 @@ func guard(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef) error {
 }
 
 // LeaseTx implements driver.Driver. fn receives a driver.Tx whose
-// underlying *sql.Tx is reachable through (*Tx).SQL.
+// underlying *sql.Tx is reachable through (*Tx).SQL. A failed guard is
+// diagnosed inside the same transaction, then rolled back.
 func (d *Driver) LeaseTx(ctx context.Context, ref driver.LeaseRef, fn func(driver.Tx) error) error {
-	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		if err := guard(ctx, tx, ref); err != nil {
+	return d.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := d.GuardLease(ctx, tx, ref); err != nil {
 			return err
 		}
 		return fn(&Tx{tx: tx})
 	})
-	if errors.Is(err, errGuardFailed) {
-		return d.diagnose(ctx, ref)
-	}
-	return err
 }
