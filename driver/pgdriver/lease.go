@@ -66,8 +66,10 @@ func scanLease(row pgx.Row) (*driver.LeaseRow, error) {
 // LeaseAcquire implements driver.Driver.
 func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
 	// A refusal is diagnosed by a read; if the holder's lease ended between
-	// the two statements, the acquire is simply tried again.
-	for try := 0; ; try++ {
+	// the two statements, the acquire is simply tried again. Each retry means
+	// another client changed the row, so this ends unless the row churns
+	// without pause; then a plain error, never a made-up holder.
+	for range 100 {
 		l, err := scanLease(d.pool.QueryRow(ctx, leaseAcquireSQL, p.Name, p.Owner, p.TTL.Microseconds()))
 		if err == nil {
 			return l, nil
@@ -79,13 +81,11 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 		if err != nil && !errors.Is(err, driver.ErrNotFound) {
 			return nil, err
 		}
-		if cur != nil && cur.Held && cur.Owner != p.Owner || try == 3 {
-			if cur == nil {
-				return nil, fmt.Errorf("acquire lease %q: refused, then found no row", p.Name)
-			}
+		if cur != nil && cur.Held && cur.Owner != p.Owner {
 			return nil, driver.HeldBy(cur)
 		}
 	}
+	return nil, fmt.Errorf("acquire lease %q: refused 100 times while the lease kept changing hands", p.Name)
 }
 
 // LeaseRenew implements driver.Driver.
