@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/fenced/fenced"
+)
+
+// envDatabaseURL names the environment variable read when --db is not given.
+const envDatabaseURL = "FENCED_DATABASE_URL"
+
+// defaultURLHelp describes the default database in flag help.
+const defaultURLHelp = "fenced.db in the working directory"
+
+// databaseURL is --db, else $FENCED_DATABASE_URL, else empty (which
+// fenced.Open reads as fenced.DefaultDatabaseURL).
+func (a *app) databaseURL() string {
+	if a.db != "" {
+		return a.db
+	}
+	return a.getenv(envDatabaseURL)
+}
+
+// open connects to the database and applies any pending migrations, so every
+// command works on a fresh database.
+func (a *app) open(ctx context.Context) (*fenced.Client, error) {
+	c, err := a.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Migrate(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("migrate %s: %w", a.shownURL(), err)
+	}
+	return c, nil
+}
+
+// connect opens the database without migrating it.
+func (a *app) connect(ctx context.Context) (*fenced.Client, error) {
+	c, err := fenced.Open(ctx, a.databaseURL(), fenced.Config{})
+	if err != nil {
+		if errors.Is(err, fenced.ErrInvalid) {
+			return nil, err // already names the URL, redacted
+		}
+		return nil, fmt.Errorf("open %s: %w", a.shownURL(), err)
+	}
+	return c, nil
+}
+
+// shownURL is the database URL as messages show it: password redacted.
+func (a *app) shownURL() string {
+	u := a.databaseURL()
+	if u == "" {
+		u = fenced.DefaultDatabaseURL
+	}
+	return redactURL(u)
+}
+
+// redactURL replaces the password of a database URL, in its user info or its
+// password query parameter, with "***".
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return redactRaw(raw)
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "***")
+		u.RawQuery = q.Encode()
+	}
+	// url.URL.String would escape the stars.
+	return strings.ReplaceAll(u.String(), "%2A%2A%2A", "***")
+}
+
+// redactRaw redacts a URL that net/url cannot parse: whatever follows the
+// first ':' of the user info is dropped.
+func redactRaw(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return raw
+	}
+	user, _, _ := strings.Cut(rest[:at], ":")
+	return scheme + "://" + user + ":***" + rest[at:]
+}
+
+// passwords returns the secrets in a database URL, in the forms a message
+// may quote them: as given and decoded.
+func passwords(raw string) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	if scheme, rest, ok := strings.Cut(raw, "://"); ok && scheme != "" {
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if _, p, ok := strings.Cut(rest[:at], ":"); ok {
+				add(p)
+			}
+		}
+	}
+	if u, err := url.Parse(raw); err == nil {
+		if p, ok := u.User.Password(); ok {
+			add(p)
+		}
+		for _, p := range u.Query()["password"] {
+			add(p)
+		}
+	}
+	return out
+}
+
+// scrub removes the database URL and its password from msg: the URL is
+// replaced by its redacted form, then any remaining occurrence of the
+// password. Passwords shorter than 4 bytes are only removed as part of the
+// URL, since scrubbing them elsewhere would mangle ordinary words.
+func (a *app) scrub(msg string) string {
+	raw := a.databaseURL()
+	if raw == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, raw, redactURL(raw))
+	for _, p := range passwords(raw) {
+		if len(p) >= 4 {
+			msg = strings.ReplaceAll(msg, p, "***")
+		}
+	}
+	return msg
+}

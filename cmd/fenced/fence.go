@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/fenced/fenced"
+	"github.com/spf13/cobra"
+)
+
+func newFenceCmd(a *app) *cobra.Command {
+	cmd := group(&cobra.Command{
+		Use:   "fence",
+		Short: "Operate on fences (after a restore or failover)",
+	})
+	cmd.AddCommand(newFenceAdvanceCmd(a))
+	return cmd
+}
+
+func newFenceAdvanceCmd(a *app) *cobra.Command {
+	var by int64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "advance",
+		Short: "Make every fence granted from now on greater than any granted before",
+		Long: fmt.Sprintf(`Raise every lease's fence to a new floor, max(fences stored) + --by, so every
+fence granted from now on is greater than any granted before. Every lease
+ends: holders get a stale error and must acquire again. Prints the new floor.
+
+When to run it: once, right after restoring the database from a backup, or
+after promoting an asynchronous replica, and before workers start again.
+Either can be behind fences that protected resources have already seen;
+without an advance, a new holder could be granted a fence a stale one
+already used.
+
+--by must exceed the number of grants the restored copy may have missed;
+0 means %d.`, fenced.DefaultAdvance),
+		Example: `  # After restoring last night's backup, before starting the workers:
+  fenced --db postgres://fenced@db/fenced fence advance`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			floor, err := c.AdvanceFences(cmd.Context(), by)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					Floor int64 `json:"floor"`
+				}{floor})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "fences advanced: new floor %d; every lease has ended\n", floor)
+			return err
+		},
+	}
+	cmd.Flags().Int64Var(&by, "by", 0, fmt.Sprintf("how far to advance (0 means %d)", fenced.DefaultAdvance))
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}

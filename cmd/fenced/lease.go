@@ -1,0 +1,232 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/spf13/cobra"
+)
+
+// defaultTTL is the --ttl of lease commands.
+const defaultTTL = 30 * time.Second
+
+func newLeaseCmd(a *app) *cobra.Command {
+	cmd := group(&cobra.Command{
+		Use:   "lease",
+		Short: "Acquire, renew, release, inspect leases, or run a command under one",
+		Long: `A lease is a named singleton held by one owner until it expires by the
+database clock. Every grant to a new owner carries a higher fence; pass it to
+your protected writes. Renew and release must name the owner and fence they
+hold, and fail as stale (exit 4) once the lease was lost.`,
+	})
+	cmd.AddCommand(
+		newLeaseAcquireCmd(a),
+		newLeaseRenewCmd(a),
+		newLeaseReleaseCmd(a),
+		newLeaseShowCmd(a),
+		newLeaseListCmd(a),
+		newLeaseRunCmd(a),
+	)
+	return cmd
+}
+
+func newLeaseAcquireCmd(a *app) *cobra.Command {
+	var owner string
+	var ttl time.Duration
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "acquire NAME --owner OWNER",
+		Short: "Take a lease (or extend it, keeping its fence, if OWNER holds it)",
+		Long: `Take the named lease for --ttl by the database clock and print its fence.
+
+A free lease (never held, released or expired) is granted with a new fence.
+If OWNER already holds it, the expiry is extended and the fence kept, so a
+retried acquire never mints a second generation. If another owner holds it,
+acquire fails with exit 3.`,
+		Example: `  fenced lease acquire nightly-report --owner worker-1 --ttl 1m
+  fenced lease acquire nightly-report --owner worker-1 --json | jq .fence`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner"); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			l, err := c.Acquire(cmd.Context(), args[0], owner, ttl)
+			if err != nil {
+				return err
+			}
+			return printLease(cmd, "acquired", l, asJSON)
+		},
+	}
+	ownerFlag(cmd, &owner, "owner to hold the lease as (required)")
+	ttlFlag(cmd, &ttl)
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newLeaseRenewCmd(a *app) *cobra.Command {
+	var owner string
+	var fence int64
+	var ttl time.Duration
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "renew NAME --owner OWNER --fence N",
+		Short: "Extend a lease you hold",
+		Long: `Extend the named lease to --ttl from now by the database clock. It succeeds
+only while OWNER holds generation --fence unexpired; otherwise it fails as
+stale (exit 4): acquire again, and get a new fence.`,
+		Example: `  fenced lease renew nightly-report --owner worker-1 --fence 7 --ttl 1m`,
+		Args:    exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner", "fence"); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			l, err := c.Renew(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
+			if err != nil {
+				return notFound("lease", args[0], err)
+			}
+			return printLease(cmd, "renewed", l, asJSON)
+		},
+	}
+	ownerFlag(cmd, &owner, "owner holding the lease (required)")
+	fenceFlag(cmd, &fence, "fence of the generation held (required)")
+	ttlFlag(cmd, &ttl)
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newLeaseReleaseCmd(a *app) *cobra.Command {
+	var owner string
+	var fence int64
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "release NAME --owner OWNER --fence N",
+		Short: "Give up a lease you hold",
+		Long: `Release generation --fence of the named lease. The lease's fence is kept, so
+the next owner gets a higher one. Releasing again, or after the lease expired
+with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`,
+		Example: `  fenced lease release nightly-report --owner worker-1 --fence 7`,
+		Args:    exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner", "fence"); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			l := &fenced.Lease{Name: args[0], Owner: owner, Fence: fence, Released: true}
+			if err := c.Release(cmd.Context(), *l); err != nil {
+				return notFound("lease", args[0], err)
+			}
+			return printLease(cmd, "released", l, asJSON)
+		},
+	}
+	ownerFlag(cmd, &owner, "owner holding the lease (required)")
+	fenceFlag(cmd, &fence, "fence of the generation held (required)")
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newLeaseShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show a lease: owner, fence, expiry and whether it is held now",
+		Example: `  fenced lease show nightly-report
+  fenced lease show nightly-report --json`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			l, err := c.Get(cmd.Context(), args[0])
+			if err != nil {
+				return notFound("lease", args[0], err)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), leaseOut(l))
+			}
+			return writeLeaseTable(cmd.OutOrStdout(), []*fenced.Lease{l})
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newLeaseListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List every lease, by name",
+		Example: `  fenced lease ls
+  fenced lease ls --json | jq '.[] | select(.held)'`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			leases, err := c.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]leaseJSON, len(leases))
+				for i, l := range leases {
+					out[i] = leaseOut(l)
+				}
+				return writeJSON(cmd.OutOrStdout(), out)
+			}
+			return writeLeaseTable(cmd.OutOrStdout(), leases)
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// printLease prints the outcome of acquire, renew or release.
+func printLease(cmd *cobra.Command, verb string, l *fenced.Lease, asJSON bool) error {
+	w := cmd.OutOrStdout()
+	if asJSON {
+		return writeJSON(w, leaseOut(l))
+	}
+	if l.ExpiresAt.IsZero() {
+		_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d\n", verb, l.Name, l.Owner, l.Fence)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d, expires %s\n",
+		verb, l.Name, l.Owner, l.Fence, l.ExpiresAt.UTC().Format(humanTime))
+	return err
+}
+
+func ownerFlag(cmd *cobra.Command, p *string, help string) {
+	cmd.Flags().StringVar(p, "owner", "", help)
+}
+
+func ttlFlag(cmd *cobra.Command, p *time.Duration) {
+	cmd.Flags().DurationVar(p, "ttl", defaultTTL, "how long the lease lasts, by the database clock (1ms to 24h)")
+}
+
+func fenceFlag(cmd *cobra.Command, p *int64, help string) {
+	cmd.Flags().Int64Var(p, "fence", 0, help)
+}
+
+func jsonFlag(cmd *cobra.Command, p *bool) {
+	cmd.Flags().BoolVar(p, "json", false, "print JSON")
+}
