@@ -23,7 +23,7 @@ func showLease(c cli, name string) leaseOutput {
 	return l
 }
 
-// waitReleased polls until the lease is no longer held by the database clock.
+// waitNotHeld polls until the lease is no longer held by the database clock.
 func waitNotHeld(t *testing.T, c cli, name string) {
 	t.Helper()
 	waitFor(t, "lease "+name+" to be no longer held", func() bool { return !showLease(c, name).Held })
