@@ -121,7 +121,7 @@ func (k *Keeper) run(start time.Time) {
 		case <-k.ctx.Done():
 			return
 		case <-trust.C:
-			k.cancel(ErrTrustExpired)
+			k.cancel(fmt.Errorf("lease %q: %w", k.lease.Name, ErrTrustExpired))
 			return
 		case <-renew.C:
 			start := k.c.now()

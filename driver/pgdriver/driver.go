@@ -29,7 +29,7 @@ func New(pool *pgxpool.Pool) *Driver { return &Driver{pool: pool} }
 func Open(ctx context.Context, url string) (*Driver, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse postgres url: %w", err)
+		return nil, &driver.InvalidError{Field: "database url", Reason: err.Error()}
 	}
 	return OpenConfig(ctx, cfg)
 }
