@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -87,3 +88,11 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 func Invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// ErrJobFinished is returned by a cancel of a job that already finished.
+var ErrJobFinished = errors.New("job already finished")
+
+// ErrJobNotFinished is returned by a retry of a job that has not finished.
+var ErrJobNotFinished = errors.New("job is not failed or cancelled")

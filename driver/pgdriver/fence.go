@@ -12,7 +12,7 @@ import (
 func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
 	var floor int64
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE fenced_meta, fenced_leases IN EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `LOCK TABLE fenced_meta, fenced_leases, fenced_jobs IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		err := tx.QueryRow(ctx, `
@@ -22,9 +22,22 @@ func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `
+		if _, err = tx.Exec(ctx, `
 			UPDATE fenced_leases SET fence = $1, released = true,
-				expires_at = LEAST(expires_at, clock_timestamp()), updated_at = clock_timestamp()`, floor)
+				expires_at = LEAST(expires_at, clock_timestamp()), updated_at = clock_timestamp()`, floor); err != nil {
+			return err
+		}
+		// Every job's next attempt gets a fence above any granted before, and
+		// running attempts end (recovery takes them back). Job ids move on
+		// too, so a job lost with the newer data can never share its id with
+		// a new one.
+		if _, err = tx.Exec(ctx, `
+			UPDATE fenced_jobs SET fence = fence + $1,
+				lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, clock_timestamp()) END`, by); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('fenced_jobs', 'id'),
+			GREATEST((SELECT COALESCE(max(id), 0) FROM fenced_jobs), 1) + $1, false)`, by)
 		return err
 	})
 	if err != nil {

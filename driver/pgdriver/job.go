@@ -1,0 +1,301 @@
+package pgdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ driver.JobDriver = (*Driver)(nil)
+
+// jobColumns is the column list every job read returns, in scanJob's order.
+const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attempt, j.max_attempts, j.fence,
+	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
+	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at, clock_timestamp()`
+
+func scanJob(row pgx.Row) (*driver.JobRow, error) {
+	var j driver.JobRow
+	var state string
+	err := row.Scan(&j.ID, &j.Kind, &j.Queue, &j.Args, &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
+		&j.Owner, &j.RunAt, &j.LeaseExpiresAt, &j.CancelRequested, &j.Output, &j.LastError,
+		&j.Progress, &j.IdempotencyKey, &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.Now)
+	j.State = driver.JobState(state)
+	return &j, err
+}
+
+func collectJobs(rows pgx.Rows, err error) ([]*driver.JobRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*driver.JobRow
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// jobClaimSQL picks eligible jobs in priority order, skipping rows other
+// claimers have locked, and starts a new attempt on each: state running,
+// fence and attempt bumped, lease from the database clock.
+const jobClaimSQL = `
+WITH picked AS (
+    SELECT id FROM fenced_jobs
+    WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()
+    ORDER BY priority, run_at, id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE fenced_jobs j SET
+    state = 'running', attempt = j.attempt + 1, fence = j.fence + 1, owner = $2,
+    lease_expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond',
+    attempted_at = clock_timestamp(), updated_at = clock_timestamp(),
+    cancel_requested = false, progress = NULL
+FROM picked WHERE j.id = picked.id
+RETURNING ` + jobColumns
+
+// JobClaim implements driver.JobDriver.
+func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
+	jobs, err := collectJobs(d.pool.Query(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
+	if err != nil {
+		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
+	}
+	return jobs, nil
+}
+
+// jobGuard is the condition every worker-owned write carries.
+const jobGuard = `j.state = 'running' AND j.lease_expires_at > clock_timestamp()`
+
+const jobHeartbeatSQL = `
+UPDATE fenced_jobs j SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
+FROM unnest($1::bigint[], $2::bigint[]) AS h(id, fence)
+WHERE j.id = h.id AND j.fence = h.fence AND ` + jobGuard + `
+RETURNING j.id, j.cancel_requested, j.lease_expires_at`
+
+// JobHeartbeat implements driver.JobDriver.
+func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+	ids, fences := splitRefs(refs)
+	rows, err := d.pool.Query(ctx, jobHeartbeatSQL, ids, fences, ttl.Microseconds())
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	defer rows.Close()
+	res := &driver.HeartbeatResult{}
+	seen := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		var cancel bool
+		if err := rows.Scan(&id, &cancel, &res.ExpiresAt); err != nil {
+			return nil, err
+		}
+		seen[id] = true
+		res.Extended = append(res.Extended, id)
+		if cancel {
+			res.CancelRequested = append(res.CancelRequested, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	for _, id := range ids {
+		if !seen[id] {
+			res.Lost = append(res.Lost, id)
+		}
+	}
+	return res, nil
+}
+
+func splitRefs(refs []driver.JobRef) (ids, fences []int64) {
+	ids, fences = make([]int64, len(refs)), make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i], fences[i] = r.ID, r.Fence
+	}
+	return ids, fences
+}
+
+// jobFinishSQL ends attempts, each guarded by its own fence, and records each
+// ended attempt in the history, all in one statement. A failure retries
+// (queued, run_at = now + delay) unless attempts are exhausted or it is
+// discarded; a snooze does not count against max_attempts.
+const jobFinishSQL = `
+WITH e AS (
+    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[])
+        AS e(id, fence, kind, output, error, delay_us, discard)
+), j AS (
+    UPDATE fenced_jobs j SET
+        state = CASE
+            WHEN e.kind = 'complete' THEN 'succeeded'
+            WHEN e.kind = 'cancel' THEN 'cancelled'
+            WHEN e.kind = 'snooze' THEN 'queued'
+            WHEN e.discard OR j.attempt >= j.max_attempts THEN 'failed'
+            ELSE 'queued' END,
+        finished_at = CASE
+            WHEN e.kind IN ('complete', 'cancel') OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
+            THEN clock_timestamp() END,
+        output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
+        last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error ELSE j.last_error END,
+        run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN clock_timestamp() + e.delay_us * interval '1 microsecond'
+            ELSE j.run_at END,
+        max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
+        lease_expires_at = NULL,
+        updated_at = clock_timestamp()
+    FROM e
+    WHERE j.id = e.id AND j.fence = e.fence AND ` + jobGuard + `
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error
+), h AS (
+    INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
+    SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(),
+        CASE WHEN kind = 'complete' THEN 'succeeded' WHEN kind = 'cancel' THEN 'cancelled'
+             WHEN kind = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
+        NULLIF(error, '')
+    FROM j
+)
+SELECT id FROM j`
+
+// JobFinish implements driver.JobDriver.
+func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+	n := len(ends)
+	ids, fences, kinds := make([]int64, n), make([]int64, n), make([]string, n)
+	outputs, errs, delays, discards := make([]*string, n), make([]string, n), make([]int64, n), make([]bool, n)
+	for i, e := range ends {
+		ids[i], fences[i], kinds[i] = e.Ref.ID, e.Ref.Fence, string(e.Kind)
+		if e.Output != nil {
+			s := string(e.Output)
+			outputs[i] = &s
+		}
+		errs[i], delays[i], discards[i] = e.Error, e.Delay.Microseconds(), e.Discard
+	}
+	var rows pgx.Rows
+	var err error
+	if tx != nil {
+		rows, err = pgxOf(tx).Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
+	} else {
+		rows, err = d.pool.Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	return d.diagnoseJobs(ctx, ends, done)
+}
+
+// diagnoseJobs gives each end that did not take effect its typed error.
+func (d *Driver) diagnoseJobs(ctx context.Context, ends []driver.JobEnd, done []int64) ([]error, error) {
+	ok := make(map[int64]bool, len(done))
+	for _, id := range done {
+		ok[id] = true
+	}
+	out := make([]error, len(ends))
+	var missing []int64
+	for _, e := range ends {
+		if !ok[e.Ref.ID] {
+			missing = append(missing, e.Ref.ID)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	cur, err := collectJobs(d.pool.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = ANY($1)`, missing))
+	if err != nil {
+		return nil, fmt.Errorf("diagnose jobs: %w", err)
+	}
+	byID := make(map[int64]*driver.JobRow, len(cur))
+	for _, j := range cur {
+		byID[j.ID] = j
+	}
+	for i, e := range ends {
+		if !ok[e.Ref.ID] {
+			out[i] = driver.DiagnoseJob(e.Ref, byID[e.Ref.ID])
+		}
+	}
+	return out, nil
+}
+
+// pgxOf returns the pgx transaction behind a driver.Tx of this driver.
+func pgxOf(tx driver.Tx) pgx.Tx {
+	if t, ok := tx.(*Tx); ok {
+		return t.tx
+	}
+	panic(fmt.Sprintf("pgdriver: transaction %T is not from this driver (wrap a pgx.Tx with pgdriver.WrapTx)", tx))
+}
+
+// WrapTx makes the caller's own pgx transaction usable where fenced takes a
+// driver.Tx: enqueueing or completing a job inside it.
+func WrapTx(tx pgx.Tx) *Tx { return &Tx{tx: tx} }
+
+const jobProgressSQL = `UPDATE fenced_jobs j SET progress = $3, updated_at = clock_timestamp()
+WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard
+
+// JobProgress implements driver.JobDriver.
+func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []byte) error {
+	tag, err := d.pool.Exec(ctx, jobProgressSQL, ref.ID, ref.Fence, string(progress))
+	if err != nil {
+		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	return d.diagnoseJob(ctx, ref)
+}
+
+func (d *Driver) diagnoseJob(ctx context.Context, ref driver.JobRef) error {
+	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, ref.ID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return driver.ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", ref.ID, err)
+	}
+	return driver.DiagnoseJob(ref, j)
+}
+
+const jobGuardSQL = `SELECT 1 FROM fenced_jobs j WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard + ` FOR SHARE`
+
+// JobTx implements driver.JobDriver.
+func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if err := guardJob(ctx, tx, ref); err != nil {
+			return err
+		}
+		return fn(&Tx{tx: tx})
+	})
+	if errors.Is(err, errGuardFailed) {
+		return d.diagnoseJob(ctx, ref)
+	}
+	return err
+}
+
+// GuardJob checks, inside the caller's own transaction, that ref is the
+// job's current running attempt with an unexpired lease, and share-locks the
+// job row until the transaction ends, so recovery and re-claims wait for it.
+// It returns *driver.StaleError or driver.ErrNotFound when the check fails;
+// the caller must then roll back.
+func (d *Driver) GuardJob(ctx context.Context, tx pgx.Tx, ref driver.JobRef) error {
+	if err := guardJob(ctx, tx, ref); !errors.Is(err, errGuardFailed) {
+		return err
+	}
+	return d.diagnoseJob(ctx, ref)
+}
+
+func guardJob(ctx context.Context, tx pgx.Tx, ref driver.JobRef) error {
+	var one int
+	err := tx.QueryRow(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errGuardFailed
+	}
+	if err != nil {
+		return fmt.Errorf("guard job %d: %w", ref.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+package pgdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/jackc/pgx/v5"
+)
+
+// jobInsertSQL enqueues a batch in one statement. A row whose idempotency key
+// exists already (or repeats within the batch) is skipped here and read back
+// by the caller. Rows are inserted in input order, so their ids ascend in it.
+const jobInsertSQL = `
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
+SELECT i.kind, i.queue, i.args, i.priority,
+    COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
+    i.max_attempts, NULLIF(i.ikey, ''), clock_timestamp(), clock_timestamp()
+FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[])
+    WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ord)
+ORDER BY i.ord
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING ` + jobColumns
+
+// JobInsert implements driver.JobDriver.
+func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+	n := len(jobs)
+	kinds, queues, args, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
+	runAts := make([]*time.Time, n)
+	for i, j := range jobs {
+		kinds[i], queues[i], args[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
+		prios[i], maxes[i], delays[i] = int32(j.Priority), int32(j.MaxAttempts), j.Delay.Microseconds()
+		if !j.RunAt.IsZero() {
+			t := j.RunAt
+			runAts[i] = &t
+		}
+	}
+	var q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	} = d.pool
+	if tx != nil {
+		q = pgxOf(tx)
+	}
+	inserted, err := collectJobs(q.Query(ctx, jobInsertSQL, kinds, queues, args, prios, runAts, delays, maxes, keys))
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	// Inserted rows come back in input order (ids ascend with it); the rest
+	// had an idempotency key that already existed.
+	out := make([]driver.JobInsertResult, n)
+	byKey := map[string]*driver.JobRow{}
+	for _, j := range inserted {
+		if j.IdempotencyKey != "" {
+			byKey[j.IdempotencyKey] = j
+		}
+	}
+	next, used := 0, map[string]bool{}
+	var existing []string
+	for i, in := range jobs {
+		if k := in.IdempotencyKey; k != "" && (byKey[k] == nil || used[k]) {
+			existing = append(existing, k)
+			continue
+		} else if k != "" {
+			used[k] = true
+		}
+		out[i].Job = inserted[next]
+		next++
+	}
+	if len(existing) == 0 {
+		return out, nil
+	}
+	found, err := collectJobs(q.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.idempotency_key = ANY($1)`, existing))
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: read existing keys: %w", err)
+	}
+	for _, j := range found {
+		byKey[j.IdempotencyKey] = j
+	}
+	for i, in := range jobs {
+		if out[i].Job == nil {
+			out[i] = driver.JobInsertResult{Job: byKey[in.IdempotencyKey], Existing: true}
+			if out[i].Job == nil {
+				return nil, fmt.Errorf("enqueue: idempotency key %q conflicted but its job was not found", in.IdempotencyKey)
+			}
+		}
+	}
+	return out, nil
+}
+
+// jobCancelSQL cancels a queued job at once and flags a running one; the
+// running job's worker learns it at its next heartbeat.
+const jobCancelSQL = `
+UPDATE fenced_jobs j SET
+    state = CASE WHEN j.state = 'queued' THEN 'cancelled' ELSE j.state END,
+    finished_at = CASE WHEN j.state = 'queued' THEN clock_timestamp() ELSE j.finished_at END,
+    cancel_requested = (j.state = 'running'),
+    updated_at = clock_timestamp()
+WHERE j.id = $1 AND j.state IN ('queued', 'running')
+RETURNING ` + jobColumns
+
+// JobCancel implements driver.JobDriver.
+func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
+	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL, driver.ErrJobFinished)
+}
+
+// jobRetrySQL puts a failed or cancelled job back to queued with a fresh
+// budget of max_attempts more attempts.
+const jobRetrySQL = `
+UPDATE fenced_jobs j SET
+    state = 'queued', run_at = clock_timestamp(), finished_at = NULL, cancel_requested = false,
+    max_attempts = j.attempt + j.max_attempts,
+    updated_at = clock_timestamp()
+WHERE j.id = $1 AND j.state IN ('failed', 'cancelled')
+RETURNING ` + jobColumns
+
+// JobRetry implements driver.JobDriver.
+func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
+	return d.jobAdmin(ctx, "retry", id, jobRetrySQL, driver.ErrJobNotFinished)
+}
+
+// jobAdmin runs a conditional state change; zero rows is ErrNotFound or
+// wrong, naming the state found.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string, wrong error) (*driver.JobRow, error) {
+	j, err := scanJob(d.pool.QueryRow(ctx, query, id))
+	if err == nil {
+		return j, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
+	}
+	cur, _, err := d.JobGet(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%s job %d: it is %s: %w", op, id, cur.State, wrong)
+}
+
+// JobGet implements driver.JobDriver.
+func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver.JobAttempt, error) {
+	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, driver.ErrNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	rows, err := d.pool.Query(ctx, `SELECT attempt, fence, owner, started_at, ended_at, outcome, COALESCE(error, '')
+		FROM fenced_job_attempts WHERE job_id = $1 ORDER BY attempt`, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
+	}
+	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.JobAttempt, error) {
+		var a driver.JobAttempt
+		err := r.Scan(&a.Attempt, &a.Fence, &a.Owner, &a.StartedAt, &a.EndedAt, &a.Outcome, &a.Error)
+		return a, err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
+	}
+	return j, driver.WithRunningAttempt(j, attempts), nil
+}
+
+// JobList implements driver.JobDriver.
+func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver.JobRow, error) {
+	jobs, err := collectJobs(d.pool.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j
+		WHERE ($1 = '' OR j.state = $1) AND ($2 = '' OR j.queue = $2) AND ($3 = '' OR j.kind = $3) AND j.id > $4
+		ORDER BY j.id LIMIT $5`, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobCounts implements driver.JobDriver.
+func (d *Driver) JobCounts(ctx context.Context) ([]driver.JobCount, error) {
+	rows, err := d.pool.Query(ctx, `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.JobCount, error) {
+		var c driver.JobCount
+		var state string
+		err := r.Scan(&c.Queue, &state, &c.Count)
+		c.State = driver.JobState(state)
+		return c, err
+	})
+}

@@ -1,0 +1,82 @@
+package pgdriver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/jackc/pgx/v5"
+)
+
+// jobRecoverSQL takes back running jobs whose lease expired by the database
+// clock. The UPDATE re-checks state, the fence observed by the pick and the
+// expiry, so it can never overwrite a job that finished or was re-claimed in
+// between. A job asked to cancel ends cancelled; one out of attempts ends
+// failed; the rest go back to queued after the backoff.
+const jobRecoverSQL = `
+WITH expired AS (
+    SELECT id, fence FROM fenced_jobs
+    WHERE state = 'running' AND lease_expires_at <= clock_timestamp()
+    ORDER BY lease_expires_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED
+), j AS (
+    UPDATE fenced_jobs j SET
+        state = CASE WHEN j.cancel_requested THEN 'cancelled'
+                     WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+        finished_at = CASE WHEN j.cancel_requested OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
+        run_at = clock_timestamp() + (LEAST($3::float8, $2::float8 * power(2, LEAST(j.attempt - 1, 62)))
+                 * (1 - $4::float8 * random()))::bigint * interval '1 microsecond',
+        last_error = 'lease expired: worker ' || j.owner || ' stopped heartbeating',
+        lease_expires_at = NULL,
+        updated_at = clock_timestamp()
+    FROM expired e
+    WHERE j.id = e.id AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at <= clock_timestamp()
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.last_error
+), h AS (
+    INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
+    SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(), 'lost', last_error FROM j
+)
+SELECT count(*) FROM j`
+
+// JobRecover implements driver.JobDriver.
+func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b driver.Backoff) (int, error) {
+	var n int
+	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, jobRecoverSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover expired jobs: %w", err)
+	}
+	return n, nil
+}
+
+const jobDeleteFinishedSQL = `
+DELETE FROM fenced_jobs WHERE id IN (
+    SELECT id FROM fenced_jobs
+    WHERE finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'
+    ORDER BY finished_at LIMIT $2)`
+
+// JobDeleteFinished implements driver.JobDriver.
+func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
+	var n int64
+	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, jobDeleteFinishedSQL, age.Microseconds(), limit)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete finished jobs: %w", err)
+	}
+	return int(n), nil
+}
+
+// maintenance runs fn in a transaction, first guarded by the maintenance
+// lease when one is given: a maintainer that lost its lease commits nothing.
+func (d *Driver) maintenance(ctx context.Context, guard *driver.LeaseRef, fn func(pgx.Tx) error) error {
+	if guard == nil {
+		return pgx.BeginFunc(ctx, d.pool, fn)
+	}
+	return d.LeaseTx(ctx, *guard, func(tx driver.Tx) error { return fn(pgxOf(tx)) })
+}

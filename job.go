@@ -1,0 +1,360 @@
+package fenced
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// JobState is one of a job's five states.
+type JobState = driver.JobState
+
+// The states of a job:
+//
+//	queued ──claim──▶ running ──complete──▶ succeeded
+//	   ▲                 │ ──fail, attempts left / snooze / lease lost──▶ queued
+//	   │                 │ ──fail, attempts exhausted or discarded──▶ failed (dead letter)
+//	   │                 └ ──cancel requested, then the worker stops──▶ cancelled
+//	   └──retry── failed, cancelled        queued ──cancel──▶ cancelled
+//
+// queued includes scheduled jobs and jobs waiting to retry (RunAt in the
+// future).
+const (
+	JobQueued    = driver.JobQueued
+	JobRunning   = driver.JobRunning
+	JobSucceeded = driver.JobSucceeded
+	JobFailed    = driver.JobFailed
+	JobCancelled = driver.JobCancelled
+)
+
+// Errors of job administration.
+var (
+	// ErrJobFinished: cancel of a job that already finished.
+	ErrJobFinished = driver.ErrJobFinished
+	// ErrJobNotFinished: retry of a job that is not failed or cancelled.
+	ErrJobNotFinished = driver.ErrJobNotFinished
+)
+
+// Job is a job as stored.
+type Job struct {
+	ID          int64
+	Kind        string
+	Queue       string
+	Args        json.RawMessage
+	Priority    int // 0 runs first; larger numbers wait for smaller ones
+	State       JobState
+	Attempt     int // attempts started so far; the running one included
+	MaxAttempts int
+	// Fence is the current attempt's fencing token, bumped by every claim.
+	// A worker's writes for the job carry it and are refused once it moved on.
+	Fence           int64
+	Owner           string // the worker of the last attempt
+	RunAt           time.Time
+	LeaseExpiresAt  *time.Time // set while running
+	CancelRequested bool
+	Output          json.RawMessage // set on success
+	LastError       string
+	Progress        json.RawMessage // the running attempt's last progress report
+	IdempotencyKey  string
+	CreatedAt       time.Time
+	AttemptedAt     *time.Time // start of the last attempt
+	FinishedAt      *time.Time
+}
+
+// Ref is the job's current attempt, as its worker passes it to guarded writes.
+func (j *Job) Ref() JobRef { return JobRef{ID: j.ID, Fence: j.Fence} }
+
+// JobRef identifies one attempt of a job: its id and the fence the claim
+// granted.
+type JobRef = driver.JobRef
+
+// JobAttempt is one attempt in a job's history.
+type JobAttempt = driver.JobAttempt
+
+func jobFrom(r *driver.JobRow) *Job {
+	return &Job{ID: r.ID, Kind: r.Kind, Queue: r.Queue, Args: r.Args, Priority: r.Priority, State: r.State,
+		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Fence: r.Fence, Owner: r.Owner, RunAt: r.RunAt,
+		LeaseExpiresAt: r.LeaseExpiresAt, CancelRequested: r.CancelRequested, Output: r.Output,
+		LastError: r.LastError, Progress: r.Progress, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt,
+		AttemptedAt: r.AttemptedAt, FinishedAt: r.FinishedAt}
+}
+
+func jobsFrom(rows []*driver.JobRow) []*Job {
+	out := make([]*Job, len(rows))
+	for i, r := range rows {
+		out[i] = jobFrom(r)
+	}
+	return out
+}
+
+// Defaults and limits of enqueued jobs.
+const (
+	DefaultQueue       = "default"
+	DefaultMaxAttempts = 20
+	MaxArgsBytes       = 1 << 20
+	MaxPriority        = 10000
+	MaxAttemptsLimit   = 1000
+)
+
+// queueName is the syntax of queue names.
+var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
+
+// EnqueueParams describe one job to enqueue.
+type EnqueueParams struct {
+	// Kind selects the handler. Required.
+	Kind string
+	// Args are the handler's arguments: json.RawMessage or []byte are taken
+	// as JSON text; anything else is marshalled. Nil means {}.
+	Args any
+	// Queue is the queue to join. Default DefaultQueue.
+	Queue string
+	// Priority orders claims: 0 runs first. Default 0.
+	Priority int
+	// RunAt schedules the job; zero means now by the database clock (plus
+	// Delay).
+	RunAt time.Time
+	// Delay schedules the job Delay after the database's now; used when RunAt
+	// is zero.
+	Delay time.Duration
+	// MaxAttempts bounds the attempts before the job is failed (dead
+	// letter). Default DefaultMaxAttempts.
+	MaxAttempts int
+	// IdempotencyKey, when set, makes a second enqueue with the same key
+	// return the existing job instead of a new one (while that job exists).
+	IdempotencyKey string
+}
+
+// EnqueueResult is one enqueued job.
+type EnqueueResult struct {
+	Job *Job
+	// Existing is true when the idempotency key matched an existing job,
+	// which is returned instead of a new one.
+	Existing bool
+}
+
+func (p EnqueueParams) validate() (driver.JobInsertParams, error) {
+	out := driver.JobInsertParams{Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, RunAt: p.RunAt,
+		Delay: p.Delay, MaxAttempts: p.MaxAttempts, IdempotencyKey: p.IdempotencyKey}
+	if err := validName("kind", p.Kind); err != nil {
+		return out, err
+	}
+	if out.Queue == "" {
+		out.Queue = DefaultQueue
+	}
+	if !queueName.MatchString(out.Queue) {
+		return out, driver.Invalid("queue", "%q must be 1–100 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", out.Queue)
+	}
+	if p.Priority < 0 || p.Priority > MaxPriority {
+		return out, driver.Invalid("priority", "%d is outside 0 to %d", p.Priority, MaxPriority)
+	}
+	if out.MaxAttempts == 0 {
+		out.MaxAttempts = DefaultMaxAttempts
+	}
+	if out.MaxAttempts < 1 || out.MaxAttempts > MaxAttemptsLimit {
+		return out, driver.Invalid("max_attempts", "%d is outside 1 to %d", p.MaxAttempts, MaxAttemptsLimit)
+	}
+	if p.Delay < 0 || p.Delay > 10*365*24*time.Hour {
+		return out, driver.Invalid("delay", "%s is negative or beyond ten years", p.Delay)
+	}
+	if y := p.RunAt.Year(); !p.RunAt.IsZero() && (y < 2000 || y > 9999) {
+		return out, driver.Invalid("run_at", "%s is out of range", p.RunAt)
+	}
+	if p.IdempotencyKey != "" {
+		if err := validName("idempotency key", p.IdempotencyKey); err != nil {
+			return out, err
+		}
+	}
+	args, err := jsonArg("args", p.Args, []byte("{}"))
+	out.Args = args
+	return out, err
+}
+
+// jsonArg turns a value into JSON text of at most MaxArgsBytes; nil gives def.
+func jsonArg(field string, v any, def []byte) ([]byte, error) {
+	var b []byte
+	switch x := v.(type) {
+	case nil:
+		return def, nil
+	case json.RawMessage:
+		b = x
+	case []byte:
+		b = x
+	default:
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return nil, driver.Invalid(field, "cannot be encoded as JSON: %v", err)
+		}
+	}
+	if len(b) > MaxArgsBytes {
+		return nil, driver.Invalid(field, "is %d bytes, the limit is %d", len(b), MaxArgsBytes)
+	}
+	if !json.Valid(b) {
+		return nil, driver.Invalid(field, "is not valid JSON")
+	}
+	return b, nil
+}
+
+// jobs returns the backend's job queue.
+func (c *Client) jobs() (driver.JobDriver, error) {
+	jd, ok := c.d.(driver.JobDriver)
+	if !ok {
+		return nil, fmt.Errorf("the %s backend has no job queue", c.d.Dialect())
+	}
+	return jd, nil
+}
+
+// Enqueue adds one job. With an idempotency key that exists already, the
+// existing job is returned with existing = true.
+func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (job *Job, existing bool, err error) {
+	res, err := c.EnqueueMany(ctx, nil, []EnqueueParams{p})
+	if err != nil {
+		return nil, false, err
+	}
+	return res[0].Job, res[0].Existing, nil
+}
+
+// EnqueueTx adds one job inside the caller's transaction: the job exists
+// only if that transaction commits. tx is a fenced transaction's Tx, or the
+// caller's own wrapped with the driver's WrapTx.
+func (c *Client) EnqueueTx(ctx context.Context, tx Tx, p EnqueueParams) (job *Job, existing bool, err error) {
+	res, err := c.EnqueueMany(ctx, tx, []EnqueueParams{p})
+	if err != nil {
+		return nil, false, err
+	}
+	return res[0].Job, res[0].Existing, nil
+}
+
+// EnqueueMany adds a batch of jobs in one statement (one short transaction
+// on SQLite), inside tx when it is non-nil. Every job is validated first; one
+// invalid job rejects the batch and nothing is written.
+func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]EnqueueResult, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	in := make([]driver.JobInsertParams, len(ps))
+	for i, p := range ps {
+		if in[i], err = p.validate(); err != nil {
+			if len(ps) > 1 {
+				err = fmt.Errorf("job %d of %d: %w", i+1, len(ps), err)
+			}
+			return nil, err
+		}
+	}
+	rows, err := jd.JobInsert(ctx, tx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]EnqueueResult, len(rows))
+	for i, r := range rows {
+		out[i] = EnqueueResult{Job: jobFrom(r.Job), Existing: r.Existing}
+	}
+	return out, nil
+}
+
+// GetJob reads a job and its attempt history (the running attempt last).
+func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, nil, err
+	}
+	if id <= 0 {
+		return nil, nil, driver.Invalid("job id", "%d is not positive", id)
+	}
+	r, attempts, err := jd.JobGet(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return jobFrom(r), attempts, nil
+}
+
+// JobFilter selects jobs for ListJobs. Zero fields do not filter.
+type JobFilter struct {
+	State   JobState
+	Queue   string
+	Kind    string
+	AfterID int64 // the last id of the previous page
+	Limit   int   // default 100, at most 1000
+}
+
+// ListJobs lists jobs in id order, a page at a time.
+func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	if f.State != "" && !f.State.Valid() {
+		return nil, driver.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
+	}
+	if f.Queue != "" && !queueName.MatchString(f.Queue) {
+		return nil, driver.Invalid("queue", "%q is not a queue name", f.Queue)
+	}
+	if f.Limit == 0 {
+		f.Limit = 100
+	}
+	if f.Limit < 0 || f.Limit > 1000 || f.AfterID < 0 {
+		return nil, driver.Invalid("limit", "want 1 to 1000 jobs after a non-negative id")
+	}
+	rows, err := jd.JobList(ctx, driver.JobListParams{State: f.State, Queue: f.Queue, Kind: f.Kind, AfterID: f.AfterID, Limit: f.Limit})
+	if err != nil {
+		return nil, err
+	}
+	return jobsFrom(rows), nil
+}
+
+// JobCount is the number of jobs in one queue and state.
+type JobCount = driver.JobCount
+
+// JobCounts counts jobs by queue and state.
+func (c *Client) JobCounts(ctx context.Context) ([]JobCount, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	return jd.JobCounts(ctx)
+}
+
+// CancelJob cancels a queued job at once, or asks a running one to stop: its
+// worker learns it at its next heartbeat, its handler's context is cancelled,
+// and its final write records cancelled. A finished job gives ErrJobFinished.
+func (c *Client) CancelJob(ctx context.Context, id int64) (*Job, error) {
+	return c.jobAdmin(ctx, id, driver.JobDriver.JobCancel)
+}
+
+// RetryJob puts a failed or cancelled job back to queued, to run now, with
+// MaxAttempts more attempts. Other states give ErrJobNotFinished.
+func (c *Client) RetryJob(ctx context.Context, id int64) (*Job, error) {
+	return c.jobAdmin(ctx, id, driver.JobDriver.JobRetry)
+}
+
+func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDriver, context.Context, int64) (*driver.JobRow, error)) (*Job, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	if id <= 0 {
+		return nil, driver.Invalid("job id", "%d is not positive", id)
+	}
+	r, err := op(jd, ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return jobFrom(r), nil
+}
+
+// ParseJobID parses a job id from text (a CLI argument, a URL).
+func ParseJobID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, driver.Invalid("job id", "%q is not a positive integer", s)
+	}
+	return id, nil
+}

@@ -1,0 +1,223 @@
+package fenced
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// The worker-owned writes. Each is guarded, inside its statement, by the
+// job id, the attempt's fence, state = running and an unexpired lease by the
+// database clock. A write that no longer holds gets a *StaleError (reason
+// superseded, not_running or expired) or ErrNotFound; it never changes
+// anything. The Worker uses these; they are public for callers that drive
+// jobs themselves (the HTTP service, other runtimes).
+
+// Limits of the worker-owned writes.
+const (
+	MaxClaimBatch  = 1000
+	MaxErrorBytes  = 64 << 10
+	DefaultJobTTL  = 30 * time.Second
+	MaxRetryDelay  = 365 * 24 * time.Hour
+)
+
+// ClaimJobs starts a new attempt on up to limit eligible jobs of queue (run_at
+// reached; ordered by priority, run_at, id), for owner, with a lease of ttl by
+// the database clock. Each returned job carries its new Fence.
+func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, ttl time.Duration) ([]*Job, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	if !queueName.MatchString(queue) {
+		return nil, driver.Invalid("queue", "%q is not a queue name", queue)
+	}
+	if err := validName("owner", owner); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > MaxClaimBatch {
+		return nil, driver.Invalid("limit", "%d is outside 1 to %d", limit, MaxClaimBatch)
+	}
+	if err := validTTL(ttl); err != nil {
+		return nil, err
+	}
+	rows, err := jd.JobClaim(ctx, driver.JobClaimParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
+	if err != nil {
+		return nil, err
+	}
+	return jobsFrom(rows), nil
+}
+
+// HeartbeatResult reports how a heartbeat went for each job.
+type HeartbeatResult = driver.HeartbeatResult
+
+// HeartbeatJobs extends the leases of running attempts in one statement. Jobs
+// whose attempt is no longer current are reported Lost (their worker must
+// stop); jobs asked to cancel are reported in CancelRequested.
+func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Duration) (*HeartbeatResult, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	if err := validRefs(refs); err != nil {
+		return nil, err
+	}
+	if err := validTTL(ttl); err != nil {
+		return nil, err
+	}
+	if len(refs) == 0 {
+		return &HeartbeatResult{}, nil
+	}
+	return jd.JobHeartbeat(ctx, refs, ttl)
+}
+
+func validRefs(refs []JobRef) error {
+	if len(refs) > MaxClaimBatch*10 {
+		return driver.Invalid("jobs", "%d in one call, the limit is %d", len(refs), MaxClaimBatch*10)
+	}
+	for _, r := range refs {
+		if r.ID <= 0 {
+			return driver.Invalid("job id", "%d is not positive", r.ID)
+		}
+		if err := validFence(r.Fence); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// JobEnd is a worker's final write for one attempt; see EndJobs.
+type JobEnd = driver.JobEnd
+
+// The ways an attempt ends.
+const (
+	EndComplete = driver.EndComplete
+	EndFail     = driver.EndFail
+	EndSnooze   = driver.EndSnooze
+	EndCancel   = driver.EndCancel
+)
+
+// EndJobs ends several attempts in one statement (inside tx when non-nil):
+// complete with output; fail, which retries after Delay unless attempts are
+// exhausted or Discard is set (then the job is failed: the dead letter);
+// snooze, back to queued after Delay without counting the attempt; cancel,
+// the final write after a cancel request. Each job is guarded by its own
+// fence; errs[i] is nil or that job's *StaleError / ErrNotFound. err is for
+// the call as a whole.
+func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, err error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range ends {
+		if err := validEnd(&ends[i]); err != nil {
+			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
+		}
+	}
+	if len(ends) == 0 {
+		return nil, nil
+	}
+	return jd.JobFinish(ctx, tx, ends)
+}
+
+func validEnd(e *JobEnd) error {
+	if err := validRefs([]JobRef{e.Ref}); err != nil {
+		return err
+	}
+	switch e.Kind {
+	case EndComplete, EndFail, EndSnooze, EndCancel:
+	default:
+		return driver.Invalid("end", "%q is not complete, fail, snooze or cancel", e.Kind)
+	}
+	if e.Delay < 0 || e.Delay > MaxRetryDelay {
+		return driver.Invalid("delay", "%s is outside 0 to %s", e.Delay, MaxRetryDelay)
+	}
+	if len(e.Error) > MaxErrorBytes {
+		e.Error = e.Error[:MaxErrorBytes] // an error message is kept, truncated
+	}
+	if e.Output != nil {
+		if _, err := jsonArg("output", []byte(e.Output), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endOne ends one attempt and returns its own error.
+func (c *Client) endOne(ctx context.Context, tx Tx, e JobEnd) error {
+	errs, err := c.EndJobs(ctx, tx, []JobEnd{e})
+	if err != nil {
+		return err
+	}
+	return errs[0]
+}
+
+// CompleteJob marks the attempt ref succeeded with output (marshalled as
+// JSON; nil stores none).
+func (c *Client) CompleteJob(ctx context.Context, ref JobRef, output any) error {
+	return c.CompleteJobTx(ctx, nil, ref, output)
+}
+
+// CompleteJobTx completes the attempt inside the caller's transaction (a
+// JobTx's, or the caller's own wrapped with the driver's WrapTx): the job is
+// succeeded only if that transaction commits, and if the attempt is stale the
+// caller gets a *StaleError and must roll back its business writes.
+func (c *Client) CompleteJobTx(ctx context.Context, tx Tx, ref JobRef, output any) error {
+	out, err := jsonArg("output", output, nil)
+	if err != nil {
+		return err
+	}
+	return c.endOne(ctx, tx, JobEnd{Ref: ref, Kind: EndComplete, Output: out})
+}
+
+// FailJob records a failed attempt: the job runs again after retryIn, or is
+// failed (the dead letter) when attempts are exhausted or discard is set.
+func (c *Client) FailJob(ctx context.Context, ref JobRef, message string, retryIn time.Duration, discard bool) error {
+	return c.endOne(ctx, nil, JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard})
+}
+
+// SnoozeJob puts the job back to queued to run after delay; the attempt does
+// not count against MaxAttempts.
+func (c *Client) SnoozeJob(ctx context.Context, ref JobRef, delay time.Duration) error {
+	return c.endOne(ctx, nil, JobEnd{Ref: ref, Kind: EndSnooze, Delay: delay})
+}
+
+// Progress is what a running attempt reports of itself.
+type Progress struct {
+	Stage    string           `json:"stage,omitempty"`
+	Counters map[string]int64 `json:"counters,omitempty"`
+}
+
+// ReportProgress stores the attempt's progress (shown with the job).
+func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) error {
+	jd, err := c.jobs()
+	if err != nil {
+		return err
+	}
+	if err := validRefs([]JobRef{ref}); err != nil {
+		return err
+	}
+	b, err := jsonArg("progress", p, nil)
+	if err != nil {
+		return err
+	}
+	return jd.JobProgress(ctx, ref, b)
+}
+
+// JobTx runs fn in a transaction that commits only under attempt ref: it
+// first share-locks the job row and checks id, fence, state running and an
+// unexpired lease; recovery and re-claims wait for it. A stale attempt gets a
+// *StaleError and fn is not called; fn's error rolls back. Call
+// CompleteJobTx with the same tx to complete the job in the same commit.
+func (c *Client) JobTx(ctx context.Context, ref JobRef, fn func(Tx) error) error {
+	jd, err := c.jobs()
+	if err != nil {
+		return err
+	}
+	if err := validRefs([]JobRef{ref}); err != nil {
+		return err
+	}
+	return jd.JobTx(ctx, ref, fn)
+}
