@@ -17,10 +17,10 @@ import (
 
 // Limits of the worker-owned writes.
 const (
-	MaxClaimBatch  = 1000
-	MaxErrorBytes  = 64 << 10
-	DefaultJobTTL  = 30 * time.Second
-	MaxRetryDelay  = 365 * 24 * time.Hour
+	MaxClaimBatch = 1000
+	MaxErrorBytes = 64 << 10
+	DefaultJobTTL = 30 * time.Second
+	MaxRetryDelay = 365 * 24 * time.Hour
 )
 
 // ClaimJobs starts a new attempt on up to limit eligible jobs of queue (run_at
