@@ -6,6 +6,26 @@ import (
 	"fmt"
 )
 
+// fenceAdvanceJobsSQL gives every job's next attempt a fence above any
+// granted before and ends running attempts (recovery takes them back).
+const fenceAdvanceJobsSQL = `
+UPDATE fenced_jobs SET fence = fence + ?1,
+    lease_expires_us = CASE WHEN state = 'running' THEN MIN(lease_expires_us, ` + nowUS + `) END`
+
+// fenceAdvanceJobIDsSQL moves the job id sequence past both its last value
+// and the largest id by by, so a job lost with newer data can never share
+// its id with a new one. sqlite_sequence has no row for fenced_jobs before
+// the first insert (fenceSeqRowSQL adds it), and no unique key on name to
+// upsert on.
+const (
+	fenceSeqRowSQL = `
+INSERT INTO sqlite_sequence (name, seq)
+SELECT 'fenced_jobs', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'fenced_jobs')`
+	fenceAdvanceJobIDsSQL = `
+UPDATE sqlite_sequence SET seq = MAX(seq, (SELECT COALESCE(max(id), 0) FROM fenced_jobs)) + ?1
+WHERE name = 'fenced_jobs'`
+)
+
 // FenceAdvance implements driver.Driver, in one write transaction.
 func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
 	var floor int64
@@ -20,6 +40,16 @@ func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
 		_, err = tx.ExecContext(ctx, `
 			UPDATE fenced_leases SET fence = ?1, released = 1,
 				expires_us = MIN(expires_us, `+nowUS+`), updated_us = `+nowUS, floor)
+		if err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, fenceAdvanceJobsSQL, by); err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, fenceSeqRowSQL); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, fenceAdvanceJobIDsSQL, by)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,356 @@
+package sqlitedriver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+var _ driver.JobDriver = (*Driver)(nil)
+
+// jobColumns is the column list every job read returns, in scanJob's order.
+// Unqualified, so it also serves as a RETURNING list.
+const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempts, fence,
+	COALESCE(owner, ''), run_at_us, lease_expires_us, cancel_requested, output, COALESCE(last_error, ''),
+	progress, COALESCE(idempotency_key, ''), created_us, attempted_us, finished_us, ` + nowUS
+
+const jobGetSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
+
+func scanJob(row scanner) (*driver.JobRow, error) {
+	var j driver.JobRow
+	var state string
+	var runAt, created, now int64
+	var expires, attempted, finished sql.NullInt64
+	err := row.Scan(&j.ID, &j.Kind, &j.Queue, &j.Args, &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
+		&j.Owner, &runAt, &expires, &j.CancelRequested, &j.Output, &j.LastError,
+		&j.Progress, &j.IdempotencyKey, &created, &attempted, &finished, &now)
+	if err != nil {
+		return nil, err
+	}
+	j.State = driver.JobState(state)
+	j.RunAt, j.CreatedAt, j.Now = usTime(runAt), usTime(created), usTime(now)
+	j.LeaseExpiresAt, j.AttemptedAt, j.FinishedAt = usTimePtr(expires), usTimePtr(attempted), usTimePtr(finished)
+	return &j, nil
+}
+
+func usTime(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func usTimePtr(us sql.NullInt64) *time.Time {
+	if !us.Valid {
+		return nil
+	}
+	t := usTime(us.Int64)
+	return &t
+}
+
+func collectJobs(rows *sql.Rows, err error) ([]*driver.JobRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*driver.JobRow
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// readJob reads one job inside tx; nil, nil when it does not exist.
+func readJob(ctx context.Context, tx *sql.Tx, id int64) (*driver.JobRow, error) {
+	j, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return j, err
+}
+
+// diagnoseJob explains, from a read in the same write transaction as the
+// write that changed nothing, why ref is no longer current.
+func diagnoseJob(ctx context.Context, tx *sql.Tx, ref driver.JobRef) error {
+	j, err := readJob(ctx, tx, ref.ID)
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", ref.ID, err)
+	}
+	return driver.DiagnoseJob(ref, j)
+}
+
+// jobClaimSQL picks eligible jobs in priority order and starts a new attempt
+// on each: state running, fence and attempt bumped, lease from the database
+// clock. SQLite has one writer, so nothing needs skipping: the pick and the
+// update are one statement under the write lock.
+const jobClaimSQL = `
+UPDATE fenced_jobs SET
+    state = 'running', attempt = attempt + 1, fence = fence + 1, owner = ?2,
+    lease_expires_us = ` + nowUS + ` + ?4,
+    attempted_us = ` + nowUS + `, updated_us = ` + nowUS + `,
+    cancel_requested = 0, progress = NULL
+WHERE id IN (
+    SELECT id FROM fenced_jobs
+    WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `
+    ORDER BY priority, run_at_us, id
+    LIMIT ?3)
+RETURNING ` + jobColumns
+
+// JobClaim implements driver.JobDriver. The jobs come back in the order they
+// were picked.
+func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
+	var jobs []*driver.JobRow
+	err := d.write(func() (err error) {
+		jobs, err = collectJobs(d.db.QueryContext(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
+	}
+	// RETURNING order is unspecified; run_at is unchanged by the claim.
+	slices.SortFunc(jobs, func(a, b *driver.JobRow) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+// jobGuard is the condition every worker-owned write carries.
+const jobGuard = `state = 'running' AND lease_expires_us > ` + nowUS
+
+const jobHeartbeatSQL = `
+UPDATE fenced_jobs SET lease_expires_us = ` + nowUS + ` + ?3
+WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
+RETURNING cancel_requested, lease_expires_us`
+
+// JobHeartbeat implements driver.JobDriver, one guarded statement per job in
+// one write transaction. ExpiresAt is the earliest new expiry.
+func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+	res := &driver.HeartbeatResult{}
+	err := d.writeTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, jobHeartbeatSQL)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		seen := map[int64]bool{}
+		for _, r := range refs {
+			if seen[r.ID] {
+				continue
+			}
+			var cancel bool
+			var expires int64
+			err := stmt.QueryRowContext(ctx, r.ID, r.Fence, ttl.Microseconds()).Scan(&cancel, &expires)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			seen[r.ID] = true
+			res.Extended = append(res.Extended, r.ID)
+			if cancel {
+				res.CancelRequested = append(res.CancelRequested, r.ID)
+			}
+			if t := usTime(expires); res.ExpiresAt.IsZero() || t.Before(res.ExpiresAt) {
+				res.ExpiresAt = t
+			}
+		}
+		for _, r := range refs {
+			if !seen[r.ID] {
+				res.Lost = append(res.Lost, r.ID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return res, nil
+}
+
+// jobFinishSQL ends one attempt, guarded by its fence. A failure retries
+// (queued, run_at = now + delay) unless attempts are exhausted or it is
+// discarded; a snooze does not count against max_attempts. Parameters:
+// ?1 id, ?2 fence, ?3 kind, ?4 output, ?5 error, ?6 delay_us, ?7 discard.
+const jobFinishSQL = `
+UPDATE fenced_jobs SET
+    state = CASE
+        WHEN ?3 = 'complete' THEN 'succeeded'
+        WHEN ?3 = 'cancel' THEN 'cancelled'
+        WHEN ?3 = 'snooze' THEN 'queued'
+        WHEN ?7 OR attempt >= max_attempts THEN 'failed'
+        ELSE 'queued' END,
+    finished_us = CASE
+        WHEN ?3 IN ('complete', 'cancel') OR (?3 = 'fail' AND (?7 OR attempt >= max_attempts))
+        THEN ` + nowUS + ` END,
+    output = CASE WHEN ?3 = 'complete' THEN ?4 ELSE output END,
+    last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 ELSE last_error END,
+    run_at_us = CASE WHEN ?3 IN ('fail', 'snooze') THEN ` + nowUS + ` + ?6 ELSE run_at_us END,
+    max_attempts = CASE WHEN ?3 = 'snooze' THEN max_attempts + 1 ELSE max_attempts END,
+    lease_expires_us = NULL,
+    updated_us = ` + nowUS + `
+WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
+RETURNING state`
+
+// jobAttemptSQL records the attempt that just ended on job ?1, read from the
+// row the ending statement left (updated_us is its clock reading).
+const jobAttemptSQL = `
+INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_us, ended_us, outcome, error)
+SELECT id, attempt, fence, owner, attempted_us, updated_us, ?2, NULLIF(?3, '')
+FROM fenced_jobs WHERE id = ?1`
+
+// JobFinish implements driver.JobDriver: one write transaction (or the
+// caller's) running, per job, the guarded end and its history row. A job
+// whose end changed nothing is diagnosed in the same transaction. With tx
+// non-nil the caller already holds SQLite's write lock (a JobTx or its own
+// IMMEDIATE transaction), so the writer mutex is not taken again.
+func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+	var out []error
+	var err error
+	if tx != nil {
+		out, err = finishJobs(ctx, sqlOf(tx), ends)
+	} else {
+		err = d.writeTx(ctx, func(tx *sql.Tx) (err error) {
+			out, err = finishJobs(ctx, tx, ends)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	return out, nil
+}
+
+func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
+	end, err := tx.PrepareContext(ctx, jobFinishSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer end.Close()
+	record, err := tx.PrepareContext(ctx, jobAttemptSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer record.Close()
+	out := make([]error, len(ends))
+	for i, e := range ends {
+		var output any
+		if e.Output != nil {
+			output = string(e.Output)
+		}
+		var state string
+		err := end.QueryRowContext(ctx, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error,
+			e.Delay.Microseconds(), e.Discard).Scan(&state)
+		if errors.Is(err, sql.ErrNoRows) {
+			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
+				return nil, out[i]
+			}
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
+		}
+		if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, driver.JobState(state)), e.Error); err != nil {
+			return nil, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// isDiagnosis tells a diagnosed refusal from a failed read.
+func isDiagnosis(err error) bool {
+	return errors.Is(err, driver.ErrStale) || errors.Is(err, driver.ErrNotFound)
+}
+
+// endOutcome is the history outcome of an attempt ended by kind, leaving the
+// job in state.
+func endOutcome(kind driver.JobEndKind, state driver.JobState) string {
+	switch {
+	case kind == driver.EndComplete:
+		return driver.OutcomeSucceeded
+	case kind == driver.EndCancel:
+		return driver.OutcomeCancelled
+	case kind == driver.EndSnooze:
+		return driver.OutcomeSnoozed
+	case state == driver.JobFailed:
+		return driver.OutcomeFailed
+	}
+	return driver.OutcomeRetry
+}
+
+// sqlOf returns the database/sql transaction behind a driver.Tx of this
+// driver.
+func sqlOf(tx driver.Tx) *sql.Tx {
+	if t, ok := tx.(*Tx); ok {
+		return t.tx
+	}
+	panic(fmt.Sprintf("sqlitedriver: transaction %T is not from this driver (wrap a *sql.Tx with sqlitedriver.WrapTx)", tx))
+}
+
+// WrapTx makes the caller's own transaction usable where fenced takes a
+// driver.Tx: enqueueing or completing a job inside it. The transaction must
+// have begun IMMEDIATE, as every transaction of DB() does, so it holds the
+// write lock from its first statement.
+func WrapTx(tx *sql.Tx) *Tx { return &Tx{tx: tx} }
+
+const jobProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `
+WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
+
+// JobProgress implements driver.JobDriver.
+func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []byte) error {
+	var refused error
+	err := d.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, jobProgressSQL, ref.ID, ref.Fence, string(progress))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		if refused = diagnoseJob(ctx, tx, ref); !isDiagnosis(refused) {
+			return refused
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
+	}
+	return refused
+}
+
+const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
+
+// JobTx implements driver.JobDriver. The guard is the first statement of an
+// IMMEDIATE transaction, so recovery and re-claims (writes) wait until it
+// ends. A failed guard is diagnosed inside the same transaction, then rolled
+// back. fn must do its writes through the driver.Tx it is given (JobFinish
+// and JobInsert take it): the writer mutex is held while fn runs.
+func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
+	return d.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := d.GuardJob(ctx, tx, ref); err != nil {
+			return err
+		}
+		return fn(&Tx{tx: tx})
+	})
+}
+
+// GuardJob checks, inside the caller's own transaction, which must have
+// begun IMMEDIATE, that ref is the job's current running attempt with an
+// unexpired lease. It returns *driver.StaleError or driver.ErrNotFound when
+// the check fails; the caller must then roll back.
+func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref driver.JobRef) error {
+	var one int
+	err := tx.QueryRowContext(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return diagnoseJob(ctx, tx, ref)
+	}
+	if err != nil {
+		return fmt.Errorf("guard job %d: %w", ref.ID, err)
+	}
+	return nil
+}

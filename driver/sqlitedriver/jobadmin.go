@@ -1,0 +1,210 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// jobInsertSQL enqueues one job. A job whose idempotency key exists already
+// (committed before, or earlier in the same batch) is skipped here and read
+// back with jobByKeySQL in the same transaction. Parameters: ?1 kind,
+// ?2 queue, ?3 args, ?4 priority, ?5 run_at_us or NULL, ?6 delay_us,
+// ?7 max_attempts, ?8 idempotency key (empty for none).
+const jobInsertSQL = `
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key, created_us, updated_us)
+VALUES (?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''), ` + nowUS + `, ` + nowUS + `)
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+RETURNING ` + jobColumns
+
+const jobByKeySQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE idempotency_key = ?1`
+
+// JobInsert implements driver.JobDriver: one write transaction (or the
+// caller's, whose write lock it already holds) inserting the jobs in input
+// order, so their ids ascend in it.
+func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+	var out []driver.JobInsertResult
+	var err error
+	if tx != nil {
+		out, err = insertJobs(ctx, sqlOf(tx), jobs)
+	} else {
+		err = d.writeTx(ctx, func(tx *sql.Tx) (err error) {
+			out, err = insertJobs(ctx, tx, jobs)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return out, nil
+}
+
+func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+	stmt, err := tx.PrepareContext(ctx, jobInsertSQL)
+	if err != nil {
+		return nil, err
+	}
+	defer stmt.Close()
+	out := make([]driver.JobInsertResult, len(jobs))
+	for i, in := range jobs {
+		var runAt any
+		if !in.RunAt.IsZero() {
+			runAt = in.RunAt.UnixMicro()
+		}
+		j, err := scanJob(stmt.QueryRowContext(ctx, in.Kind, in.Queue, string(in.Args), in.Priority,
+			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey))
+		if err == nil {
+			out[i].Job = j
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		j, err = scanJob(tx.QueryRowContext(ctx, jobByKeySQL, in.IdempotencyKey))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("idempotency key %q conflicted but its job was not found", in.IdempotencyKey)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read existing key %q: %w", in.IdempotencyKey, err)
+		}
+		out[i] = driver.JobInsertResult{Job: j, Existing: true}
+	}
+	return out, nil
+}
+
+// jobCancelSQL cancels a queued job at once and flags a running one; the
+// running job's worker learns it at its next heartbeat.
+const jobCancelSQL = `
+UPDATE fenced_jobs SET
+    state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
+    finished_us = CASE WHEN state = 'queued' THEN ` + nowUS + ` ELSE finished_us END,
+    cancel_requested = (state = 'running'),
+    updated_us = ` + nowUS + `
+WHERE id = ?1 AND state IN ('queued', 'running')
+RETURNING ` + jobColumns
+
+// JobCancel implements driver.JobDriver.
+func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
+	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL, driver.ErrJobFinished)
+}
+
+// jobRetrySQL puts a failed or cancelled job back to queued with a fresh
+// budget of max_attempts more attempts.
+const jobRetrySQL = `
+UPDATE fenced_jobs SET
+    state = 'queued', run_at_us = ` + nowUS + `, finished_us = NULL, cancel_requested = 0,
+    max_attempts = attempt + max_attempts,
+    updated_us = ` + nowUS + `
+WHERE id = ?1 AND state IN ('failed', 'cancelled')
+RETURNING ` + jobColumns
+
+// JobRetry implements driver.JobDriver.
+func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
+	return d.jobAdmin(ctx, "retry", id, jobRetrySQL, driver.ErrJobNotFinished)
+}
+
+// jobAdmin runs a conditional state change; zero rows is ErrNotFound or
+// wrong, naming the state found by a read in the same write transaction.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string, wrong error) (*driver.JobRow, error) {
+	var j, cur *driver.JobRow
+	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		j, err = scanJob(tx.QueryRowContext(ctx, query, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			cur, err = readJob(ctx, tx, id)
+		}
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
+	case j != nil:
+		return j, nil
+	case cur == nil:
+		return nil, driver.ErrNotFound
+	}
+	return nil, fmt.Errorf("%s job %d: it is %s: %w", op, id, cur.State, wrong)
+}
+
+const jobAttemptsSQL = `SELECT attempt, fence, owner, started_us, ended_us, outcome, COALESCE(error, '')
+FROM fenced_job_attempts WHERE job_id = ?1 ORDER BY attempt`
+
+// JobGet implements driver.JobDriver. The job and its history are read in
+// one (deferred, read-only) transaction, so they agree with each other.
+func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver.JobAttempt, error) {
+	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	defer tx.Rollback()
+	j, err := readJob(ctx, tx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	if j == nil {
+		return nil, nil, driver.ErrNotFound
+	}
+	attempts, err := readAttempts(ctx, tx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
+	}
+	return j, driver.WithRunningAttempt(j, attempts), nil
+}
+
+func readAttempts(ctx context.Context, tx *sql.Tx, id int64) ([]driver.JobAttempt, error) {
+	rows, err := tx.QueryContext(ctx, jobAttemptsSQL, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []driver.JobAttempt
+	for rows.Next() {
+		var a driver.JobAttempt
+		var started int64
+		var ended sql.NullInt64
+		if err := rows.Scan(&a.Attempt, &a.Fence, &a.Owner, &started, &ended, &a.Outcome, &a.Error); err != nil {
+			return nil, err
+		}
+		a.StartedAt, a.EndedAt = usTime(started), usTimePtr(ended)
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+const jobListSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
+WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR kind = ?3) AND id > ?4
+ORDER BY id LIMIT ?5`
+
+// JobList implements driver.JobDriver.
+func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver.JobRow, error) {
+	jobs, err := collectJobs(d.db.QueryContext(ctx, jobListSQL, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobCounts implements driver.JobDriver.
+func (d *Driver) JobCounts(ctx context.Context) ([]driver.JobCount, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.JobCount
+	for rows.Next() {
+		var c driver.JobCount
+		var state string
+		if err := rows.Scan(&c.Queue, &state, &c.Count); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		c.State = driver.JobState(state)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return out, nil
+}

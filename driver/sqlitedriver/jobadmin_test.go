@@ -1,0 +1,208 @@
+package sqlitedriver_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/sqlitedriver"
+)
+
+func TestJobInsert(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("BatchInInputOrder", func(t *testing.T) {
+		t.Parallel()
+		d, _ := setupJobs(t)
+		a, b := newJob("q"), newJob("q")
+		b.Priority, b.Delay = 5, time.Hour
+		jobs := enqueue(t, d, a, b)
+		if jobs[0].ID >= jobs[1].ID {
+			t.Fatalf("ids %d, %d do not ascend in input order", jobs[0].ID, jobs[1].ID)
+		}
+		j := jobs[1]
+		if j.State != driver.JobQueued || j.Priority != 5 || j.MaxAttempts != 3 || j.Attempt != 0 || j.Fence != 0 ||
+			string(j.Args) != `{"to":"a@b"}` || j.Kind != "email" || j.Queue != "q" {
+			t.Fatalf("inserted %+v", j)
+		}
+		if d := j.RunAt.Sub(j.Now); d < 59*time.Minute {
+			t.Fatalf("run_at %v after now, want the 1h delay", d)
+		}
+	})
+
+	t.Run("InvalidJSONIsRefused", func(t *testing.T) {
+		t.Parallel()
+		d, _ := setupJobs(t)
+		p := newJob("q")
+		p.Args = []byte(`{nope`)
+		if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{newJob("q"), p}); err == nil {
+			t.Fatal("invalid args accepted")
+		}
+		if jobs, _ := d.JobList(ctx, driver.JobListParams{Limit: 10}); len(jobs) != 0 {
+			t.Fatalf("a failed batch left %d jobs", len(jobs))
+		}
+	})
+
+	t.Run("IdempotencyKeyReturnsTheExistingJob", func(t *testing.T) {
+		t.Parallel()
+		d, _ := setupJobs(t)
+		k1, k2, plain := newJob("q"), newJob("q"), newJob("q")
+		k1.IdempotencyKey, k2.IdempotencyKey = "k1", "k2"
+		res, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{k1, plain, k1, k2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res[0].Existing || res[1].Existing || !res[2].Existing || res[3].Existing {
+			t.Fatalf("existing flags: %v %v %v %v", res[0].Existing, res[1].Existing, res[2].Existing, res[3].Existing)
+		}
+		if res[2].Job.ID != res[0].Job.ID || res[0].Job.IdempotencyKey != "k1" || res[1].Job.IdempotencyKey != "" {
+			t.Fatalf("duplicate key in batch: %+v vs %+v", res[2].Job, res[0].Job)
+		}
+		if !(res[0].Job.ID < res[1].Job.ID && res[1].Job.ID < res[3].Job.ID) {
+			t.Fatalf("ids do not ascend in input order: %d %d %d", res[0].Job.ID, res[1].Job.ID, res[3].Job.ID)
+		}
+		again, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{k2})
+		if err != nil || !again[0].Existing || again[0].Job.ID != res[3].Job.ID {
+			t.Fatalf("second enqueue of k2: %+v, %v", again, err)
+		}
+	})
+
+	t.Run("ConcurrentEnqueuersOfOneKeyMakeOneJob", func(t *testing.T) {
+		t.Parallel()
+		d, path := setupJobs(t)
+		d2 := openJobs(t, path)
+		p := newJob("q")
+		p.IdempotencyKey = "once"
+		var wg sync.WaitGroup
+		results := make([]driver.JobInsertResult, 8)
+		errs := make([]error, 8)
+		for i := range 8 {
+			dd := d
+			if i%2 == 1 {
+				dd = d2
+			}
+			wg.Go(func() {
+				var res []driver.JobInsertResult
+				res, errs[i] = dd.JobInsert(ctx, nil, []driver.JobInsertParams{p})
+				if errs[i] == nil {
+					results[i] = res[0]
+				}
+			})
+		}
+		wg.Wait()
+		created := 0
+		for i, r := range results {
+			if errs[i] != nil {
+				t.Fatalf("enqueuer %d: %v", i, errs[i])
+			}
+			if r.Job.ID != results[0].Job.ID {
+				t.Fatalf("enqueuer %d got job %d, enqueuer 0 job %d", i, r.Job.ID, results[0].Job.ID)
+			}
+			if !r.Existing {
+				created++
+			}
+		}
+		if created != 1 {
+			t.Fatalf("%d enqueuers created the job, want 1", created)
+		}
+		if jobs, _ := d.JobList(ctx, driver.JobListParams{Limit: 100}); len(jobs) != 1 {
+			t.Fatalf("%d jobs stored, want 1", len(jobs))
+		}
+	})
+
+	t.Run("InsideTheCallersTransaction", func(t *testing.T) {
+		t.Parallel()
+		d, _ := setupJobs(t)
+		tx, err := d.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := d.JobInsert(ctx, sqlitedriver.WrapTx(tx), []driver.JobInsertParams{newJob("q")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := d.JobGet(ctx, res[0].Job.ID); !errors.Is(err, driver.ErrNotFound) {
+			t.Fatalf("job of a rolled back enqueue: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestJobCancelAndRetry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := setupJobs(t)
+	queued := enqueue(t, d, newJob("q"))[0]
+	j, err := d.JobCancel(ctx, queued.ID)
+	if err != nil || j.State != driver.JobCancelled || j.FinishedAt == nil || j.CancelRequested {
+		t.Fatalf("cancel queued: %+v, %v", j, err)
+	}
+	if _, err := d.JobCancel(ctx, queued.ID); !errors.Is(err, driver.ErrJobFinished) {
+		t.Fatalf("cancel cancelled: %v", err)
+	}
+	if _, err := d.JobCancel(ctx, 9999); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("cancel unknown: %v", err)
+	}
+	j, err = d.JobRetry(ctx, queued.ID)
+	if err != nil || j.State != driver.JobQueued || j.FinishedAt != nil || j.MaxAttempts != 3 || j.RunAt.After(j.Now) {
+		t.Fatalf("retry cancelled: %+v, %v", j, err)
+	}
+	if _, err := d.JobRetry(ctx, queued.ID); !errors.Is(err, driver.ErrJobNotFinished) {
+		t.Fatalf("retry queued: %v", err)
+	}
+	if _, err := d.JobRetry(ctx, 9999); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("retry unknown: %v", err)
+	}
+
+	// A failed job retried gets max_attempts more attempts.
+	ref := claim(t, d, "q", "w", 1, time.Hour)[0]
+	if err := finish(t, d, driver.JobEnd{Ref: driver.JobRef{ID: ref.ID, Fence: ref.Fence}, Kind: driver.EndFail, Discard: true})[0]; err != nil {
+		t.Fatal(err)
+	}
+	if j, err = d.JobRetry(ctx, ref.ID); err != nil || j.State != driver.JobQueued || j.MaxAttempts != 4 || j.Attempt != 1 {
+		t.Fatalf("retry failed: %+v, %v", j, err)
+	}
+	run := claim(t, d, "q", "w", 1, time.Hour)[0]
+	if err := finish(t, d, driver.JobEnd{Ref: driver.JobRef{ID: run.ID, Fence: run.Fence}, Kind: driver.EndComplete})[0]; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.JobCancel(ctx, run.ID); !errors.Is(err, driver.ErrJobFinished) {
+		t.Fatalf("cancel succeeded: %v", err)
+	}
+	if _, err := d.JobRetry(ctx, run.ID); !errors.Is(err, driver.ErrJobNotFinished) {
+		t.Fatalf("retry succeeded: %v", err)
+	}
+}
+
+func TestJobListAndCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := setupJobs(t)
+	other := newJob("other")
+	other.Kind = "sms"
+	in := enqueue(t, d, newJob("q"), newJob("q"), other, newJob("q"))
+	claim(t, d, "q", "w", 1, time.Hour)
+	page, err := d.JobList(ctx, driver.JobListParams{Queue: "q", State: driver.JobQueued, AfterID: in[0].ID, Limit: 1})
+	if err != nil || !slices.Equal(ids(page), []int64{in[1].ID}) {
+		t.Fatalf("list page: %v, %v", ids(page), err)
+	}
+	if sms, _ := d.JobList(ctx, driver.JobListParams{Kind: "sms", Limit: 10}); !slices.Equal(ids(sms), []int64{in[2].ID}) {
+		t.Fatalf("list by kind: %v", ids(sms))
+	}
+	counts, err := d.JobCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []driver.JobCount{{Queue: "other", State: driver.JobQueued, Count: 1},
+		{Queue: "q", State: driver.JobQueued, Count: 2}, {Queue: "q", State: driver.JobRunning, Count: 1}}
+	if !slices.Equal(counts, want) {
+		t.Fatalf("counts %+v, want %+v", counts, want)
+	}
+}

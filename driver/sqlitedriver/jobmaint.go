@@ -1,0 +1,121 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// jobRecoverSQL takes back running jobs whose lease expired by the database
+// clock. The outer condition re-checks state and expiry on the very rows it
+// updates (with one writer nothing can change between pick and update, but
+// the statement says what it relies on). A job asked to cancel ends
+// cancelled; one out of attempts ends failed; the rest go back to queued
+// after min(max, base·2^(attempt−1)) scaled by 1 − jitter·[0,1) random.
+// power() is one of SQLite's built-in math functions, which modernc.org/sqlite
+// compiles in. Parameters: ?1 limit, ?2 base_us, ?3 max_us, ?4 jitter.
+const jobRecoverSQL = `
+UPDATE fenced_jobs SET
+    state = CASE WHEN cancel_requested THEN 'cancelled'
+                 WHEN attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_us = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ` + nowUS + ` END,
+    run_at_us = ` + nowUS + ` + CAST(MIN(?3, ?2 * power(2, MIN(attempt - 1, 62)))
+                * (1 - ?4 * ((random() & 1048575) / 1048576.0)) AS INTEGER),
+    last_error = 'lease expired: worker ' || owner || ' stopped heartbeating',
+    lease_expires_us = NULL,
+    updated_us = ` + nowUS + `
+WHERE id IN (
+    SELECT id FROM fenced_jobs
+    WHERE state = 'running' AND lease_expires_us <= ` + nowUS + `
+    ORDER BY lease_expires_us
+    LIMIT ?1)
+  AND state = 'running' AND lease_expires_us <= ` + nowUS + `
+RETURNING id, last_error`
+
+// JobRecover implements driver.JobDriver: the take-back and the history rows
+// of the lost attempts commit together.
+func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b driver.Backoff) (int, error) {
+	var n int
+	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
+		type lost struct {
+			id  int64
+			msg string
+		}
+		var taken []lost
+		rows, err := tx.QueryContext(ctx, jobRecoverSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var l lost
+			if err := rows.Scan(&l.id, &l.msg); err != nil {
+				rows.Close()
+				return err
+			}
+			taken = append(taken, l)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		record, err := tx.PrepareContext(ctx, jobAttemptSQL)
+		if err != nil {
+			return err
+		}
+		defer record.Close()
+		for _, l := range taken {
+			if _, err := record.ExecContext(ctx, l.id, driver.OutcomeLost, l.msg); err != nil {
+				return fmt.Errorf("job %d history: %w", l.id, err)
+			}
+		}
+		n = len(taken)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover expired jobs: %w", err)
+	}
+	return n, nil
+}
+
+const jobDeleteFinishedSQL = `
+DELETE FROM fenced_jobs WHERE id IN (
+    SELECT id FROM fenced_jobs
+    WHERE finished_us < ` + nowUS + ` - ?1
+    ORDER BY finished_us LIMIT ?2)`
+
+// JobDeleteFinished implements driver.JobDriver. Attempt history goes with
+// its job (ON DELETE CASCADE); the count is of jobs.
+func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
+	var n int64
+	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, jobDeleteFinishedSQL, age.Microseconds(), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete finished jobs: %w", err)
+	}
+	return int(n), nil
+}
+
+// maintenance runs fn in a write transaction whose first statement, when a
+// guard is given, checks the maintenance lease: a maintainer that lost its
+// lease commits nothing.
+func (d *Driver) maintenance(ctx context.Context, guard *driver.LeaseRef, fn func(*sql.Tx) error) error {
+	return d.writeTx(ctx, func(tx *sql.Tx) error {
+		if guard != nil {
+			if err := d.GuardLease(ctx, tx, *guard); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+}
