@@ -232,3 +232,11 @@ func WithRunningAttempt(j *JobRow, ended []JobAttempt) []JobAttempt {
 	return append(ended, JobAttempt{Attempt: j.Attempt, Fence: j.Fence, Owner: j.Owner,
 		StartedAt: *j.AttemptedAt, Outcome: string(JobRunning)})
 }
+
+// JobNotifier is implemented by backends that can wake idle workers when
+// jobs are enqueued (PostgreSQL LISTEN/NOTIFY). Others are polled.
+type JobNotifier interface {
+	// JobListen calls wake with a queue name whenever jobs were enqueued in
+	// it, until ctx ends or the connection fails.
+	JobListen(ctx context.Context, wake func(queue string)) error
+}

@@ -48,6 +48,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("ClockSkew", func(t *testing.T) { t.Parallel(); runClockSkew(t, b) })
 	t.Run("Contention", func(t *testing.T) { t.Parallel(); runContention(t, b) })
 	t.Run("Validation", func(t *testing.T) { t.Parallel(); runValidation(t, b) })
+	t.Run("Jobs", func(t *testing.T) { t.Parallel(); runJobs(t, b) })
 	t.Run("Linearizability", func(t *testing.T) { t.Parallel(); runLinearizability(t, b) })
 }
 

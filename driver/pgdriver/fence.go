@@ -36,8 +36,9 @@ func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
 				lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, clock_timestamp()) END`, by); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `SELECT setval(pg_get_serial_sequence('fenced_jobs', 'id'),
-			GREATEST((SELECT COALESCE(max(id), 0) FROM fenced_jobs), 1) + $1, false)`, by)
+		_, err = tx.Exec(ctx, `SELECT setval(s.seq, GREATEST(
+				COALESCE(pg_sequence_last_value(s.seq), 0), (SELECT COALESCE(max(id), 0) FROM fenced_jobs)) + $1)
+			FROM (SELECT pg_get_serial_sequence('fenced_jobs', 'id')::regclass AS seq) s`, by)
 		return err
 	})
 	if err != nil {

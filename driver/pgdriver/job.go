@@ -124,7 +124,8 @@ func splitRefs(refs []driver.JobRef) (ids, fences []int64) {
 // jobFinishSQL ends attempts, each guarded by its own fence, and records each
 // ended attempt in the history, all in one statement. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
-// discarded; a snooze does not count against max_attempts.
+// discarded; a snooze does not count against max_attempts. A job asked to
+// cancel that fails or snoozes ends cancelled: the request is never lost.
 const jobFinishSQL = `
 WITH e AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[])
@@ -133,12 +134,13 @@ WITH e AS (
     UPDATE fenced_jobs j SET
         state = CASE
             WHEN e.kind = 'complete' THEN 'succeeded'
-            WHEN e.kind = 'cancel' THEN 'cancelled'
+            WHEN e.kind = 'cancel' OR j.cancel_requested THEN 'cancelled'
             WHEN e.kind = 'snooze' THEN 'queued'
             WHEN e.discard OR j.attempt >= j.max_attempts THEN 'failed'
             ELSE 'queued' END,
         finished_at = CASE
-            WHEN e.kind IN ('complete', 'cancel') OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
+            WHEN e.kind IN ('complete', 'cancel') OR j.cancel_requested
+                OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
             THEN clock_timestamp() END,
         output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
         last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error ELSE j.last_error END,
@@ -153,7 +155,7 @@ WITH e AS (
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(),
-        CASE WHEN kind = 'complete' THEN 'succeeded' WHEN kind = 'cancel' THEN 'cancelled'
+        CASE WHEN kind = 'complete' THEN 'succeeded' WHEN state = 'cancelled' THEN 'cancelled'
              WHEN kind = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
         NULLIF(error, '')
     FROM j
@@ -173,13 +175,11 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 		}
 		errs[i], delays[i], discards[i] = e.Error, e.Delay.Microseconds(), e.Discard
 	}
-	var rows pgx.Rows
-	var err error
+	var q querier = d.pool
 	if tx != nil {
-		rows, err = pgxOf(tx).Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
-	} else {
-		rows, err = d.pool.Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
+		q = pgxOf(tx)
 	}
+	rows, err := q.Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
 	}
@@ -187,11 +187,12 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
 	}
-	return d.diagnoseJobs(ctx, ends, done)
+	return diagnoseJobs(ctx, q, ends, done)
 }
 
-// diagnoseJobs gives each end that did not take effect its typed error.
-func (d *Driver) diagnoseJobs(ctx context.Context, ends []driver.JobEnd, done []int64) ([]error, error) {
+// diagnoseJobs gives each end that did not take effect its typed error,
+// reading through q (the caller's transaction when there is one).
+func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []int64) ([]error, error) {
 	ok := make(map[int64]bool, len(done))
 	for _, id := range done {
 		ok[id] = true
@@ -206,7 +207,7 @@ func (d *Driver) diagnoseJobs(ctx context.Context, ends []driver.JobEnd, done []
 	if len(missing) == 0 {
 		return out, nil
 	}
-	cur, err := collectJobs(d.pool.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = ANY($1)`, missing))
+	cur, err := collectJobs(q.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = ANY($1)`, missing))
 	if err != nil {
 		return nil, fmt.Errorf("diagnose jobs: %w", err)
 	}

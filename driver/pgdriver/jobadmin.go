@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -14,7 +15,7 @@ import (
 // exists already (or repeats within the batch) is skipped here and read back
 // by the caller. Rows are inserted in input order, so their ids ascend in it.
 const jobInsertSQL = `
-INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
+INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
     i.max_attempts, NULLIF(i.ikey, ''), clock_timestamp(), clock_timestamp()
@@ -38,9 +39,7 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 			runAts[i] = &t
 		}
 	}
-	var q interface {
-		Query(context.Context, string, ...any) (pgx.Rows, error)
-	} = d.pool
+	var q querier = d.pool
 	if tx != nil {
 		q = pgxOf(tx)
 	}
@@ -48,8 +47,9 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
-	// Inserted rows come back in input order (ids ascend with it); the rest
-	// had an idempotency key that already existed.
+	// Ids are drawn in input order, so sorted by id the inserted rows are in
+	// input order; the rest had an idempotency key that already existed.
+	sort.Slice(inserted, func(a, b int) bool { return inserted[a].ID < inserted[b].ID })
 	out := make([]driver.JobInsertResult, n)
 	byKey := map[string]*driver.JobRow{}
 	for _, j := range inserted {

@@ -34,7 +34,9 @@ SELECT fence, accepted, version, current_fence FROM fenced_resource_ops WHERE ke
 
 const resourceGetSQL = `SELECT key, value, fence, version, updated_at FROM fenced_resources WHERE key = $1`
 
+// querier is what the pool and a transaction share.
 type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 

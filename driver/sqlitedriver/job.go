@@ -175,18 +175,19 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl tim
 
 // jobFinishSQL ends one attempt, guarded by its fence. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
-// discarded; a snooze does not count against max_attempts. Parameters:
+// discarded; a snooze does not count against max_attempts. A job asked to
+// cancel that fails or snoozes ends cancelled. Parameters:
 // ?1 id, ?2 fence, ?3 kind, ?4 output, ?5 error, ?6 delay_us, ?7 discard.
 const jobFinishSQL = `
 UPDATE fenced_jobs SET
     state = CASE
         WHEN ?3 = 'complete' THEN 'succeeded'
-        WHEN ?3 = 'cancel' THEN 'cancelled'
+        WHEN ?3 = 'cancel' OR cancel_requested THEN 'cancelled'
         WHEN ?3 = 'snooze' THEN 'queued'
         WHEN ?7 OR attempt >= max_attempts THEN 'failed'
         ELSE 'queued' END,
     finished_us = CASE
-        WHEN ?3 IN ('complete', 'cancel') OR (?3 = 'fail' AND (?7 OR attempt >= max_attempts))
+        WHEN ?3 IN ('complete', 'cancel') OR cancel_requested OR (?3 = 'fail' AND (?7 OR attempt >= max_attempts))
         THEN ` + nowUS + ` END,
     output = CASE WHEN ?3 = 'complete' THEN ?4 ELSE output END,
     last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 ELSE last_error END,
@@ -273,7 +274,7 @@ func endOutcome(kind driver.JobEndKind, state driver.JobState) string {
 	switch {
 	case kind == driver.EndComplete:
 		return driver.OutcomeSucceeded
-	case kind == driver.EndCancel:
+	case state == driver.JobCancelled:
 		return driver.OutcomeCancelled
 	case kind == driver.EndSnooze:
 		return driver.OutcomeSnoozed

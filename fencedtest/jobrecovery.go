@@ -1,0 +1,155 @@
+package fencedtest
+
+import (
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+func runRecovery(t *testing.T, b Backend) {
+	slow := fenced.Backoff{Base: time.Hour, Max: time.Hour, Jitter: -1}
+	t.Run("ExpiredGoesBackToQueuedAfterBackoff", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		a := e.claimOne(t, "A", 30*time.Millisecond)
+		got := e.recoverWith(t, j.ID, slow)
+		if got.State != fenced.JobQueued || !strings.Contains(got.LastError, "lease expired") || got.Fence != a.Fence {
+			t.Fatalf("recovered = %+v", got)
+		}
+		if until := time.Until(got.RunAt); until < 59*time.Minute {
+			t.Fatalf("recovered job runs again in %s, want the 1h backoff", until)
+		}
+		_, attempts := e.job(t, j.ID)
+		if len(attempts) != 1 || attempts[0].Outcome != "lost" || attempts[0].Owner != "A" {
+			t.Fatalf("history = %+v", attempts)
+		}
+	})
+	t.Run("ExhaustedGoesToFailed", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
+		e.claimOne(t, "A", 30*time.Millisecond)
+		if got := e.recoverExpired(t, j.ID); got.State != fenced.JobFailed || got.FinishedAt == nil {
+			t.Fatalf("recovered = %+v", got)
+		}
+	})
+	t.Run("CancelRequestedGoesToCancelled", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		e.claimOne(t, "A", 100*time.Millisecond)
+		_, err := e.c.CancelJob(ctx(t), j.ID)
+		wantNoErr(t, err, "cancel")
+		if got := e.recoverExpired(t, j.ID); got.State != fenced.JobCancelled {
+			t.Fatalf("recovered = %+v", got)
+		}
+	})
+	t.Run("NeverTouchesAFinishedJob", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		done := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		a := e.claimOne(t, "A", 100*time.Millisecond)
+		wantNoErr(t, e.c.CompleteJob(ctx(t), a.Ref(), nil), "complete")
+		other := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		e.claimOne(t, "A", 100*time.Millisecond)
+		e.recoverExpired(t, other.ID) // by now done's old lease is long expired too
+		if got, attempts := e.job(t, done.ID); got.State != fenced.JobSucceeded || len(attempts) != 1 {
+			t.Fatalf("recovery touched a finished job: %+v %+v", got, attempts)
+		}
+	})
+	t.Run("GuardedByTheMaintenanceLease", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		e.claimOne(t, "A", 30*time.Millisecond)
+		m := e.acquire(t, "maint", "M1", 50*time.Millisecond)
+		e.waitExpired(t, "maint")
+		e.acquire(t, "maint", "M2", long)
+		_, err := e.c.RecoverJobs(ctx(t), m, 100, slow)
+		wantStale(t, err, m.Fence, m.Fence+1, "M2", fenced.ReasonSuperseded)
+		if got, _ := e.job(t, j.ID); got.State != fenced.JobRunning {
+			t.Fatalf("a stale maintainer recovered the job: %+v", got)
+		}
+	})
+	t.Run("RetentionDeletesOnlyOldFinishedJobs", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		a := e.claimOne(t, "A", long)
+		wantNoErr(t, e.c.CompleteJob(ctx(t), a.Ref(), nil), "complete")
+		n, err := e.c.DeleteFinishedJobs(ctx(t), nil, time.Hour, 100)
+		wantNoErr(t, err, "delete young")
+		if n != 0 {
+			t.Fatalf("deleted %d jobs younger than an hour", n)
+		}
+		n, err = e.c.DeleteFinishedJobs(ctx(t), nil, 0, 100)
+		wantNoErr(t, err, "delete")
+		if n != 1 {
+			t.Fatalf("deleted %d, want the finished one", n)
+		}
+		if _, _, err := e.c.GetJob(ctx(t), a.ID); err == nil {
+			t.Fatal("finished job still there")
+		}
+		if jobs, _ := e.c.ListJobs(ctx(t), fenced.JobFilter{}); len(jobs) != 1 {
+			t.Fatalf("%d jobs left, want the queued one", len(jobs))
+		}
+	})
+	t.Run("MaintainersRecoverAndEnqueuePeriodicJobsOncePerPeriod", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		e.claimOne(t, "A", 30*time.Millisecond)
+		cfg := fenced.MaintenanceConfig{Every: 10 * time.Millisecond, LeaseTTL: time.Second,
+			Backoff:  fenced.Backoff{Base: time.Hour},
+			Periodic: []fenced.PeriodicJob{{Kind: "tick", Every: time.Hour}}}
+		var ms []*fenced.Maintainer
+		var wg sync.WaitGroup
+		for _, c := range []*fenced.Client{e.c, open(t, e.url, fenced.Config{})} {
+			m, err := c.StartMaintenance(ctx(t), cfg)
+			wantNoErr(t, err, "start maintenance")
+			ms = append(ms, m)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, _ := e.job(t, j.ID)
+			ticks, _ := e.c.ListJobs(ctx(t), fenced.JobFilter{Kind: "tick"})
+			if got.State == fenced.JobQueued && len(ticks) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("maintenance did not run: job %s, %d ticks", got.State, len(ticks))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		for _, m := range ms {
+			wg.Add(1)
+			go func() { defer wg.Done(); m.Stop() }()
+		}
+		wg.Wait()
+		if ticks, _ := e.c.ListJobs(ctx(t), fenced.JobFilter{Kind: "tick"}); len(ticks) != 1 {
+			t.Fatalf("%d periodic jobs for one period", len(ticks))
+		}
+	})
+}
+
+// recoverWith runs recovery with backoff b until the job left running.
+func (e *env) recoverWith(t *testing.T, id int64, b fenced.Backoff) *fenced.Job {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := e.c.RecoverJobs(ctx(t), nil, 1000, b)
+		wantNoErr(t, err, "recover")
+		if j, _ := e.job(t, id); j.State != fenced.JobRunning {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d was never recovered", id)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

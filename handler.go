@@ -1,0 +1,138 @@
+package fenced
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// Handler runs one attempt of a job. Its context ends when the job is asked
+// to cancel, when its lease is lost (another attempt may be running: stop,
+// your writes would be refused anyway), or when the worker stops;
+// context.Cause tells which.
+//
+// Returning nil completes the job (with the output set by SetOutput).
+// Returning Snooze(d) puts it back to run after d without counting the
+// attempt; Discard(err) fails it for good (the dead letter); any other error
+// fails the attempt and retries after the worker's backoff until MaxAttempts.
+// A panic is recorded as a failed attempt.
+type Handler func(ctx context.Context, j *JobRun) error
+
+// JobRun is a running attempt as its handler sees it.
+type JobRun struct {
+	*Job
+	c           *Client
+	output      any
+	completedTx bool
+}
+
+// SetOutput sets the output stored when the handler returns nil. It must
+// be JSON-encodable.
+func (r *JobRun) SetOutput(v any) { r.output = v }
+
+// Progress reports the attempt's progress; it is a guarded write, so a stale
+// attempt gets a *StaleError.
+func (r *JobRun) Progress(ctx context.Context, p Progress) error {
+	return r.c.ReportProgress(ctx, r.Ref(), p)
+}
+
+// Tx runs fn in a transaction that commits only under this attempt (see
+// Client.JobTx).
+func (r *JobRun) Tx(ctx context.Context, fn func(Tx) error) error {
+	return r.c.JobTx(ctx, r.Ref(), fn)
+}
+
+// CompleteTx completes the job inside tx with output, so the job succeeds
+// exactly when the caller's business writes commit. After it the handler
+// should return nil (or the error that rolled tx back).
+func (r *JobRun) CompleteTx(ctx context.Context, tx Tx, output any) error {
+	if err := r.c.CompleteJobTx(ctx, tx, r.Ref(), output); err != nil {
+		return err
+	}
+	r.completedTx = true
+	return nil
+}
+
+// snoozeError asks for a snooze.
+type snoozeError struct{ d time.Duration }
+
+func (e *snoozeError) Error() string { return fmt.Sprintf("snooze %s", e.d) }
+
+// Snooze returns an error that, returned by a handler, puts the job back to
+// queued to run after d; the attempt does not count against MaxAttempts.
+func Snooze(d time.Duration) error { return &snoozeError{d} }
+
+// discardError marks a failure as final.
+type discardError struct{ err error }
+
+func (e *discardError) Error() string { return e.err.Error() }
+func (e *discardError) Unwrap() error { return e.err }
+
+// Discard returns an error that, returned by a handler, fails the job for
+// good whatever attempts remain.
+func Discard(err error) error { return &discardError{err} }
+
+// Causes of a handler's context ending.
+var (
+	// ErrJobCancelled: the job was asked to cancel.
+	ErrJobCancelled = errors.New("job cancel requested")
+	// ErrJobLost: the attempt's lease was lost; another attempt may run.
+	ErrJobLost = errors.New("job lease lost")
+	// ErrWorkerStopping: the worker is stopping and its grace period ended.
+	ErrWorkerStopping = errors.New("worker stopping")
+)
+
+// HandleArgs adapts a handler of typed arguments: the job's JSON args are
+// decoded into a T (unknown fields are refused); a job whose args do not
+// decode is discarded, since retrying cannot help.
+func HandleArgs[T any](fn func(ctx context.Context, j *JobRun, args T) error) Handler {
+	return func(ctx context.Context, j *JobRun) error {
+		var args T
+		if err := decodeStrict(j.Args, &args); err != nil {
+			return Discard(fmt.Errorf("decode args of %s job: %w", j.Kind, err))
+		}
+		return fn(ctx, j, args)
+	}
+}
+
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// outcome turns a handler's return into the attempt's final write.
+func (w *Worker) outcome(ctx context.Context, r *JobRun, err error) (JobEnd, bool) {
+	end := JobEnd{Ref: r.Ref()}
+	var snooze *snoozeError
+	var discard *discardError
+	switch {
+	case context.Cause(ctx) == ErrJobLost || errors.Is(err, driver.ErrStale) && r.completedTx:
+		return end, false // not ours to write any more
+	case err == nil && r.completedTx:
+		return end, false // completed in the handler's own transaction
+	case err == nil:
+		out, jerr := jsonArg("output", r.output, nil)
+		if jerr != nil {
+			end.Kind, end.Error, end.Discard = EndFail, jerr.Error(), true
+			return end, true
+		}
+		end.Kind, end.Output = EndComplete, out
+	case errors.As(err, &snooze):
+		end.Kind, end.Delay = EndSnooze, snooze.d
+	case context.Cause(ctx) == ErrJobCancelled:
+		end.Kind, end.Error = EndCancel, err.Error()
+	case context.Cause(ctx) == ErrWorkerStopping:
+		end.Kind = EndSnooze // interrupted by shutdown: run again soon, attempt not counted
+	default:
+		end.Kind, end.Error = EndFail, err.Error()
+		end.Discard = errors.As(err, &discard)
+		end.Delay = w.cfg.Backoff.Delay(r.Attempt)
+	}
+	return end, true
+}

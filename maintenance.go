@@ -1,0 +1,222 @@
+package fenced
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// RecoverJobs takes back up to limit running jobs whose lease expired by the
+// database clock: back to queued after backoff, failed when attempts are
+// exhausted, cancelled when a cancel was requested. Each job is re-checked
+// on state, the fence observed and expiry in the same statement, so a
+// recovery never overwrites a job that finished or was re-claimed meanwhile.
+// With guard non-nil the statement runs in a transaction guarded by that
+// lease, so a maintainer that lost its lease recovers nothing.
+func (c *Client) RecoverJobs(ctx context.Context, guard *Lease, limit int, b Backoff) (int, error) {
+	jd, g, err := c.maintenanceArgs(guard, limit)
+	if err != nil {
+		return 0, err
+	}
+	b = b.withDefaults()
+	return jd.JobRecover(ctx, g, limit, driver.Backoff{Base: b.Base, Max: b.Max, Jitter: b.Jitter})
+}
+
+// DeleteFinishedJobs deletes up to limit jobs that finished more than age
+// ago, with their attempt history; guarded like RecoverJobs.
+func (c *Client) DeleteFinishedJobs(ctx context.Context, guard *Lease, age time.Duration, limit int) (int, error) {
+	jd, g, err := c.maintenanceArgs(guard, limit)
+	if err != nil {
+		return 0, err
+	}
+	if age < 0 {
+		return 0, driver.Invalid("age", "%s is negative", age)
+	}
+	return jd.JobDeleteFinished(ctx, g, age, limit)
+}
+
+func (c *Client) maintenanceArgs(guard *Lease, limit int) (driver.JobDriver, *driver.LeaseRef, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, nil, err
+	}
+	if limit < 1 || limit > 100000 {
+		return nil, nil, driver.Invalid("limit", "%d is outside 1 to 100000", limit)
+	}
+	if guard == nil {
+		return jd, nil, nil
+	}
+	if err := validRef(*guard); err != nil {
+		return nil, nil, err
+	}
+	ref := guard.ref()
+	return jd, &ref, nil
+}
+
+// PeriodicJob is enqueued once per period.
+type PeriodicJob struct {
+	Kind  string
+	Args  any
+	Queue string
+	// Every is the period; the job is enqueued once per period, at its start
+	// by the database clock, through an idempotency key naming the period.
+	Every time.Duration
+}
+
+// MaintenanceConfig tunes a Maintainer. The zero value works.
+type MaintenanceConfig struct {
+	// Owner names this maintainer. Default DefaultOwner().
+	Owner string
+	// LeaseName is the lease only one maintainer holds at a time. Default
+	// "fenced:maintenance".
+	LeaseName string
+	// LeaseTTL is the maintenance lease's TTL. Default 30s.
+	LeaseTTL time.Duration
+	// Every is the interval between rounds. Default 1s.
+	Every time.Duration
+	// Retention is how long finished jobs are kept. Default 7 days;
+	// negative keeps them for ever.
+	Retention time.Duration
+	// Backoff delays recovered jobs. Default DefaultBackoff.
+	Backoff Backoff
+	// Periodic jobs to enqueue.
+	Periodic []PeriodicJob
+	// Logger receives errors. Default: discarded.
+	Logger *slog.Logger
+}
+
+// Maintainer runs the queue's maintenance — recovery of expired work,
+// retention, periodic jobs — in rounds, each guarded by a fenced lease so
+// that among many maintainers only the current holder's work commits.
+type Maintainer struct {
+	c    *Client
+	cfg  MaintenanceConfig
+	log  *slog.Logger
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// Rounds a maintainer makes per batch of work.
+const maintenanceBatch = 1000
+
+// StartMaintenance starts a Maintainer; it runs until Stop or ctx ends.
+func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*Maintainer, error) {
+	if _, err := c.jobs(); err != nil {
+		return nil, err
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = DefaultOwner()
+	}
+	if cfg.LeaseName == "" {
+		cfg.LeaseName = "fenced:maintenance"
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = time.Second
+	}
+	if cfg.Retention == 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if err := validName("owner", cfg.Owner); err != nil {
+		return nil, err
+	}
+	if err := validName("lease name", cfg.LeaseName); err != nil {
+		return nil, err
+	}
+	if err := validTTL(cfg.LeaseTTL); err != nil {
+		return nil, err
+	}
+	for _, p := range cfg.Periodic {
+		if p.Every < time.Second {
+			return nil, driver.Invalid("periodic every", "%s for %q is under 1s", p.Every, p.Kind)
+		}
+		if _, err := (EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue}).validate(); err != nil {
+			return nil, err
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, stop := context.WithCancel(ctx)
+	m := &Maintainer{c: c, cfg: cfg, log: log, stop: stop, done: make(chan struct{})}
+	go m.run(ctx)
+	return m, nil
+}
+
+// Stop ends the maintainer and releases its lease.
+func (m *Maintainer) Stop() {
+	m.stop()
+	<-m.done
+}
+
+func (m *Maintainer) run(ctx context.Context) {
+	defer close(m.done)
+	for ctx.Err() == nil {
+		k, err := m.c.Keep(ctx, m.cfg.LeaseName, m.cfg.Owner, m.cfg.LeaseTTL, KeepOptions{})
+		if err != nil {
+			if !errors.Is(err, ErrHeld) && ctx.Err() == nil {
+				m.log.Warn("fenced: maintenance lease", "err", err)
+			}
+			sleepCtx(ctx, m.cfg.Every)
+			continue
+		}
+		m.hold(k)
+		if ctx.Err() != nil {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			k.Release(rctx)
+			cancel()
+		}
+	}
+}
+
+// hold does rounds while the keeper holds the lease.
+func (m *Maintainer) hold(k *Keeper) {
+	for {
+		if err := m.Round(k.Context(), k.Lease()); err != nil && k.Err() == nil {
+			m.log.Warn("fenced: maintenance round", "err", err)
+		}
+		sleepCtx(k.Context(), m.cfg.Every)
+		if k.Err() != nil {
+			return
+		}
+	}
+}
+
+// Round runs one round of maintenance under lease (the maintenance lease
+// this maintainer holds): recover expired jobs, delete old finished ones,
+// enqueue due periodic jobs. Exported so tests and operators can run one.
+func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
+	for {
+		n, err := m.c.RecoverJobs(ctx, &lease, maintenanceBatch, m.cfg.Backoff)
+		if err != nil {
+			return err
+		}
+		if n < maintenanceBatch {
+			break
+		}
+	}
+	if m.cfg.Retention > 0 {
+		if _, err := m.c.DeleteFinishedJobs(ctx, &lease, m.cfg.Retention, maintenanceBatch); err != nil {
+			return err
+		}
+	}
+	// The period is read from the database clock (the lease's last decision).
+	now := lease.DecidedAt
+	for _, p := range m.cfg.Periodic {
+		start := now.Truncate(p.Every)
+		key := "periodic:" + p.Kind + ":" + strconv.FormatInt(start.Unix(), 10)
+		_, _, err := m.c.Enqueue(ctx, EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue, IdempotencyKey: key})
+		if err != nil {
+			return fmt.Errorf("periodic %s: %w", p.Kind, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package fenced
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// WorkerConfig tunes a Worker. The zero value works.
+type WorkerConfig struct {
+	// Owner names this worker in the jobs it claims; unique per process.
+	// Default hostname:pid:random.
+	Owner string
+	// Queues maps each queue to work to its concurrency (jobs at once).
+	// Default {"default": 10}.
+	Queues map[string]int
+	// LeaseTTL is each claimed job's lease, renewed by heartbeats. Default
+	// DefaultJobTTL (30s).
+	LeaseTTL time.Duration
+	// HeartbeatEvery is the interval of the batched heartbeat. Default
+	// LeaseTTL/3.
+	HeartbeatEvery time.Duration
+	// PollInterval is how long an idle queue waits before claiming again
+	// when nothing wakes it (PostgreSQL wakes it on enqueue). Default 1s.
+	PollInterval time.Duration
+	// FetchBatch caps the jobs one claim statement takes. Default the
+	// queue's concurrency, at most 100.
+	FetchBatch int
+	// Backoff is the retry delay after a failed attempt. Default
+	// DefaultBackoff.
+	Backoff Backoff
+	// Logger receives the worker's own errors. Default: discarded.
+	Logger *slog.Logger
+}
+
+// WorkerStats count what a worker did.
+type WorkerStats struct {
+	Claimed, Succeeded, Failed, Retried, Snoozed, Cancelled, Lost, Stale int64
+}
+
+// Worker claims jobs from its queues and runs their handlers, with batched
+// heartbeats and batched fenced completions. Create it with NewWorker,
+// register handlers with Handle, then Start; Stop shuts it down gracefully.
+type Worker struct {
+	c        *Client
+	jd       driver.JobDriver
+	cfg      WorkerConfig
+	handlers map[string]Handler
+	log      *slog.Logger
+
+	mu      sync.Mutex
+	active  map[int64]*activeJob
+	started bool
+
+	runCtx    context.Context
+	stopFetch chan struct{}
+	stopBg    context.CancelFunc
+	wake      map[string]chan struct{}
+	ends      chan endRequest
+	fetchWG   sync.WaitGroup
+	jobsWG    sync.WaitGroup
+	bgWG      sync.WaitGroup
+	stopOnce  sync.Once
+
+	stats struct {
+		claimed, succeeded, failed, retried, snoozed, cancelled, lost, stale atomic.Int64
+	}
+}
+
+type activeJob struct {
+	cancel       context.CancelCauseFunc
+	ref          JobRef
+	trustedUntil time.Time // monotonic: claim or last good heartbeat start + ttl − margin
+}
+
+// NewWorker returns a worker on this client's job queue.
+func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
+	jd, err := c.jobs()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = DefaultOwner()
+	}
+	if err := validName("owner", cfg.Owner); err != nil {
+		return nil, err
+	}
+	if len(cfg.Queues) == 0 {
+		cfg.Queues = map[string]int{DefaultQueue: 10}
+	}
+	for q, n := range cfg.Queues {
+		if !queueName.MatchString(q) {
+			return nil, driver.Invalid("queue", "%q is not a queue name", q)
+		}
+		if n < 1 || n > 100000 {
+			return nil, driver.Invalid("concurrency", "%d for queue %q is outside 1 to 100000", n, q)
+		}
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = DefaultJobTTL
+	}
+	if err := validTTL(cfg.LeaseTTL); err != nil {
+		return nil, err
+	}
+	if cfg.HeartbeatEvery <= 0 || cfg.HeartbeatEvery >= cfg.LeaseTTL {
+		cfg.HeartbeatEvery = cfg.LeaseTTL / 3
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	cfg.Backoff = cfg.Backoff.withDefaults()
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{c: c, jd: jd, cfg: cfg, handlers: map[string]Handler{}, log: log,
+		active: map[int64]*activeJob{}}, nil
+}
+
+// DefaultOwner is hostname:pid:random, unique per process and call.
+func DefaultOwner() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 3)
+	rand.Read(b)
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// Owner returns the name this worker claims jobs under.
+func (w *Worker) Owner() string { return w.cfg.Owner }
+
+// Handle registers the handler of a kind. Call it before Start.
+func (w *Worker) Handle(kind string, h Handler) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		panic("fenced: Handle after Start")
+	}
+	w.handlers[kind] = h
+}
+
+// Stats returns what the worker did so far.
+func (w *Worker) Stats() WorkerStats {
+	s := &w.stats
+	return WorkerStats{Claimed: s.claimed.Load(), Succeeded: s.succeeded.Load(), Failed: s.failed.Load(),
+		Retried: s.retried.Load(), Snoozed: s.snoozed.Load(), Cancelled: s.cancelled.Load(),
+		Lost: s.lost.Load(), Stale: s.stale.Load()}
+}
+
+// Start begins claiming and running jobs; it returns at once. ctx bounds the
+// worker's life: cancelling it stops everything at once, as if the process
+// died — running attempts write nothing more, their leases expire and
+// recovery takes them back. Use Stop for a graceful shutdown.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("fenced: worker already started")
+	}
+	w.started = true
+	w.runCtx = ctx
+	w.stopFetch = make(chan struct{})
+	w.ends = make(chan endRequest)
+	w.wake = map[string]chan struct{}{}
+	for q := range w.cfg.Queues {
+		w.wake[q] = make(chan struct{}, 1)
+	}
+	bg, stopBg := context.WithCancel(ctx)
+	w.stopBg = stopBg
+	w.bgWG.Add(2)
+	go w.heartbeats(bg)
+	go w.completer(bg)
+	if n, ok := w.c.d.(driver.JobNotifier); ok {
+		w.bgWG.Add(1)
+		go w.listen(bg, n)
+	}
+	for q, n := range w.cfg.Queues {
+		w.fetchWG.Add(1)
+		go w.fetch(q, n)
+	}
+	return nil
+}
+
+// Stop shuts the worker down gracefully: it stops claiming, lets running
+// jobs finish until ctx ends, then cancels their contexts (cause
+// ErrWorkerStopping; such an attempt is snoozed to run again at once, not
+// counted), waits for their handlers to return, writes their outcomes, and
+// returns. Handlers must honour their context.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	if !started {
+		return nil
+	}
+	w.stopOnce.Do(func() {
+		close(w.stopFetch)
+		w.fetchWG.Wait()
+		done := make(chan struct{})
+		go func() { w.jobsWG.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			w.cancelAll(ErrWorkerStopping)
+			<-done
+		}
+		w.stopBg()
+		w.bgWG.Wait()
+	})
+	return ctx.Err()
+}
+
+func (w *Worker) cancelAll(cause error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range w.active {
+		a.cancel(cause)
+	}
+}
+
+// wakeQueue nudges an idle queue's fetch loop.
+func (w *Worker) wakeQueue(q string) {
+	if ch, ok := w.wake[q]; ok {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// listen wakes queues on the backend's enqueue notifications.
+func (w *Worker) listen(ctx context.Context, n driver.JobNotifier) {
+	defer w.bgWG.Done()
+	for ctx.Err() == nil {
+		if err := n.JobListen(ctx, w.wakeQueue); err != nil && ctx.Err() == nil {
+			w.log.Warn("fenced: job notifications interrupted", "err", err)
+			sleepCtx(ctx, w.cfg.PollInterval)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
