@@ -14,8 +14,11 @@ import (
 	"time"
 )
 
-// Driver is implemented by each backend package.
+// Driver is implemented by each backend package: the lease and resource
+// half below, and the job queue (JobDriver).
 type Driver interface {
+	JobDriver
+
 	// Dialect names the backend: "postgres", "sqlite" or "mysql".
 	Dialect() string
 	// Migrate applies the embedded schema migrations that are not yet applied
