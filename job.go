@@ -199,10 +199,6 @@ func jsonArg(field string, v any, def []byte) ([]byte, error) {
 	return b, nil
 }
 
-// jobs returns the backend's job queue. Every backend has one; the error
-// return keeps call sites uniform should a backend ever lack it.
-func (c *Client) jobs() (driver.JobDriver, error) { return c.d, nil }
-
 // Enqueue adds one job. With an idempotency key that exists already, the
 // existing job is returned with existing = true.
 func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (job *Job, existing bool, err error) {
@@ -228,15 +224,12 @@ func (c *Client) EnqueueTx(ctx context.Context, tx Tx, p EnqueueParams) (job *Jo
 // on SQLite), inside tx when it is non-nil. Every job is validated first; one
 // invalid job rejects the batch and nothing is written.
 func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]EnqueueResult, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
 	if len(ps) == 0 {
 		return nil, nil
 	}
 	in := make([]driver.JobInsertParams, len(ps))
 	for i, p := range ps {
+		var err error
 		if in[i], err = p.validate(); err != nil {
 			if len(ps) > 1 {
 				err = fmt.Errorf("job %d of %d: %w", i+1, len(ps), err)
@@ -244,7 +237,7 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 			return nil, err
 		}
 	}
-	rows, err := jd.JobInsert(ctx, tx, in)
+	rows, err := c.d.JobInsert(ctx, tx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -257,14 +250,10 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 
 // GetJob reads a job and its attempt history (the running attempt last).
 func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, nil, err
-	}
 	if id <= 0 {
 		return nil, nil, driver.Invalid("job id", "%d is not positive", id)
 	}
-	r, attempts, err := jd.JobGet(ctx, id)
+	r, attempts, err := c.d.JobGet(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -282,10 +271,6 @@ type JobFilter struct {
 
 // ListJobs lists jobs in id order, a page at a time.
 func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
 	if f.State != "" && !f.State.Valid() {
 		return nil, driver.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
 	}
@@ -298,7 +283,7 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f.Limit < 0 || f.Limit > 1000 || f.AfterID < 0 {
 		return nil, driver.Invalid("limit", "want 1 to 1000 jobs after a non-negative id")
 	}
-	rows, err := jd.JobList(ctx, driver.JobListParams{State: f.State, Queue: f.Queue, Kind: f.Kind, AfterID: f.AfterID, Limit: f.Limit})
+	rows, err := c.d.JobList(ctx, driver.JobListParams{State: f.State, Queue: f.Queue, Kind: f.Kind, AfterID: f.AfterID, Limit: f.Limit})
 	if err != nil {
 		return nil, err
 	}
@@ -310,11 +295,7 @@ type JobCount = driver.JobCount
 
 // JobCounts counts jobs by queue and state.
 func (c *Client) JobCounts(ctx context.Context) ([]JobCount, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
-	return jd.JobCounts(ctx)
+	return c.d.JobCounts(ctx)
 }
 
 // CancelJob cancels a queued job at once, or asks a running one to stop: its
@@ -331,14 +312,10 @@ func (c *Client) RetryJob(ctx context.Context, id int64) (*Job, error) {
 }
 
 func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDriver, context.Context, int64) (*driver.JobRow, error)) (*Job, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
 	if id <= 0 {
 		return nil, driver.Invalid("job id", "%d is not positive", id)
 	}
-	r, err := op(jd, ctx, id)
+	r, err := op(c.d, ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -27,10 +27,6 @@ const (
 // reached; ordered by priority, run_at, id), for owner, with a lease of ttl by
 // the database clock. Each returned job carries its new Fence.
 func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, ttl time.Duration) ([]*Job, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
 	if !queueName.MatchString(queue) {
 		return nil, driver.Invalid("queue", "%q is not a queue name", queue)
 	}
@@ -43,7 +39,7 @@ func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, 
 	if err := validTTL(ttl); err != nil {
 		return nil, err
 	}
-	rows, err := jd.JobClaim(ctx, driver.JobClaimParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
+	rows, err := c.d.JobClaim(ctx, driver.JobClaimParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
 	if err != nil {
 		return nil, err
 	}
@@ -57,10 +53,6 @@ type HeartbeatResult = driver.HeartbeatResult
 // whose attempt is no longer current are reported Lost (their worker must
 // stop); jobs asked to cancel are reported in CancelRequested.
 func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Duration) (*HeartbeatResult, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
 	if err := validRefs(refs); err != nil {
 		return nil, err
 	}
@@ -70,7 +62,7 @@ func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Dura
 	if len(refs) == 0 {
 		return &HeartbeatResult{}, nil
 	}
-	return jd.JobHeartbeat(ctx, refs, ttl)
+	return c.d.JobHeartbeat(ctx, refs, ttl)
 }
 
 func validRefs(refs []JobRef) error {
@@ -107,10 +99,6 @@ const (
 // fence; errs[i] is nil or that job's *StaleError / ErrNotFound. err is for
 // the call as a whole.
 func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, err error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
 	for i, e := range ends {
 		if err := validEnd(&ends[i]); err != nil {
 			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
@@ -119,7 +107,7 @@ func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []erro
 	if len(ends) == 0 {
 		return nil, nil
 	}
-	return jd.JobFinish(ctx, tx, ends)
+	return c.d.JobFinish(ctx, tx, ends)
 }
 
 func validEnd(e *JobEnd) error {
@@ -192,10 +180,6 @@ type Progress struct {
 
 // ReportProgress stores the attempt's progress (shown with the job).
 func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) error {
-	jd, err := c.jobs()
-	if err != nil {
-		return err
-	}
 	if err := validRefs([]JobRef{ref}); err != nil {
 		return err
 	}
@@ -203,7 +187,7 @@ func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) err
 	if err != nil {
 		return err
 	}
-	return jd.JobProgress(ctx, ref, b)
+	return c.d.JobProgress(ctx, ref, b)
 }
 
 // JobTx runs fn in a transaction that commits only under attempt ref: it
@@ -212,12 +196,8 @@ func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) err
 // *StaleError and fn is not called; fn's error rolls back. Call
 // CompleteJobTx with the same tx to complete the job in the same commit.
 func (c *Client) JobTx(ctx context.Context, ref JobRef, fn func(Tx) error) error {
-	jd, err := c.jobs()
-	if err != nil {
-		return err
-	}
 	if err := validRefs([]JobRef{ref}); err != nil {
 		return err
 	}
-	return jd.JobTx(ctx, ref, fn)
+	return c.d.JobTx(ctx, ref, fn)
 }

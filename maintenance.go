@@ -19,43 +19,40 @@ import (
 // With guard non-nil the statement runs in a transaction guarded by that
 // lease, so a maintainer that lost its lease recovers nothing.
 func (c *Client) RecoverJobs(ctx context.Context, guard *Lease, limit int, b Backoff) (int, error) {
-	jd, g, err := c.maintenanceArgs(guard, limit)
+	g, err := maintenanceArgs(guard, limit)
 	if err != nil {
 		return 0, err
 	}
 	b = b.withDefaults()
-	return jd.JobRecover(ctx, g, limit, driver.Backoff{Base: b.Base, Max: b.Max, Jitter: b.Jitter})
+	return c.d.JobRecover(ctx, g, limit, driver.Backoff{Base: b.Base, Max: b.Max, Jitter: b.Jitter})
 }
 
 // DeleteFinishedJobs deletes up to limit jobs that finished more than age
 // ago, with their attempt history; guarded like RecoverJobs.
 func (c *Client) DeleteFinishedJobs(ctx context.Context, guard *Lease, age time.Duration, limit int) (int, error) {
-	jd, g, err := c.maintenanceArgs(guard, limit)
+	g, err := maintenanceArgs(guard, limit)
 	if err != nil {
 		return 0, err
 	}
 	if age < 0 {
 		return 0, driver.Invalid("age", "%s is negative", age)
 	}
-	return jd.JobDeleteFinished(ctx, g, age, limit)
+	return c.d.JobDeleteFinished(ctx, g, age, limit)
 }
 
-func (c *Client) maintenanceArgs(guard *Lease, limit int) (driver.JobDriver, *driver.LeaseRef, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, nil, err
-	}
+// maintenanceArgs validates a maintenance call and returns its guard.
+func maintenanceArgs(guard *Lease, limit int) (*driver.LeaseRef, error) {
 	if limit < 1 || limit > 100000 {
-		return nil, nil, driver.Invalid("limit", "%d is outside 1 to 100000", limit)
+		return nil, driver.Invalid("limit", "%d is outside 1 to 100000", limit)
 	}
 	if guard == nil {
-		return jd, nil, nil
+		return nil, nil
 	}
 	if err := validRef(*guard); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ref := guard.ref()
-	return jd, &ref, nil
+	return &ref, nil
 }
 
 // PeriodicJob is enqueued once per period.
@@ -106,9 +103,6 @@ const maintenanceBatch = 1000
 
 // StartMaintenance starts a Maintainer; it runs until Stop or ctx ends.
 func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*Maintainer, error) {
-	if _, err := c.jobs(); err != nil {
-		return nil, err
-	}
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner()
 	}

@@ -52,7 +52,6 @@ type WorkerStats struct {
 // register handlers with Handle, then Start; Stop shuts it down gracefully.
 type Worker struct {
 	c        *Client
-	jd       driver.JobDriver
 	cfg      WorkerConfig
 	handlers map[string]Handler
 	log      *slog.Logger
@@ -84,10 +83,6 @@ type activeJob struct {
 
 // NewWorker returns a worker on this client's job queue.
 func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
-	jd, err := c.jobs()
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner()
 	}
@@ -122,7 +117,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{c: c, jd: jd, cfg: cfg, handlers: map[string]Handler{}, log: log,
+	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, log: log,
 		active: map[int64]*activeJob{}}, nil
 }
 
