@@ -231,6 +231,16 @@ func runStaleWorker(t *testing.T, b Backend) {
 	if called {
 		t.Fatal("A's job tx body ran")
 	}
+	// A completes inside its own business transaction (not a JobTx): the
+	// completion is refused and the caller's writes roll back with it.
+	l := e.acquire(t, "a-own-tx", "A", long)
+	err = e.c.LeaseTx(ctx(t), *l, func(tx fenced.Tx) error {
+		if err := e.insertBiz(tx, "A-own", 5); err != nil {
+			return err
+		}
+		return e.c.CompleteJobTx(ctx(t), tx, a.Ref(), "done by A")
+	})
+	stale("complete in the caller's transaction", err)
 	// B completes in its own transaction, with its business write.
 	err = e.c.JobTx(ctx(t), bj.Ref(), func(tx fenced.Tx) error {
 		if err := e.insertBiz(tx, "B", 2); err != nil {
