@@ -12,11 +12,11 @@ import (
 // Exit codes.
 const (
 	exitOK       = 0
-	exitError    = 1 // any other error
+	exitError    = 1 // any other error, and a job whose state forbids a cancel or retry
 	exitUsage    = 2 // usage error or invalid input (fenced.ErrInvalid)
 	exitHeld     = 3 // lease held by another owner (fenced.ErrHeld)
 	exitStale    = 4 // stale fence (fenced.ErrStale)
-	exitNotFound = 5 // lease or resource not found (fenced.ErrNotFound)
+	exitNotFound = 5 // lease, job or resource not found (fenced.ErrNotFound)
 )
 
 // usageError is a command line that cannot be run as given: an unknown
@@ -58,6 +58,11 @@ func exitCode(err error) int {
 		return exitStale
 	case errors.Is(err, fenced.ErrNotFound):
 		return exitNotFound
+	case errors.Is(err, fenced.ErrJobFinished), errors.Is(err, fenced.ErrJobNotFinished):
+		// A cancel of a finished job or a retry of an unfinished one is
+		// well formed (not 2) and nothing is stale (not 4): the job's
+		// state forbids it. Named here so that stays a decision.
+		return exitError
 	default:
 		return exitError
 	}

@@ -1,8 +1,8 @@
 // Command fenced is the command-line tool of fenced: take, renew, release and
 // inspect fenced leases, run a command under a lease (like flock(1), but
 // with a fence the command can pass to its writes), write to the fenced
-// resource store, advance fences after a restore or failover, and migrate
-// the database.
+// resource store, enqueue, inspect, cancel and retry jobs, advance fences
+// after a restore or failover, and migrate the database.
 //
 // The database is chosen by --db or FENCED_DATABASE_URL, and is an embedded
 // SQLite file, fenced.db in the working directory, when neither is set. It

@@ -46,7 +46,8 @@ resource); each grant of it carries a fence, a number the database increases
 on every new owner and never reuses. Pass the fence to your protected writes
 ("fenced resource write", or your own tables through the library): once a newer
 owner exists, a write carrying an older fence is refused, so a worker that
-paused past its lease cannot overwrite its successor's work.
+paused past its lease cannot overwrite its successor's work. "fenced job"
+manages the job queue, whose attempts are fenced the same way.
 
 The database is chosen by --db or FENCED_DATABASE_URL:
   postgres://user:pass@host:5432/db     PostgreSQL
@@ -55,14 +56,19 @@ The database is chosen by --db or FENCED_DATABASE_URL:
 When neither is set, fenced uses the SQLite file fenced.db in the working
 directory. The schema is migrated on first use.
 
-Exit codes: 0 ok, 1 other error, 2 usage or invalid input, 3 lease held by
-another owner, 4 stale fence, 5 not found.`,
+Exit codes: 0 ok, 1 other error (including a job cancel or retry its state
+forbids), 2 usage or invalid input, 3 lease held by another owner, 4 stale
+fence, 5 not found.`,
 		Example: `  # Run a nightly job on at most one host at a time.
   fenced lease run nightly-report --ttl 1m -- ./report.sh
 
   # Take a lease by hand, then write under its fence.
   fenced lease acquire billing --owner worker-1 --ttl 30s
   fenced resource write invoice-42 --fence 7 --value paid
+
+  # Enqueue a job, then follow it.
+  fenced job enqueue send-email --args '{"to": "ann@example.com"}'
+  fenced job show 1
 
   # Use PostgreSQL.
   export FENCED_DATABASE_URL=postgres://fenced@db:5432/fenced`,
@@ -78,6 +84,7 @@ another owner, 4 stale fence, 5 not found.`,
 	root.AddCommand(
 		newLeaseCmd(a),
 		newResourceCmd(a),
+		newJobCmd(a),
 		newFenceCmd(a),
 		newMigrateCmd(a),
 		newDemoCmd(a),

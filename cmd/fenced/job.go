@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/spf13/cobra"
+)
+
+// defaultListLimit is the --limit of "job ls" (the library's default page).
+const defaultListLimit = 100
+
+func newJobCmd(a *app) *cobra.Command {
+	cmd := group(&cobra.Command{
+		Use:   "job",
+		Short: "Enqueue, inspect, cancel and retry jobs of the fenced job queue",
+		Long: `A job is a unit of work a worker claims, runs and finishes. Every claim starts
+a new attempt with a higher fence; the worker's writes for the job carry it,
+so a worker that lost its job can no longer finish it. A job is queued
+(possibly scheduled for later), running, succeeded, failed (attempts
+exhausted: the dead letter) or cancelled, and keeps the history of its
+attempts.
+
+Cancelling a finished job, or retrying one that is not failed or cancelled,
+exits 1: the command was well formed and nothing is stale, but the job's
+state forbids it. A job that does not exist exits 5.`,
+	})
+	cmd.AddCommand(
+		newJobEnqueueCmd(a),
+		newJobShowCmd(a),
+		newJobListCmd(a),
+		newJobCancelCmd(a),
+		newJobRetryCmd(a),
+		newJobCountsCmd(a),
+	)
+	return cmd
+}
+
+// enqueueFlags are the options of "job enqueue".
+type enqueueFlags struct {
+	args        string
+	queue       string
+	priority    int
+	runAt       string
+	delay       time.Duration
+	maxAttempts int
+	key         string
+	asJSON      bool
+}
+
+func newJobEnqueueCmd(a *app) *cobra.Command {
+	var f enqueueFlags
+	cmd := &cobra.Command{
+		Use:   "enqueue KIND [--args JSON]",
+		Short: "Add a job, or find the one enqueued before under the same --key",
+		Long: `Add a job of KIND, whose handler gets --args, and print it.
+
+It runs now, at --run-at (RFC 3339), or --delay from now by the database
+clock. Lower --priority numbers run first. After --max-attempts failed
+attempts the job is failed (the dead letter).
+
+With --key, a second enqueue under the same idempotency key adds nothing: it
+prints the job the key names, marked existing ("existing": true with
+--json), and still exits 0.`,
+		Example: `  fenced job enqueue send-email --args '{"to": "ann@example.com"}'
+  fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
+  fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id`,
+		Args: exactArgs("KIND"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			p, err := f.params(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			j, existing, err := c.Enqueue(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			return printEnqueued(cmd, j, existing, f.asJSON)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.args, "args", "{}", "the job's arguments, as JSON")
+	fl.StringVar(&f.queue, "queue", fenced.DefaultQueue, "queue to join")
+	fl.IntVar(&f.priority, "priority", 0, fmt.Sprintf("0 runs first, up to %d", fenced.MaxPriority))
+	fl.StringVar(&f.runAt, "run-at", "", "when to run, RFC 3339 (default now)")
+	fl.DurationVar(&f.delay, "delay", 0, "run this long from now, by the database clock")
+	fl.IntVar(&f.maxAttempts, "max-attempts", fenced.DefaultMaxAttempts,
+		fmt.Sprintf("attempts before the job is failed (1 to %d)", fenced.MaxAttemptsLimit))
+	fl.StringVar(&f.key, "key", "", "idempotency key: enqueue at most one job under it")
+	jsonFlag(cmd, &f.asJSON)
+	return cmd
+}
+
+// params checks what the library would not (a --run-at that is not RFC
+// 3339, --run-at with --delay, an explicit empty --key or --queue or zero
+// --max-attempts, which it would read as "not given") and builds the job.
+func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueueParams, error) {
+	p := fenced.EnqueueParams{Kind: kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
+		Delay: f.delay, MaxAttempts: f.maxAttempts, IdempotencyKey: f.key}
+	if f.runAt != "" {
+		t, err := time.Parse(time.RFC3339, f.runAt)
+		if err != nil {
+			return p, usage("--run-at %q is not an RFC 3339 time such as 2030-01-02T03:04:05Z", f.runAt)
+		}
+		p.RunAt = t
+	}
+	switch fl := cmd.Flags(); {
+	case fl.Changed("run-at") && fl.Changed("delay"):
+		return p, usage("--run-at and --delay cannot be used together")
+	case fl.Changed("run-at") && f.runAt == "":
+		return p, usage("--run-at must not be empty")
+	case fl.Changed("key") && f.key == "":
+		return p, usage("--key must not be empty")
+	case f.queue == "":
+		return p, usage("--queue must not be empty")
+	case f.maxAttempts == 0:
+		return p, usage("--max-attempts must be 1 to %d", fenced.MaxAttemptsLimit)
+	}
+	return p, nil
+}
+
+// printEnqueued prints the outcome of "job enqueue".
+func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) error {
+	w := cmd.OutOrStdout()
+	if asJSON {
+		return writeJSON(w, enqueueJSON{jobJSON: jobOut(j), Existing: existing})
+	}
+	what := "enqueued job"
+	if existing {
+		what = fmt.Sprintf("existing job (idempotency key %q matched; nothing enqueued)", j.IdempotencyKey)
+	}
+	_, err := fmt.Fprintf(w, "%s %d: kind %q, queue %q, priority %d, state %s, run_at %s\n",
+		what, j.ID, j.Kind, j.Queue, j.Priority, jobStateText(j), j.RunAt.UTC().Format(humanTime))
+	return err
+}
+
+func newJobShowCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a job and the history of its attempts",
+		Long: `Show a job and every attempt made at it: its fence, its worker, when it
+started and ended, and how it ended (succeeded, retry, failed, snoozed,
+cancelled, lost, or running for the attempt in progress).`,
+		Example: `  fenced job show 42
+  fenced job show 42 --json | jq '.attempts[] | select(.outcome == "retry") | .error'`,
+		Args: exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := fenced.ParseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			j, attempts, err := c.GetJob(cmd.Context(), id)
+			if err != nil {
+				return jobNotFound(id, err)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, jobShowOut(j, attempts))
+			}
+			if err := writeJob(w, j); err != nil {
+				return err
+			}
+			fmt.Fprintln(w)
+			return writeAttempts(w, attempts)
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newJobListCmd(a *app) *cobra.Command {
+	var f fenced.JobFilter
+	var state string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List jobs by id, a page at a time",
+		Long: `List jobs in id order, at most --limit of them, after the id --after. When
+a page is full, the command to get the next one is printed to stderr.`,
+		Example: `  fenced job ls --state failed
+  fenced job ls --queue nightly --kind report --limit 20 --after 140
+  fenced job ls --state running --json | jq -r '.[] | "\(.id) \(.owner)"'`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// The library reads 0 as "no filter" and "default".
+			if f.Limit < 1 {
+				return usage("--limit must be 1 to 1000")
+			}
+			if f.AfterID < 0 {
+				return usage("--after must not be negative")
+			}
+			f.State = fenced.JobState(state)
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			jobs, err := c.ListJobs(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), jobsOut(jobs))
+			}
+			if err := writeJobTable(cmd.OutOrStdout(), jobs); err != nil {
+				return err
+			}
+			if len(jobs) == f.Limit {
+				fmt.Fprintf(cmd.ErrOrStderr(), "(more may follow: add --after %d)\n", jobs[len(jobs)-1].ID)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&state, "state", "", "only jobs in this state: queued, running, succeeded, failed or cancelled")
+	fl.StringVar(&f.Queue, "queue", "", "only jobs of this queue")
+	fl.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
+	fl.IntVar(&f.Limit, "limit", defaultListLimit, "at most this many jobs (1 to 1000)")
+	fl.Int64Var(&f.AfterID, "after", 0, "only jobs with a greater id: the last id of the previous page")
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// jobNotFound names the job that was not found: "job 42 not found".
+func jobNotFound(id int64, err error) error {
+	if errors.Is(err, fenced.ErrNotFound) {
+		return fmt.Errorf("job %d %w", id, fenced.ErrNotFound)
+	}
+	return err
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fenced/fenced"
+	"github.com/spf13/cobra"
+)
+
+func newJobCancelCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a queued job, or ask a running one to stop",
+		Long: `Cancel a job. A queued job is cancelled at once. A running job is asked to
+stop: its worker learns it at its next heartbeat, stops the handler, and
+records the job cancelled; until then the job stays running with
+cancel_requested set. The output says which happened.
+
+A job that already finished (succeeded, failed or cancelled) cannot be
+cancelled: exit 1. A job that does not exist: exit 5.`,
+		Example: `  fenced job cancel 42
+  fenced job cancel 42 --json | jq '{state, cancel_requested}'`,
+		Args: exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := a.jobAdmin(cmd.Context(), args[0], (*fenced.Client).CancelJob)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				return writeJSON(w, jobOut(j))
+			}
+			if j.State == fenced.JobCancelled {
+				_, err = fmt.Fprintf(w, "cancelled job %d (it was queued)\n", j.ID)
+				return err
+			}
+			_, err = fmt.Fprintf(w, "cancel requested for job %d: running as attempt %d (owner %q, fence %d); its worker stops at its next heartbeat\n",
+				j.ID, j.Attempt, j.Owner, j.Fence)
+			return err
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newJobRetryCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "retry ID",
+		Short: "Put a failed or cancelled job back in its queue, to run now",
+		Long: `Put a failed or cancelled job back to queued, to run now, with as many
+attempts again as it had (max_attempts grows by its original budget).
+
+A job that is queued, running or succeeded cannot be retried: exit 1. A job
+that does not exist: exit 5.`,
+		Example: `  fenced job retry 42
+  fenced job ls --state failed --json | jq -r '.[].id' | xargs -n1 fenced job retry`,
+		Args: exactArgs("ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			j, err := a.jobAdmin(cmd.Context(), args[0], (*fenced.Client).RetryJob)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), jobOut(j))
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "queued job %d again: %d attempts made, up to %d more\n",
+				j.ID, j.Attempt, j.MaxAttempts-j.Attempt)
+			return err
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// jobAdmin parses the job id arg and applies op (cancel or retry) to it.
+func (a *app) jobAdmin(ctx context.Context, arg string, op func(*fenced.Client, context.Context, int64) (*fenced.Job, error)) (*fenced.Job, error) {
+	id, err := fenced.ParseJobID(arg)
+	if err != nil {
+		return nil, err
+	}
+	c, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	j, err := op(c, ctx, id)
+	if err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	return j, nil
+}
+
+func newJobCountsCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "counts",
+		Aliases: []string{"stats"},
+		Short:   "Count jobs by queue and state",
+		Long: `Count the jobs of every queue in each state. Queued includes jobs scheduled
+for later and jobs waiting to retry.`,
+		Example: `  fenced job counts
+  fenced job stats --json | jq '.[] | select(.failed > 0) | .queue'`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			counts, err := c.JobCounts(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), countsOut(counts))
+			}
+			return writeCountsTable(cmd.OutOrStdout(), countsOut(counts))
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
