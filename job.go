@@ -40,6 +40,10 @@ var (
 	ErrJobNotFinished = driver.ErrJobNotFinished
 )
 
+// JobStateError names the operation, the job and the state that refused it;
+// it matches ErrJobFinished (cancel) or ErrJobNotFinished (retry).
+type JobStateError = driver.JobStateError
+
 // Job is a job as stored.
 type Job struct {
 	ID          int64
@@ -99,6 +103,8 @@ const (
 	MaxArgsBytes       = 1 << 20
 	MaxPriority        = 10000
 	MaxAttemptsLimit   = 1000
+	DefaultListLimit   = 100
+	MaxListLimit       = 1000
 )
 
 // queueName is the syntax of queue names.
@@ -255,7 +261,7 @@ func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, erro
 	}
 	r, attempts, err := c.d.JobGet(ctx, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, withJobID(id, err)
 	}
 	return jobFrom(r), attempts, nil
 }
@@ -266,7 +272,7 @@ type JobFilter struct {
 	Queue   string
 	Kind    string
 	AfterID int64 // the last id of the previous page
-	Limit   int   // default 100, at most 1000
+	Limit   int   // default DefaultListLimit, at most MaxListLimit
 }
 
 // ListJobs lists jobs in id order, a page at a time.
@@ -278,10 +284,18 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 		return nil, driver.Invalid("queue", "%q is not a queue name", f.Queue)
 	}
 	if f.Limit == 0 {
-		f.Limit = 100
+		f.Limit = DefaultListLimit
 	}
-	if f.Limit < 0 || f.Limit > 1000 || f.AfterID < 0 {
-		return nil, driver.Invalid("limit", "want 1 to 1000 jobs after a non-negative id")
+	if f.Limit < 0 || f.Limit > MaxListLimit {
+		return nil, driver.Invalid("limit", "%d is outside 1 to %d", f.Limit, MaxListLimit)
+	}
+	if f.AfterID < 0 {
+		return nil, driver.Invalid("after", "%d is negative", f.AfterID)
+	}
+	if f.Kind != "" {
+		if err := validName("kind", f.Kind); err != nil {
+			return nil, err
+		}
 	}
 	rows, err := c.d.JobList(ctx, driver.JobListParams{State: f.State, Queue: f.Queue, Kind: f.Kind, AfterID: f.AfterID, Limit: f.Limit})
 	if err != nil {
@@ -317,9 +331,17 @@ func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDrive
 	}
 	r, err := op(c.d, ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, withJobID(id, err)
 	}
 	return jobFrom(r), nil
+}
+
+// withJobID names the job in a bare ErrNotFound.
+func withJobID(id int64, err error) error {
+	if err == driver.ErrNotFound {
+		return fmt.Errorf("job %d: %w", id, err)
+	}
+	return err
 }
 
 // ParseJobID parses a job id from text (a CLI argument, a URL).

@@ -3,6 +3,7 @@ package fenced
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -122,9 +123,12 @@ func validEnd(e *JobEnd) error {
 	if e.Delay < 0 || e.Delay > MaxRetryDelay {
 		return driver.Invalid("delay", "%s is outside 0 to %s", e.Delay, MaxRetryDelay)
 	}
+	// An error message is always kept: made valid UTF-8 without NULs (which
+	// no backend stores) and truncated on a character boundary.
 	if len(e.Error) > MaxErrorBytes {
-		e.Error = e.Error[:MaxErrorBytes] // an error message is kept, truncated
+		e.Error = e.Error[:MaxErrorBytes]
 	}
+	e.Error = strings.ReplaceAll(strings.ToValidUTF8(e.Error, "\uFFFD"), "\x00", "")
 	if e.Output != nil {
 		if _, err := jsonArg("output", []byte(e.Output), nil); err != nil {
 			return err

@@ -96,3 +96,28 @@ var ErrJobFinished = errors.New("job already finished")
 
 // ErrJobNotFinished is returned by a retry of a job that has not finished.
 var ErrJobNotFinished = errors.New("job is not failed or cancelled")
+
+// JobStateError is returned when a job is not in a state the operation
+// accepts (cancel of a finished job, retry of an unfinished one). It matches
+// ErrJobFinished or ErrJobNotFinished with errors.Is.
+type JobStateError struct {
+	Op    string   // "cancel" or "retry"
+	ID    int64    // the job
+	State JobState // the state it was found in
+}
+
+func (e *JobStateError) Error() string {
+	if e.Op == "cancel" {
+		return fmt.Sprintf("cannot cancel job %d: it already finished (%s)", e.ID, e.State)
+	}
+	return fmt.Sprintf("cannot %s job %d: it is %s, not failed or cancelled", e.Op, e.ID, e.State)
+}
+
+// Is matches ErrJobFinished for a refused cancel and ErrJobNotFinished for a
+// refused retry.
+func (e *JobStateError) Is(target error) bool {
+	if e.Op == "cancel" {
+		return target == ErrJobFinished
+	}
+	return target == ErrJobNotFinished
+}

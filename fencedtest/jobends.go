@@ -3,6 +3,7 @@ package fencedtest
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 	"testing"
 	"time"
 
@@ -45,6 +46,18 @@ func runJobEnds(t *testing.T, b Backend) {
 		wantNoErr(t, e.c.FailJob(ctx(t), a.Ref(), "later", time.Hour, false), "fail")
 		if jobs := e.claim(t, fenced.DefaultQueue, "A", 1, long); len(jobs) != 0 {
 			t.Fatal("claimed a job before its retry delay")
+		}
+	})
+	t.Run("AnyErrorMessageIsKept", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
+		a := e.claimOne(t, "A", long)
+		msg := "nul\x00 bad\xff " + strings.Repeat("é", fenced.MaxErrorBytes)
+		wantNoErr(t, e.c.FailJob(ctx(t), a.Ref(), msg, 0, false), "fail with a long, odd message")
+		got, _ := e.job(t, j.ID)
+		if got.State != fenced.JobFailed || !utf8.ValidString(got.LastError) || !strings.HasPrefix(got.LastError, "nul bad\uFFFD é") {
+			t.Fatalf("stored error starts %q", got.LastError[:20])
 		}
 	})
 	t.Run("DiscardFailsAtOnce", func(t *testing.T) {

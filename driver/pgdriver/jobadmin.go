@@ -103,7 +103,7 @@ RETURNING ` + jobColumns
 
 // JobCancel implements driver.JobDriver.
 func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
-	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL, driver.ErrJobFinished)
+	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
 }
 
 // jobRetrySQL puts a failed or cancelled job back to queued with a fresh
@@ -118,12 +118,12 @@ RETURNING ` + jobColumns
 
 // JobRetry implements driver.JobDriver.
 func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
-	return d.jobAdmin(ctx, "retry", id, jobRetrySQL, driver.ErrJobNotFinished)
+	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
 }
 
 // jobAdmin runs a conditional state change; zero rows is ErrNotFound or
-// wrong, naming the state found.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string, wrong error) (*driver.JobRow, error) {
+// a *driver.JobStateError naming the state found.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*driver.JobRow, error) {
 	j, err := scanJob(d.pool.QueryRow(ctx, query, id))
 	if err == nil {
 		return j, nil
@@ -135,7 +135,7 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("%s job %d: it is %s: %w", op, id, cur.State, wrong)
+	return nil, &driver.JobStateError{Op: op, ID: id, State: cur.State}
 }
 
 // JobGet implements driver.JobDriver.

@@ -88,7 +88,7 @@ RETURNING ` + jobColumns
 
 // JobCancel implements driver.JobDriver.
 func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
-	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL, driver.ErrJobFinished)
+	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
 }
 
 // jobRetrySQL puts a failed or cancelled job back to queued with a fresh
@@ -103,12 +103,12 @@ RETURNING ` + jobColumns
 
 // JobRetry implements driver.JobDriver.
 func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
-	return d.jobAdmin(ctx, "retry", id, jobRetrySQL, driver.ErrJobNotFinished)
+	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
 }
 
-// jobAdmin runs a conditional state change; zero rows is ErrNotFound or
-// wrong, naming the state found by a read in the same write transaction.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string, wrong error) (*driver.JobRow, error) {
+// jobAdmin runs a conditional state change; zero rows is ErrNotFound or a
+// *driver.JobStateError naming the state read in the same write transaction.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*driver.JobRow, error) {
 	var j, cur *driver.JobRow
 	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
 		j, err = scanJob(tx.QueryRowContext(ctx, query, id))
@@ -125,7 +125,7 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 	case cur == nil:
 		return nil, driver.ErrNotFound
 	}
-	return nil, fmt.Errorf("%s job %d: it is %s: %w", op, id, cur.State, wrong)
+	return nil, &driver.JobStateError{Op: op, ID: id, State: cur.State}
 }
 
 const jobAttemptsSQL = `SELECT attempt, fence, owner, started_us, ended_us, outcome, COALESCE(error, '')
