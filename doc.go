@@ -37,6 +37,25 @@
 // lease is lost. It is a liveness aid only: safety comes from the fence checks
 // above, which hold even for a process that was paused and does not know it.
 //
+// # Jobs
+//
+// The job queue applies the same rule to every transition of a job. A claim
+// starts a new attempt and bumps the job's fence; heartbeats, completion,
+// failure, snooze, progress and business writes in Client.JobTx are each
+// guarded by id + fence + state running + unexpired lease in their
+// statement. A job's states:
+//
+//	queued ──claim──▶ running ──complete──▶ succeeded
+//	  ▲                  ├──fail (attempts left), snooze, lease lost──▶ queued
+//	  │                  ├──fail (exhausted or discarded)──▶ failed (dead letter)
+//	  │                  └──cancel requested, worker stops──▶ cancelled
+//	  └──retry── failed, cancelled;     queued ──cancel──▶ cancelled
+//
+// A Worker claims in batches, heartbeats all its jobs in one statement,
+// writes outcomes in batches and cancels a handler's context when its job is
+// lost or asked to cancel. A Maintainer recovers expired work, deletes old
+// finished jobs and enqueues periodic jobs, each round guarded by a lease.
+//
 // After a database is restored from a backup or an asynchronous replica is
 // promoted, run Client.AdvanceFences (the `fenced fence advance` command)
 // before workers start again: the restored copy may be behind fences that
