@@ -3,9 +3,9 @@ package fencedtest
 import (
 	"errors"
 	"strings"
-	"unicode/utf8"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/fenced/fenced"
 )
