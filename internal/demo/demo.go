@@ -7,9 +7,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/fenced/fenced"
@@ -35,35 +36,40 @@ type scenario struct {
 
 // scenarios by name, run in name order when none are named.
 var scenarios = map[string]scenario{
-	"stale-writer": {"A paused past its lease writes after B took over", staleWriter},
+	"check-then-act":   {"a naive SELECT-then-UPDATE claim gives one job two owners", checkThenAct},
+	"claim-race":       {"two workers claim one job at the same moment", claimRace},
+	"skip-locked":      {"two workers pull ten jobs concurrently and never share one", skipLocked},
+	"stale-completion": {"a worker whose job was taken over cannot complete it", staleCompletion},
+	"stale-writer":     {"A paused past its lease writes after B took over", staleWriter},
+	"transitions":      {"each state change of a job is allowed once", transitions},
 }
 
 // Names lists the scenarios.
-func Names() []string {
-	var out []string
-	for n := range scenarios {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+func Names() []string { return slices.Sorted(maps.Keys(scenarios)) }
 
 // env is what a scenario runs against.
 type env struct {
-	url string
-	c   *fenced.Client
-	exe string
+	url     string
+	c       *fenced.Client
+	exe     string
+	dialect string // "postgres" or "sqlite"
 }
 
 // Run runs the named scenarios (all when none are named) and reports whether
 // every observed outcome matched the expected one.
 func Run(ctx context.Context, opts Options, names ...string) (bool, error) {
+	return run(ctx, opts, scenarios, names)
+}
+
+// run runs names from table (all of it, in name order, when none are named).
+func run(ctx context.Context, opts Options, table map[string]scenario, names []string) (bool, error) {
+	have := slices.Sorted(maps.Keys(table))
 	if len(names) == 0 {
-		names = Names()
+		names = have
 	}
 	for _, n := range names {
-		if _, ok := scenarios[n]; !ok {
-			return false, fmt.Errorf("unknown demo %q (have %s): %w", n, strings.Join(Names(), ", "), fenced.ErrInvalid)
+		if _, ok := table[n]; !ok {
+			return false, fmt.Errorf("unknown demo %q (have %s): %w", n, strings.Join(have, ", "), fenced.ErrInvalid)
 		}
 	}
 	if opts.Out == nil {
@@ -94,10 +100,10 @@ func Run(ctx context.Context, opts Options, names ...string) (bool, error) {
 		return false, err
 	}
 	kind, _, _ := fenced.ParseDatabaseURL(url)
-	e := &env{url: url, c: c, exe: opts.Exe}
+	e := &env{url: url, c: c, exe: opts.Exe, dialect: c.Driver().Dialect()}
 	allOK := true
 	for _, n := range names {
-		s := scenarios[n]
+		s := table[n]
 		fmt.Fprintf(opts.Out, "== %s: %s (%s)\n", n, s.title, kind)
 		steps := s.run(ctx, e)
 		ok := printSteps(opts.Out, steps)

@@ -18,38 +18,77 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func runDemo(t *testing.T, url string) string {
+// runDemo runs the named scenarios (all when none) on url and fails the
+// test unless every step went as expected.
+func runDemo(t *testing.T, url string, names ...string) string {
 	t.Helper()
 	var out strings.Builder
-	ok, err := demo.Run(context.Background(), demo.Options{URL: url, Out: &out})
+	ok, err := demo.Run(context.Background(), demo.Options{URL: url, Out: &out}, names...)
 	t.Log("\n" + out.String())
 	if err != nil || !ok {
 		t.Fatalf("demo: ok=%v err=%v", ok, err)
 	}
+	if strings.Contains(out.String(), "MISMATCH") {
+		t.Error("a step mismatched")
+	}
+	for _, n := range names {
+		if !strings.Contains(out.String(), n+": every step as expected") {
+			t.Errorf("output lacks %q", n+": every step as expected")
+		}
+	}
 	return out.String()
+}
+
+// backends give each run a database of its own.
+var backends = map[string]func(testing.TB) string{
+	"SQLite":   testdb.SQLite,
+	"Postgres": testdb.Postgres,
+}
+
+func TestEveryScenarioAloneOnEachBackend(t *testing.T) {
+	t.Parallel()
+	for _, name := range demo.Names() {
+		for backend, url := range backends {
+			t.Run(name+"/"+backend, func(t *testing.T) {
+				t.Parallel()
+				runDemo(t, url(t), name)
+			})
+		}
+	}
 }
 
 func TestDemoOnSQLite(t *testing.T) {
 	t.Parallel()
-	out := runDemo(t, "") // its own temporary SQLite file
-	for _, want := range []string{"rejected: stale (current fence 2)", "every step as expected"} {
+	out := runDemo(t, "", demo.Names()...) // all of them in one temporary SQLite file
+	for _, want := range []string{
+		"rejected: stale (current fence 2)",
+		"told: A and B; row: running, owner B",
+		"waits for the write lock, then finds nothing",
+		"rejected: stale (superseded, current fence 2, held by W2)",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
 		}
-	}
-	if strings.Contains(out, "MISMATCH") {
-		t.Error("a step mismatched")
 	}
 }
 
 func TestDemoOnPostgres(t *testing.T) {
 	t.Parallel()
-	runDemo(t, testdb.Postgres(t))
+	out := runDemo(t, testdb.Postgres(t), demo.Names()...) // all of them in one schema
+	for _, want := range []string{
+		"waiting on Lock",
+		"the other skips the locked row: nothing, at once",
+		"rejected: stale (superseded, current fence 2, held by W2)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
 }
 
 func TestUnknownDemoIsAnError(t *testing.T) {
 	_, err := demo.Run(context.Background(), demo.Options{Out: &strings.Builder{}}, "nope")
-	if err == nil || !strings.Contains(err.Error(), "stale-writer") {
+	if err == nil || !strings.Contains(err.Error(), "stale-writer") || !strings.Contains(err.Error(), "claim-race") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -1,0 +1,144 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// heldRace: both run fenced's claim statement inside a transaction of their
+// own; whoever claims the job holds the transaction open for claimRaceHold.
+// On PostgreSQL with skipLocked false the lock clause is plain FOR UPDATE.
+func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, skipLocked bool) {
+	j, err := enqueue(ctx, e.c, q)
+	if err != nil {
+		t.fail("—", "enqueue a job", "queued", err)
+		return
+	}
+	t.add("—", fmt.Sprintf("enqueue job %d", j.ID), "queued", string(j.State))
+	pg := e.dialect == "postgres"
+	query, how, want := sqliteHeldClaimSQL, "BEGIN IMMEDIATE (one writer)",
+		"the other waits for the write lock, then finds nothing"
+	switch {
+	case pg && skipLocked:
+		query, how, want = pgHeldClaimPick+"FOR UPDATE SKIP LOCKED"+pgHeldClaimUpdate, "FOR UPDATE SKIP LOCKED, as ClaimJobs",
+			"the other skips the locked row: nothing, at once"
+	case pg:
+		query, how, want = pgHeldClaimPick+"FOR UPDATE"+pgHeldClaimUpdate, "plain FOR UPDATE, no SKIP LOCKED",
+			"the other blocks on the row lock, then finds it running: nothing"
+	}
+
+	// PostgreSQL's BEGIN takes no lock, so both transactions open before the
+	// race; SQLite's BEGIN IMMEDIATE takes the write lock, so it races too.
+	txs := make([]*txn, len(ps))
+	pids := make([]int32, len(ps))
+	for i, p := range ps {
+		if !pg {
+			break
+		}
+		if txs[i], err = begin(ctx, p.c); err == nil {
+			err = txs[i].QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pids[i])
+		}
+		if err != nil {
+			t.fail(p.name, "begin a transaction", "begun", err)
+			for _, tx := range txs[:i+1] {
+				if tx != nil {
+					tx.rollback(ctx)
+				}
+			}
+			return
+		}
+	}
+	rs := make([]*race, len(ps))
+	won := make(chan int, len(ps))
+	var seen string
+	var fns []func()
+	for i, p := range ps {
+		fns = append(fns, func() { rs[i] = claimHeld(ctx, p, i, txs[i], query, q, won) })
+	}
+	watch := pg && !skipLocked
+	if watch {
+		fns = append(fns, func() { seen = watchLoser(ctx, e.c, ps, pids, won) })
+	}
+	together(fns...)
+
+	win, lose, ok := split(rs, j.ID, j.Fence+1)
+	t.check(ok, "A+B", fmt.Sprintf("released together, each claims in a transaction (%s); the winner holds it %s", how, claimRaceHold),
+		fmt.Sprintf("one claims it (fence %d); %s", j.Fence+1, want), describe(rs))
+	defer finish(ctx, t, win)
+	if !ok {
+		return
+	}
+	if watch {
+		t.check(strings.HasPrefix(seen, lose.who+" waiting on Lock"),
+			"—", "pg_stat_activity while the winner holds the row", "the loser waiting on a Lock", seen)
+	}
+	timing := fmt.Sprintf("%s waited %s; %s held %s", lose.who, ms(lose.took), win.who, ms(win.held))
+	if pg && skipLocked {
+		t.check(didNotWait(lose.took, win.held), lose.who, "its claim's time vs the winner's hold",
+			"under half the hold: it never waited", timing)
+		return
+	}
+	t.check(blockedThroughHold(lose.took, win.held), lose.who, "its claim's time vs the winner's hold",
+		"at least 0.8 × the hold: blocked until the commit", timing)
+}
+
+// claimHeld runs the claim in tx (nil: begin it now) after the release; on
+// winning it reports its index on won, holds the transaction open for
+// claimRaceHold, then commits.
+func claimHeld(ctx context.Context, p *peer, i int, tx *txn, query, q string, won chan<- int) *race {
+	r := &race{who: p.name, peer: p}
+	start := time.Now()
+	if tx == nil {
+		if tx, r.err = begin(ctx, p.c); r.err != nil {
+			return r
+		}
+	}
+	err := tx.QueryRow(ctx, query, q, p.name).Scan(&r.id, &r.fence)
+	r.took = time.Since(start)
+	claimedAt := time.Now()
+	if err != nil && !noRows(err) {
+		tx.rollback(ctx)
+		r.err = err
+		return r
+	}
+	if err == nil {
+		won <- i
+		time.Sleep(claimRaceHold)
+	}
+	r.err = tx.commit(ctx)
+	if r.id != 0 {
+		r.held = time.Since(claimedAt)
+	}
+	return r
+}
+
+// watchLoser waits for a winner, then reads pg_stat_activity for the other
+// racer's backend until it is seen waiting on a lock or the hold is over.
+func watchLoser(ctx context.Context, c *fenced.Client, ps []*peer, pids []int32, won <-chan int) string {
+	var w int
+	select {
+	case w = <-won:
+	case <-time.After(10 * claimRaceHold):
+		return "no winner seen"
+	}
+	l := 1 - w
+	state := "not waiting"
+	for deadline := time.Now().Add(claimRaceHold); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		var typ, event string
+		err := scanSQL(ctx, c, `SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, '')
+FROM pg_stat_activity WHERE pid = $1`, []any{pids[l]}, &typ, &event)
+		switch {
+		case err != nil:
+			return "error: " + err.Error()
+		case typ == "Lock":
+			return fmt.Sprintf("%s waiting on Lock (%s)", ps[l].name, event)
+		case typ != "":
+			state = "waiting on " + typ + " (" + event + ")"
+		}
+	}
+	return ps[l].name + " " + state
+}

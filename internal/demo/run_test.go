@@ -1,0 +1,82 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunReportsAMismatch(t *testing.T) {
+	t.Parallel()
+	table := map[string]scenario{"bad": {"a step that differs", func(context.Context, *env) []Step {
+		var tl timeline
+		tl.add("A", "write", "rejected", "rejected")
+		tl.add("A", "write", "rejected", "accepted")
+		return tl.steps
+	}}}
+	var out strings.Builder
+	ok, err := run(context.Background(), Options{Out: &out}, table, nil)
+	if err != nil || ok || !strings.Contains(out.String(), "bad: MISMATCH") {
+		t.Fatalf("ok=%v err=%v output:\n%s", ok, err, out.String())
+	}
+}
+
+func TestTimelineJudgesEachStep(t *testing.T) {
+	t.Parallel()
+	var tl timeline
+	tl.add("A", "equal", "x", "x")
+	tl.check(true, "A", "judged ok", "x", "y")
+	tl.add("A", "unequal", "x", "y")
+	tl.check(false, "A", "judged wrong", "x", "x")
+	tl.fail("A", "could not run", "x", errors.New("boom"))
+	want := []bool{true, true, false, false, false}
+	for i, s := range tl.steps {
+		if s.OK() != want[i] {
+			t.Errorf("step %d (%s): OK() = %v", i+1, s.Action, s.OK())
+		}
+	}
+	if got := tl.steps[4].Observed; got != "error: boom" {
+		t.Errorf("failed step observed %q", got)
+	}
+}
+
+func TestLoserWaitTolerance(t *testing.T) {
+	t.Parallel()
+	hold := 300 * time.Millisecond
+	if !blockedThroughHold(240*time.Millisecond, hold) || blockedThroughHold(239*time.Millisecond, hold) {
+		t.Error("blocked through the hold means at least 0.8 × the hold")
+	}
+	if !didNotWait(3*time.Millisecond, hold) || didNotWait(150*time.Millisecond, hold) {
+		t.Error("not waiting means under half the hold")
+	}
+}
+
+func TestRaceNeedsExactlyOneWinner(t *testing.T) {
+	t.Parallel()
+	won := func(who string, fence int64) *race { return &race{who: who, id: 7, fence: fence} }
+	lost := func(who string) *race { return &race{who: who} }
+	for _, c := range []struct {
+		name string
+		rs   []*race
+		ok   bool
+	}{
+		{"AWins", []*race{won("A", 1), lost("B")}, true},
+		{"BWins", []*race{lost("A"), won("B", 1)}, true},
+		{"NobodyWins", []*race{lost("A"), lost("B")}, false},
+		{"BothWin", []*race{won("A", 1), won("B", 2)}, false},
+		{"WrongFence", []*race{won("A", 2), lost("B")}, false},
+		{"AnError", []*race{won("A", 1), {who: "B", err: errors.New("boom")}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			win, lose, ok := split(c.rs, 7, 1)
+			if ok != c.ok {
+				t.Fatalf("ok = %v", ok)
+			}
+			if ok && (win.id != 7 || lose.id != 0) {
+				t.Fatalf("winner %v, loser %v", win, lose)
+			}
+		})
+	}
+}
