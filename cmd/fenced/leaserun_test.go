@@ -131,6 +131,15 @@ func startRun(t *testing.T, c cli, name string, flags []string, command ...strin
 	return cmd.Process, done
 }
 
+// waitFile waits until a command under test created path.
+func waitFile(t *testing.T, path string) {
+	t.Helper()
+	waitFor(t, path+" to exist", func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	})
+}
+
 // waitExit waits for a started run with a generous deadline.
 func waitExit(t *testing.T, done <-chan result) result {
 	t.Helper()
@@ -179,8 +188,10 @@ func TestLeaseRunForwardsSIGTERM(t *testing.T) {
 func TestLeaseRunKillsACommandIgnoringSIGTERMAfterGrace(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "fenced.db"))
+	ready := filepath.Join(t.TempDir(), "trapped")
 	_, done := startRun(t, c, "job", []string{"--ttl", "1s", "--grace", "100ms"},
-		"sh", "-c", `trap "" TERM; exec sleep 60`)
+		"sh", "-c", `trap "" TERM; touch "$0"; exec sleep 60`, ready)
+	waitFile(t, ready) // the trap is set before the lease is lost
 	c.ok("fence", "advance", "--by", "10")
 	r := waitExit(t, done)
 	if r.code != 128+int(syscall.SIGKILL) {
@@ -192,8 +203,10 @@ func TestLeaseRunKillsACommandIgnoringSIGTERMAfterGrace(t *testing.T) {
 func TestLeaseRunLostLeaseIsStaleEvenIfTheCommandExits0(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "fenced.db"))
+	ready := filepath.Join(t.TempDir(), "trapped")
 	_, done := startRun(t, c, "job", []string{"--ttl", "1s"},
-		"sh", "-c", `trap 'kill $!; exit 0' TERM; sleep 60 >/dev/null 2>&1 & wait`)
+		"sh", "-c", `trap 'kill $!; exit 0' TERM; sleep 60 >/dev/null 2>&1 & touch "$0"; wait`, ready)
+	waitFile(t, ready)
 	c.ok("fence", "advance", "--by", "10")
 	if r := waitExit(t, done); r.code != exitStale {
 		t.Errorf("exit %d, want %d (stale); stderr %q", r.code, exitStale, r.stderr)
