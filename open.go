@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
 )
@@ -17,6 +18,7 @@ const DefaultDatabaseURL = "sqlite:fenced.db"
 // the connection (Close closes it). It does not migrate; call Migrate.
 //
 //	postgres://user:pass@host:5432/db?sslmode=disable   (also postgresql://)
+//	mysql://user:pass@host:3306/db                      (MySQL 8, MariaDB; also mariadb://)
 //	sqlite:///absolute/path/fenced.db
 //	sqlite:relative/path/fenced.db
 //
@@ -40,21 +42,23 @@ func OpenDriver(ctx context.Context, url string) (driver.Driver, error) {
 	switch kind {
 	case "postgres":
 		return pgdriver.Open(ctx, target)
+	case "mysql":
+		return mysqldriver.Open(ctx, target)
 	default:
 		return sqlitedriver.Open(ctx, target)
 	}
 }
 
-// ParseDatabaseURL splits a database URL into the backend ("postgres" or
-// "sqlite") and what that backend opens: the URL itself for PostgreSQL, a
-// file path for SQLite.
+// ParseDatabaseURL splits a database URL into the backend ("postgres",
+// "mysql" or "sqlite") and what that backend opens: the URL itself for
+// PostgreSQL and MySQL, a file path for SQLite.
 func ParseDatabaseURL(url string) (kind, target string, err error) {
 	if url == "" {
 		url = DefaultDatabaseURL
 	}
 	scheme, rest, ok := strings.Cut(url, ":")
 	if !ok {
-		return "", "", driver.Invalid("database url", "no scheme (want postgres://… or sqlite:PATH)")
+		return "", "", driver.Invalid("database url", "no scheme (want postgres://…, mysql://… or sqlite:PATH)")
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
@@ -62,6 +66,11 @@ func ParseDatabaseURL(url string) (kind, target string, err error) {
 			return "", "", driver.Invalid("database url", "want postgres://host/db after the scheme")
 		}
 		return "postgres", url, nil
+	case "mysql", "mariadb":
+		if !strings.HasPrefix(rest, "//") {
+			return "", "", driver.Invalid("database url", "want mysql://user:pass@host:3306/db after the scheme")
+		}
+		return "mysql", url, nil
 	case "sqlite", "sqlite3", "file":
 		path := rest
 		if strings.HasPrefix(path, "//") {
@@ -76,6 +85,6 @@ func ParseDatabaseURL(url string) (kind, target string, err error) {
 		}
 		return "sqlite", filepath.Clean(path), nil
 	default:
-		return "", "", driver.Invalid("database url", "unknown scheme %q (want postgres or sqlite)", scheme)
+		return "", "", driver.Invalid("database url", "unknown scheme %q (want postgres, mysql or sqlite)", scheme)
 	}
 }

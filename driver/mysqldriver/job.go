@@ -1,0 +1,440 @@
+package mysqldriver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+var _ driver.JobDriver = (*Driver)(nil)
+
+// jobColumns is the column list every job read returns, in scanJob's order.
+// Qualified by the alias j, which every query reading them gives
+// fenced_jobs.
+const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attempt, j.max_attempts, j.fence,
+	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
+	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at, ` + now
+
+const (
+	jobGetSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
+	// jobLockSQL reads the current row for a diagnosis or a read-back,
+	// share-locked until the transaction ends.
+	jobLockSQL = jobGetSQL + ` LOCK IN SHARE MODE`
+)
+
+// jobScan holds the scan targets of jobColumns.
+type jobScan struct {
+	j                                                driver.JobRow
+	state                                            string
+	runAt, expires, created, attempted, finished, at dbTime
+}
+
+func (s *jobScan) dest() []any {
+	j := &s.j
+	return []any{&j.ID, &j.Kind, &j.Queue, &j.Args, &j.Priority, &s.state, &j.Attempt, &j.MaxAttempts, &j.Fence,
+		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, &j.Output, &j.LastError,
+		&j.Progress, &j.IdempotencyKey, &s.created, &s.attempted, &s.finished, &s.at}
+}
+
+func (s *jobScan) row() *driver.JobRow {
+	j := s.j
+	j.State = driver.JobState(s.state)
+	j.RunAt, j.CreatedAt, j.Now = s.runAt.Time, s.created.Time, s.at.Time
+	j.LeaseExpiresAt, j.AttemptedAt, j.FinishedAt = s.expires.ptr(), s.attempted.ptr(), s.finished.ptr()
+	return &j
+}
+
+func scanJob(row scanner) (*driver.JobRow, error) {
+	var s jobScan
+	if err := row.Scan(s.dest()...); err != nil {
+		return nil, err
+	}
+	return s.row(), nil
+}
+
+func collectJobs(rows *sql.Rows, err error) ([]*driver.JobRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*driver.JobRow
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// readJob reads one job through q with query; nil, nil when it does not
+// exist.
+func readJob(ctx context.Context, q querier, query string, id int64) (*driver.JobRow, error) {
+	j, err := scanJob(q.QueryRowContext(ctx, query, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return j, err
+}
+
+// readJobs reads the jobs with ids through q, by id.
+func readJobs(ctx context.Context, q querier, ids []int64) (map[int64]*driver.JobRow, error) {
+	jobs, err := collectJobs(q.QueryContext(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id IN (`+placeholders(len(ids))+`)`, anys(ids)...))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]*driver.JobRow, len(jobs))
+	for _, j := range jobs {
+		out[j.ID] = j
+	}
+	return out, nil
+}
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
+
+// diagnoseJob explains, from a locking read through q (the deciding
+// transaction), why a guarded write on ref changed nothing.
+func diagnoseJob(ctx context.Context, q querier, ref driver.JobRef) error {
+	j, err := readJob(ctx, q, jobLockSQL, ref.ID)
+	if err != nil {
+		return fmt.Errorf("read job %d: %w", ref.ID, err)
+	}
+	return driver.DiagnoseJob(ref, j)
+}
+
+// jobPickSQL picks eligible jobs in claim order, skipping rows other
+// claimers have locked. Parameters: queue, limit.
+const jobPickSQL = `
+SELECT id FROM fenced_jobs
+WHERE state = 'queued' AND queue = ? AND run_at <= ` + now + `
+ORDER BY priority, run_at, id
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+
+// jobStartSQL starts a new attempt on each picked (and locked) job: state
+// running, fence and attempt bumped, lease from the database clock.
+// Parameters: owner, ttl_us, then the ids.
+const jobStartSQL = `
+UPDATE fenced_jobs SET
+    state = 'running', attempt = attempt + 1, fence = fence + 1, owner = ?,
+    lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND,
+    attempted_at = ` + now + `, updated_at = ` + now + `,
+    cancel_requested = FALSE, progress = NULL
+WHERE state = 'queued' AND id IN (%s)`
+
+// JobClaim implements driver.JobDriver: pick, start and read back in one
+// short transaction. The jobs come back in claim order.
+func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
+	var jobs []*driver.JobRow
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		jobs = nil
+		ids, err := collectIDs(tx.QueryContext(ctx, jobPickSQL, p.Queue, p.Limit))
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		args := append([]any{p.Owner, p.TTL.Microseconds()}, anys(ids)...)
+		n, err := execCount(ctx, tx, fmt.Sprintf(jobStartSQL, placeholders(len(ids))), args...)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(ids)) {
+			return fmt.Errorf("started %d of %d locked jobs", n, len(ids))
+		}
+		byID, err := readJobs(ctx, tx, ids)
+		for _, id := range ids {
+			jobs = append(jobs, byID[id])
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
+	}
+	// run_at is unchanged by the claim: this is the order they were picked in.
+	slices.SortFunc(jobs, func(a, b *driver.JobRow) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+	return jobs, nil
+}
+
+func collectIDs(rows *sql.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// jobGuard is the condition every worker-owned write carries.
+const jobGuard = `state = 'running' AND lease_expires_at > ` + now
+
+// jobHeartbeatSQL extends the leases of a worker's jobs, each guarded by its
+// own fence, in one statement. Parameters: ttl_us, the ids, then the
+// (id, fence) pairs.
+const jobHeartbeatSQL = `
+UPDATE fenced_jobs SET lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND
+WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard
+
+const jobHeartbeatReadSQL = `
+SELECT id, fence, state, lease_expires_at, cancel_requested FROM fenced_jobs WHERE id IN (%s)`
+
+// JobHeartbeat implements driver.JobDriver. The one guarded UPDATE decides
+// and reports how many jobs it extended, n; which they are is read back in
+// the same transaction, which still holds them locked. Every extended job
+// shows its caller's fence, running, and the new expiry E = T + ttl, T
+// being the statement's clock. A job with the caller's fence that the
+// statement did not extend was running but expired at T, and nothing but
+// another heartbeat under the same fence (which would wait for these locks)
+// can move its expiry: so it still shows an expiry at or before T < E.
+// The extended jobs are therefore exactly the n latest-expiring jobs that
+// show their caller's fence and run.
+func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+	fences := map[int64]int64{}
+	var ids []int64
+	var pairs []any
+	for _, r := range refs {
+		if _, dup := fences[r.ID]; !dup {
+			ids = append(ids, r.ID)
+			pairs = append(pairs, r.ID, r.Fence)
+		}
+		fences[r.ID] = r.Fence
+	}
+	res := &driver.HeartbeatResult{}
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		*res = driver.HeartbeatResult{}
+		if len(ids) == 0 {
+			return nil
+		}
+		args := append(append([]any{ttl.Microseconds()}, anys(ids)...), pairs...)
+		n, err := execCount(ctx, tx, fmt.Sprintf(jobHeartbeatSQL, placeholders(len(ids)), pairPlaceholders(len(ids))), args...)
+		if err != nil {
+			return err
+		}
+		type hb struct {
+			id      int64
+			expires time.Time
+			cancel  bool
+		}
+		var current []hb
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(jobHeartbeatReadSQL, placeholders(len(ids))), anys(ids)...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var h hb
+			var fence int64
+			var state string
+			var expires dbTime
+			if err := rows.Scan(&h.id, &fence, &state, &expires, &h.cancel); err != nil {
+				return err
+			}
+			if fence == fences[h.id] && state == string(driver.JobRunning) && expires.Valid {
+				h.expires = expires.Time
+				current = append(current, h)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if int64(len(current)) < n {
+			return fmt.Errorf("extended %d jobs but %d show it", n, len(current))
+		}
+		slices.SortFunc(current, func(a, b hb) int { return b.expires.Compare(a.expires) })
+		extended := map[int64]bool{}
+		for _, h := range current[:n] {
+			extended[h.id] = true
+			res.Extended = append(res.Extended, h.id)
+			if h.cancel {
+				res.CancelRequested = append(res.CancelRequested, h.id)
+			}
+			res.ExpiresAt = h.expires
+		}
+		for _, id := range ids {
+			if !extended[id] {
+				res.Lost = append(res.Lost, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	return res, nil
+}
+
+// The statements that end an attempt, one per way of ending, each guarded by
+// the attempt's fence. A failure retries (queued, run_at = now + delay)
+// unless attempts are exhausted or it is discarded; a snooze does not count
+// against max_attempts. A job asked to cancel that fails or snoozes ends
+// cancelled: the request is never lost. Assignments run left to right, and
+// none reads a column assigned before it. The last two parameters of each
+// are id and fence.
+const (
+	jobCompleteSQL = `
+UPDATE fenced_jobs SET state = 'succeeded', finished_at = ` + now + `, output = ?,
+    lease_expires_at = NULL, updated_at = ` + now + `
+WHERE id = ? AND fence = ? AND ` + jobGuard
+	// Parameters: error, id, fence.
+	jobCancelEndSQL = `
+UPDATE fenced_jobs SET state = 'cancelled', finished_at = ` + now + `, last_error = ?,
+    lease_expires_at = NULL, updated_at = ` + now + `
+WHERE id = ? AND fence = ? AND ` + jobGuard
+	// Parameters: discard, discard, error, delay_us, id, fence.
+	jobFailSQL = `
+UPDATE fenced_jobs SET
+    state = CASE WHEN cancel_requested THEN 'cancelled'
+                 WHEN ? OR attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN cancel_requested OR ? OR attempt >= max_attempts THEN ` + now + ` END,
+    last_error = ?,
+    run_at = ` + now + ` + INTERVAL ? MICROSECOND,
+    lease_expires_at = NULL, updated_at = ` + now + `
+WHERE id = ? AND fence = ? AND ` + jobGuard
+	// Parameters: delay_us, id, fence.
+	jobSnoozeSQL = `
+UPDATE fenced_jobs SET
+    state = IF(cancel_requested, 'cancelled', 'queued'),
+    finished_at = IF(cancel_requested, ` + now + `, NULL),
+    run_at = ` + now + ` + INTERVAL ? MICROSECOND,
+    max_attempts = max_attempts + 1,
+    lease_expires_at = NULL, updated_at = ` + now + `
+WHERE id = ? AND fence = ? AND ` + jobGuard
+)
+
+// jobAttemptSQL records the attempt that just ended on a job, read from the
+// row the ending statement left (updated_at is its clock reading).
+// Parameters: kind, error, id.
+const jobAttemptSQL = `
+INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
+SELECT id, attempt, fence, owner, attempted_at, updated_at,
+    CASE WHEN state = 'succeeded' THEN 'succeeded' WHEN state = 'cancelled' THEN 'cancelled'
+         WHEN ? = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
+    NULLIF(?, '')
+FROM fenced_jobs WHERE id = ?`
+
+// endStatement is the guarded statement and its arguments for e.
+func endStatement(e driver.JobEnd) (string, []any) {
+	id, fence := e.Ref.ID, e.Ref.Fence
+	switch e.Kind {
+	case driver.EndComplete:
+		var output any
+		if e.Output != nil {
+			output = string(e.Output)
+		}
+		return jobCompleteSQL, []any{output, id, fence}
+	case driver.EndCancel:
+		return jobCancelEndSQL, []any{e.Error, id, fence}
+	case driver.EndSnooze:
+		return jobSnoozeSQL, []any{e.Delay.Microseconds(), id, fence}
+	}
+	return jobFailSQL, []any{e.Discard, e.Discard, e.Error, e.Delay.Microseconds(), id, fence}
+}
+
+// JobFinish implements driver.JobDriver: in one transaction (or the
+// caller's), per job, the guarded end and its history row. A job whose end
+// changed nothing is diagnosed in the same transaction.
+func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+	var out []error
+	var err error
+	if tx != nil {
+		out, err = finishJobs(ctx, sqlOf(tx), ends)
+	} else {
+		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
+			out, err = finishJobs(ctx, tx, ends)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	return out, nil
+}
+
+func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
+	out := make([]error, len(ends))
+	for i, e := range ends {
+		query, args := endStatement(e)
+		n, err := execCount(ctx, tx, query, args...)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
+		}
+		if n == 0 {
+			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
+				return nil, out[i]
+			}
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, jobAttemptSQL, string(e.Kind), e.Error, e.Ref.ID); err != nil {
+			return nil, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+		}
+	}
+	return out, nil
+}
+
+const jobProgressSQL = `UPDATE fenced_jobs SET progress = ?, updated_at = ` + now + `
+WHERE id = ? AND fence = ? AND ` + jobGuard
+
+// JobProgress implements driver.JobDriver: one guarded statement; a refusal
+// is diagnosed by a read after it.
+func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []byte) error {
+	n, err := execCount(ctx, d.db, jobProgressSQL, string(progress), ref.ID, ref.Fence)
+	if err != nil {
+		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
+	}
+	if n == 1 {
+		return nil
+	}
+	return diagnoseJob(ctx, d.db, ref)
+}
+
+// jobGuardSQL share-locks the job row iff ref is its current running
+// attempt with an unexpired lease. Parameters: id, fence.
+const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ? AND fence = ? AND ` + jobGuard + ` LOCK IN SHARE MODE`
+
+// GuardJob checks, inside the caller's own transaction, that ref is the
+// job's current running attempt with an unexpired lease, and share-locks the
+// job row until the transaction ends, so recovery and re-claims wait for it.
+// It returns *driver.StaleError or driver.ErrNotFound when the check fails;
+// the caller must then roll back.
+func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref driver.JobRef) error {
+	var one int
+	err := tx.QueryRowContext(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return diagnoseJob(ctx, tx, ref)
+	}
+	if err != nil {
+		return fmt.Errorf("guard job %d: %w", ref.ID, err)
+	}
+	return nil
+}
+
+// JobTx implements driver.JobDriver. It is not retried: fn is the caller's
+// code.
+func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
+	return runTx(ctx, d.db, func(tx *sql.Tx) error {
+		if err := d.GuardJob(ctx, tx, ref); err != nil {
+			return err
+		}
+		return fn(&Tx{tx: tx})
+	})
+}

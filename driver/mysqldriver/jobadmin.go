@@ -1,0 +1,235 @@
+package mysqldriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// jobInsertSQL enqueues one job. A job whose idempotency key exists already
+// (committed, or earlier in the same batch) fails as a duplicate and is read
+// back with jobByKeySQL instead. Parameters: kind, queue, args, priority,
+// run_at or NULL, delay_us, max_attempts, idempotency key (empty for none).
+const jobInsertSQL = `
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
+VALUES (?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, NULLIF(?, ''), ` + now + `, ` + now + `)`
+
+// jobByKeySQL reads the job holding an idempotency key: a locking read, so
+// it sees the committed row of a concurrent enqueuer, whose commit the
+// failed insert waited for.
+const jobByKeySQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.idempotency_key = ? LOCK IN SHARE MODE`
+
+// JobInsert implements driver.JobDriver: in one transaction (or the
+// caller's), the jobs inserted in input order, so their ids ascend in it,
+// then read back together. A failed statement in MySQL undoes only itself,
+// so a duplicate key leaves the caller's transaction usable.
+func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+	var out []driver.JobInsertResult
+	var err error
+	if tx != nil {
+		out, err = insertJobs(ctx, sqlOf(tx), jobs)
+	} else {
+		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
+			out, err = insertJobs(ctx, tx, jobs)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return out, nil
+}
+
+func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+	out := make([]driver.JobInsertResult, len(jobs))
+	var ids []int64
+	inserted := map[int]int64{}
+	for i, in := range jobs {
+		var runAt any
+		if !in.RunAt.IsZero() {
+			runAt = timeArg(in.RunAt)
+		}
+		res, err := tx.ExecContext(ctx, jobInsertSQL, in.Kind, in.Queue, string(in.Args), in.Priority,
+			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey)
+		if err == nil {
+			id, err := res.LastInsertId()
+			if err != nil {
+				return nil, err
+			}
+			inserted[i] = id
+			ids = append(ids, id)
+			continue
+		}
+		if !isDuplicate(err) || in.IdempotencyKey == "" {
+			return nil, err
+		}
+		j, err := scanJob(tx.QueryRowContext(ctx, jobByKeySQL, in.IdempotencyKey))
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("idempotency key %q conflicted but its job was not found", in.IdempotencyKey)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read existing key %q: %w", in.IdempotencyKey, err)
+		}
+		out[i] = driver.JobInsertResult{Job: j, Existing: true}
+	}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 1000)]
+		ids = ids[len(chunk):]
+		byID, err := readJobs(ctx, tx, chunk)
+		if err != nil {
+			return nil, fmt.Errorf("read back: %w", err)
+		}
+		for i, id := range inserted {
+			if j := byID[id]; j != nil {
+				out[i].Job = j
+			}
+		}
+	}
+	return out, nil
+}
+
+// jobCancelSQL cancels a queued job at once and flags a running one; the
+// running job's worker learns it at its next heartbeat. state is assigned
+// last, as the others read it.
+const jobCancelSQL = `
+UPDATE fenced_jobs SET
+    finished_at = IF(state = 'queued', ` + now + `, finished_at),
+    cancel_requested = (state = 'running'),
+    updated_at = ` + now + `,
+    state = IF(state = 'queued', 'cancelled', state)
+WHERE id = ? AND state IN ('queued', 'running')`
+
+// JobCancel implements driver.JobDriver.
+func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
+	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
+}
+
+// jobRetrySQL puts a failed or cancelled job back to queued with a fresh
+// budget of max_attempts more attempts.
+const jobRetrySQL = `
+UPDATE fenced_jobs SET
+    state = 'queued', run_at = ` + now + `, finished_at = NULL, cancel_requested = FALSE,
+    max_attempts = attempt + max_attempts,
+    updated_at = ` + now + `
+WHERE id = ? AND state IN ('failed', 'cancelled')`
+
+// JobRetry implements driver.JobDriver.
+func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
+	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
+}
+
+// jobAdmin runs a conditional state change and reads the job in the same
+// transaction: the row it changed, or, when it changed nothing, the row
+// (locked) that says why: ErrNotFound or a *driver.JobStateError.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*driver.JobRow, error) {
+	var j *driver.JobRow
+	changed := false
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		n, err := execCount(ctx, tx, query, id)
+		if err != nil {
+			return err
+		}
+		changed = n == 1
+		j, err = readJob(ctx, tx, jobLockSQL, id)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
+	case j == nil:
+		return nil, driver.ErrNotFound
+	case !changed:
+		return nil, &driver.JobStateError{Op: op, ID: id, State: j.State}
+	}
+	return j, nil
+}
+
+// jobWithAttemptsSQL reads a job and its ended attempts in one statement,
+// so they agree with each other.
+const jobWithAttemptsSQL = `
+SELECT ` + jobColumns + `, a.attempt, a.fence, a.owner, a.started_at, a.ended_at, a.outcome, COALESCE(a.error, '')
+FROM fenced_jobs j LEFT JOIN fenced_job_attempts a ON a.job_id = j.id
+WHERE j.id = ?
+ORDER BY a.attempt`
+
+// JobGet implements driver.JobDriver.
+func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver.JobAttempt, error) {
+	rows, err := d.db.QueryContext(ctx, jobWithAttemptsSQL, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	defer rows.Close()
+	var j *driver.JobRow
+	var attempts []driver.JobAttempt
+	for rows.Next() {
+		var a struct {
+			attempt, fence sql.NullInt64
+			owner          []byte
+			started, ended dbTime
+			outcome, error sql.NullString
+		}
+		var s jobScan
+		if err := rows.Scan(append(s.dest(), &a.attempt, &a.fence, &a.owner, &a.started, &a.ended, &a.outcome, &a.error)...); err != nil {
+			return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+		}
+		j = s.row()
+		if a.attempt.Valid {
+			attempts = append(attempts, driver.JobAttempt{Attempt: int(a.attempt.Int64), Fence: a.fence.Int64,
+				Owner: string(a.owner), StartedAt: a.started.Time, EndedAt: a.ended.ptr(),
+				Outcome: a.outcome.String, Error: a.error.String})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+	}
+	if j == nil {
+		return nil, nil, driver.ErrNotFound
+	}
+	return j, driver.WithRunningAttempt(j, attempts), nil
+}
+
+// JobList implements driver.JobDriver. Each filter adds a fixed condition
+// with its own placeholder.
+func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver.JobRow, error) {
+	where, args := []string{"j.id > ?"}, []any{p.AfterID}
+	for _, f := range []struct{ cond, value string }{
+		{"j.state = ?", string(p.State)}, {"j.queue = ?", p.Queue}, {"j.kind = ?", p.Kind},
+	} {
+		if f.value != "" {
+			where, args = append(where, f.cond), append(args, f.value)
+		}
+	}
+	query := `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE ` + strings.Join(where, " AND ") + ` ORDER BY j.id LIMIT ?`
+	jobs, err := collectJobs(d.db.QueryContext(ctx, query, append(args, p.Limit)...))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// JobCounts implements driver.JobDriver.
+func (d *Driver) JobCounts(ctx context.Context) ([]driver.JobCount, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, COUNT(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
+	if err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	defer rows.Close()
+	var out []driver.JobCount
+	for rows.Next() {
+		var c driver.JobCount
+		var state string
+		if err := rows.Scan(&c.Queue, &state, &c.Count); err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		c.State = driver.JobState(state)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return out, nil
+}

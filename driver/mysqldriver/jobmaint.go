@@ -1,0 +1,129 @@
+package mysqldriver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// jobExpiredSQL picks running jobs whose lease expired by the database
+// clock, skipping rows a worker or another maintainer has locked.
+// Parameter: limit.
+const jobExpiredSQL = `
+SELECT id, fence FROM fenced_jobs
+WHERE state = 'running' AND lease_expires_at <= ` + now + `
+ORDER BY lease_expires_at
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+
+// jobRecoverSQL takes back the picked jobs. It re-checks state, the fence
+// observed by the pick and the expiry, so it can never overwrite a job that
+// finished or was re-claimed in between (the pick's locks already prevent
+// that; the statement says what it relies on). A job asked to cancel ends
+// cancelled; one out of attempts ends failed; the rest go back to queued
+// after min(max, base·2^(attempt−1)) scaled by 1 − jitter·[0,1) random.
+// state is assigned first and read by nothing after it. Parameters: max_us,
+// base_us, jitter, the ids, then the (id, fence) pairs.
+const jobRecoverSQL = `
+UPDATE fenced_jobs SET
+    state = CASE WHEN cancel_requested THEN 'cancelled'
+                 WHEN attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
+    finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ` + now + ` END,
+    run_at = ` + now + ` + INTERVAL CAST(LEAST(?, ? * POW(2, LEAST(attempt - 1, 62))) * (1 - ? * RAND()) AS SIGNED) MICROSECOND,
+    last_error = CONCAT('lease expired: worker ', CONVERT(owner USING utf8mb4), ' stopped heartbeating'),
+    lease_expires_at = NULL,
+    updated_at = ` + now + `
+WHERE id IN (%s) AND (id, fence) IN (%s) AND state = 'running' AND lease_expires_at <= ` + now
+
+// jobLostSQL records the taken-back attempts, read from the rows the
+// recovery left (updated_at is its clock reading).
+const jobLostSQL = `
+INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
+SELECT id, attempt, fence, owner, attempted_at, updated_at, 'lost', last_error
+FROM fenced_jobs WHERE id IN (%s)`
+
+// JobRecover implements driver.JobDriver: pick, take back and record in one
+// transaction, guarded by the maintenance lease when one is given.
+func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b driver.Backoff) (int, error) {
+	var n int
+	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
+		n = 0
+		rows, err := tx.QueryContext(ctx, jobExpiredSQL, limit)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		var pairs []any
+		for rows.Next() {
+			var id, fence int64
+			if err := rows.Scan(&id, &fence); err != nil {
+				rows.Close()
+				return err
+			}
+			ids, pairs = append(ids, id), append(pairs, id, fence)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		args := append([]any{b.Max.Microseconds(), b.Base.Microseconds(), b.Jitter}, anys(ids)...)
+		taken, err := execCount(ctx, tx, fmt.Sprintf(jobRecoverSQL, placeholders(len(ids)), pairPlaceholders(len(ids))), append(args, pairs...)...)
+		if err != nil {
+			return err
+		}
+		if taken != int64(len(ids)) {
+			return fmt.Errorf("took back %d of %d locked jobs", taken, len(ids))
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobLostSQL, placeholders(len(ids))), anys(ids)...); err != nil {
+			return fmt.Errorf("history: %w", err)
+		}
+		n = len(ids)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("recover expired jobs: %w", err)
+	}
+	return n, nil
+}
+
+// jobDeleteFinishedSQL deletes the oldest finished jobs. Parameters: age_us,
+// limit.
+const jobDeleteFinishedSQL = `
+DELETE FROM fenced_jobs
+WHERE finished_at < ` + now + ` - INTERVAL ? MICROSECOND
+ORDER BY finished_at
+LIMIT ?`
+
+// JobDeleteFinished implements driver.JobDriver. Attempt history goes with
+// its job (ON DELETE CASCADE, which the affected-row count leaves out); the
+// count is of jobs.
+func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
+	var n int64
+	err := d.maintenance(ctx, guard, func(tx *sql.Tx) (err error) {
+		n, err = execCount(ctx, tx, jobDeleteFinishedSQL, age.Microseconds(), limit)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete finished jobs: %w", err)
+	}
+	return int(n), nil
+}
+
+// maintenance runs fn in a transaction whose first statement, when a guard
+// is given, share-locks and checks the maintenance lease: a maintainer that
+// lost its lease commits nothing.
+func (d *Driver) maintenance(ctx context.Context, guard *driver.LeaseRef, fn func(*sql.Tx) error) error {
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		if guard != nil {
+			if err := d.GuardLease(ctx, tx, *guard); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+}

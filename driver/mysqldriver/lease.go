@@ -1,0 +1,252 @@
+package mysqldriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// leaseTakeSQL grants a free lease with fence+1, or extends the same
+// owner's unexpired lease keeping its fence, when a row for the name exists.
+// Parameters: owner, owner, ttl_us, name, owner. Single-table UPDATE assigns
+// left to right, so fence is decided before owner, released and expires_at
+// change (and MariaDB's SIMULTANEOUS_ASSIGNMENT mode gives the same result).
+const leaseTakeSQL = `
+UPDATE fenced_leases SET
+    fence      = IF(owner = ? AND NOT released AND expires_at > ` + now + `, fence, fence + 1),
+    owner      = ?,
+    expires_at = ` + now + ` + INTERVAL ? MICROSECOND,
+    released   = FALSE,
+    updated_at = ` + now + `
+WHERE name = ? AND (released OR expires_at <= ` + now + ` OR owner = ?)`
+
+// leaseInsertSQL creates the row of a name never acquired, starting above
+// the fence floor. The share lock on fenced_meta makes it wait for a fence
+// advance in progress, so it never starts below the new floor. Parameters:
+// name, owner, ttl_us.
+const leaseInsertSQL = `
+INSERT INTO fenced_leases (name, owner, fence, expires_at, released, updated_at)
+SELECT ?, ?, fence_floor + 1, ` + now + ` + INTERVAL ? MICROSECOND, FALSE, ` + now + `
+FROM fenced_meta WHERE id = 1 LOCK IN SHARE MODE`
+
+// leaseRenewSQL extends the lease iff name, owner and fence match and it is
+// unreleased and unexpired. Parameters: ttl_us, name, owner, fence.
+const leaseRenewSQL = `
+UPDATE fenced_leases SET expires_at = ` + now + ` + INTERVAL ? MICROSECOND, updated_at = ` + now + `
+WHERE name = ? AND owner = ? AND fence = ? AND NOT released AND expires_at > ` + now
+
+// leaseReleaseSQL marks the generation released; the row and its fence
+// stay. Releasing it again matches and changes nothing, which
+// clientFoundRows counts as done. Parameters: name, owner, fence.
+const leaseReleaseSQL = `
+UPDATE fenced_leases SET
+    updated_at = IF(released, updated_at, ` + now + `),
+    expires_at = LEAST(expires_at, ` + now + `),
+    released   = TRUE
+WHERE name = ? AND owner = ? AND fence = ?`
+
+// leaseRowSQL reads back the row a statement of the same transaction just
+// wrote (and still holds locked).
+const (
+	leaseRowSQL      = `SELECT name, owner, fence, expires_at, released FROM fenced_leases WHERE name = ?`
+	leaseReleasedSQL = `SELECT name, owner, fence, expires_at, released, updated_at FROM fenced_leases WHERE name = ?`
+)
+
+const leaseSelect = `
+SELECT name, owner, fence, expires_at, released, NOT released AND expires_at > ` + now + `, ` + now + `
+FROM fenced_leases`
+
+const (
+	leaseGetSQL  = leaseSelect + ` WHERE name = ?`
+	leaseListSQL = leaseSelect + ` ORDER BY name`
+	// leaseLockSQL reads the current row for a diagnosis, locked until the
+	// transaction ends so the diagnosis stays true until then.
+	leaseLockSQL = leaseGetSQL + ` FOR UPDATE`
+)
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanLease(row scanner) (*driver.LeaseRow, error) {
+	var l driver.LeaseRow
+	var expires, at dbTime
+	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &l.Held, &at); err != nil {
+		return nil, err
+	}
+	l.ExpiresAt, l.Now = expires.Time, at.Time
+	return &l, nil
+}
+
+// readLease reads name through q; nil, nil when there is no row.
+func readLease(ctx context.Context, q querier, query, name string) (*driver.LeaseRow, error) {
+	l, err := scanLease(q.QueryRowContext(ctx, query, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return l, err
+}
+
+// readWritten reads back the lease row this transaction just granted or
+// renewed for ttl, and still holds locked. The write set expires_at to its
+// clock reading + ttl, so the decision time is exact.
+func readWritten(ctx context.Context, tx *sql.Tx, name string, ttl time.Duration) (*driver.LeaseRow, error) {
+	l := &driver.LeaseRow{Held: true}
+	var expires dbTime
+	if err := tx.QueryRowContext(ctx, leaseRowSQL, name).Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released); err != nil {
+		return nil, err
+	}
+	l.ExpiresAt = expires.Time
+	l.Now = l.ExpiresAt.Add(-time.Duration(ttl.Microseconds()) * time.Microsecond)
+	return l, nil
+}
+
+// readReleased reads back the lease row this transaction just released; it
+// was decided at updated_at, which a repeated release leaves as the first
+// release set it.
+func readReleased(ctx context.Context, tx *sql.Tx, name string) (*driver.LeaseRow, error) {
+	l := &driver.LeaseRow{}
+	var expires, decided dbTime
+	err := tx.QueryRowContext(ctx, leaseReleasedSQL, name).Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &decided)
+	l.ExpiresAt, l.Now = expires.Time, decided.Time
+	return l, err
+}
+
+// LeaseAcquire implements driver.Driver, in one short transaction: the
+// conditional take-over of an existing row decides; if it matched nothing,
+// the row is read locked, and either names the holder (refused), or is
+// absent (inserted above the fence floor), or changed hands in between (the
+// take-over runs again, now on a locked row).
+func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
+	ttl := p.TTL.Microseconds()
+	for range 100 {
+		var l, holder *driver.LeaseRow
+		raced := false
+		err := d.inTx(ctx, func(tx *sql.Tx) error {
+			l, holder, raced = nil, nil, false
+			for range 3 {
+				n, err := execCount(ctx, tx, leaseTakeSQL, p.Owner, p.Owner, ttl, p.Name, p.Owner)
+				if err != nil {
+					return err
+				}
+				if n == 1 {
+					l, err = readWritten(ctx, tx, p.Name, p.TTL)
+					return err
+				}
+				cur, err := readLease(ctx, tx, leaseLockSQL, p.Name)
+				switch {
+				case err != nil:
+					return err
+				case cur != nil && cur.Held && cur.Owner != p.Owner:
+					holder = cur
+					return nil
+				case cur != nil:
+					continue // it ended between the two statements; the row is locked now
+				}
+				if _, err = tx.ExecContext(ctx, leaseInsertSQL, p.Name, p.Owner, ttl); isDuplicate(err) {
+					raced = true // another acquirer created the row first
+					return errRaced
+				}
+				if err != nil {
+					return err
+				}
+				l, err = readWritten(ctx, tx, p.Name, p.TTL)
+				return err
+			}
+			return fmt.Errorf("the row changed while locked")
+		})
+		switch {
+		case raced:
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
+		case holder != nil:
+			return nil, driver.HeldBy(holder)
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("acquire lease %q: refused 100 times while the lease kept being created", p.Name)
+}
+
+// errRaced rolls back a transaction that lost a race to create a row; the
+// caller starts again and finds the row.
+var errRaced = errors.New("row created concurrently")
+
+// LeaseRenew implements driver.Driver.
+func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*driver.LeaseRow, error) {
+	return d.leaseWrite(ctx, "renew", ref,
+		func(tx *sql.Tx) (*driver.LeaseRow, error) { return readWritten(ctx, tx, ref.Name, ttl) },
+		leaseRenewSQL, ttl.Microseconds(), ref.Name, ref.Owner, ref.Fence)
+}
+
+// LeaseRelease implements driver.Driver.
+func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver.LeaseRow, error) {
+	return d.leaseWrite(ctx, "release", ref,
+		func(tx *sql.Tx) (*driver.LeaseRow, error) { return readReleased(ctx, tx, ref.Name) },
+		leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
+}
+
+// leaseWrite runs one conditional lease statement in a short transaction and
+// reads back what it wrote; zero rows becomes the diagnosed typed error here
+// and nowhere else, from a locking read in the same transaction.
+func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
+	readBack func(*sql.Tx) (*driver.LeaseRow, error), query string, args ...any) (*driver.LeaseRow, error) {
+	var l, cur *driver.LeaseRow
+	failed := false
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		l, cur, failed = nil, nil, false
+		n, err := execCount(ctx, tx, query, args...)
+		switch {
+		case err != nil:
+			return err
+		case n == 0:
+			failed = true
+			cur, err = readLease(ctx, tx, leaseLockSQL, ref.Name)
+			return err
+		}
+		l, err = readBack(tx)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s lease %q: %w", op, ref.Name, err)
+	case failed:
+		return nil, driver.DiagnoseLease(ref, cur)
+	}
+	return l, nil
+}
+
+// LeaseGet implements driver.Driver.
+func (d *Driver) LeaseGet(ctx context.Context, name string) (*driver.LeaseRow, error) {
+	l, err := readLease(ctx, d.db, leaseGetSQL, name)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("get lease %q: %w", name, err)
+	case l == nil:
+		return nil, driver.ErrNotFound
+	}
+	return l, nil
+}
+
+// LeaseList implements driver.Driver.
+func (d *Driver) LeaseList(ctx context.Context) ([]*driver.LeaseRow, error) {
+	rows, err := d.db.QueryContext(ctx, leaseListSQL)
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	defer rows.Close()
+	var out []*driver.LeaseRow
+	for rows.Next() {
+		l, err := scanLease(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list leases: %w", err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	return out, nil
+}

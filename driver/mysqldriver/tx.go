@@ -1,0 +1,49 @@
+package mysqldriver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// Tx is the driver.Tx of a fenced transaction on MySQL or MariaDB. SQL uses
+// ? placeholders.
+type Tx struct{ tx *sql.Tx }
+
+var _ driver.Tx = (*Tx)(nil)
+
+// WrapTx makes the caller's own transaction usable where fenced takes a
+// driver.Tx: enqueueing or completing a job inside it. The transaction must
+// come from a pool opened with clientFoundRows=true, as Driver.DB() is:
+// fenced decides by matched rows.
+func WrapTx(tx *sql.Tx) *Tx { return &Tx{tx: tx} }
+
+// SQL returns the underlying transaction. Do not commit or roll it back
+// yourself.
+func (t *Tx) SQL() *sql.Tx { return t.tx }
+
+// Exec implements driver.Tx.
+func (t *Tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return execCount(ctx, t.tx, query, args...)
+}
+
+// Query implements driver.Tx.
+func (t *Tx) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
+	return t.tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRow implements driver.Tx.
+func (t *Tx) QueryRow(ctx context.Context, query string, args ...any) driver.Row {
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+// sqlOf returns the database/sql transaction behind a driver.Tx of this
+// driver.
+func sqlOf(tx driver.Tx) *sql.Tx {
+	if t, ok := tx.(*Tx); ok {
+		return t.tx
+	}
+	panic(fmt.Sprintf("mysqldriver: transaction %T is not from this driver (wrap a *sql.Tx with mysqldriver.WrapTx)", tx))
+}
