@@ -97,7 +97,10 @@ func (k *Keeper) Err() error {
 // Stop stops renewing without releasing: the lease runs out at its expiry.
 // It waits for the renewal loop to end.
 func (k *Keeper) Stop() {
-	k.once.Do(func() { close(k.stop) })
+	k.once.Do(func() {
+		k.cancel(ErrKeeperStopped) // also interrupts a renewal in flight
+		close(k.stop)
+	})
 	<-k.ended
 }
 
@@ -109,6 +112,7 @@ func (k *Keeper) Release(ctx context.Context) error {
 
 func (k *Keeper) run(start time.Time) {
 	defer close(k.ended)
+	trustUntil := start.Add(k.ttl - k.opts.SafetyMargin)
 	trust := time.NewTimer(k.trustLeft(start))
 	defer trust.Stop()
 	renew := time.NewTimer(k.opts.RenewEvery)
@@ -124,18 +128,26 @@ func (k *Keeper) run(start time.Time) {
 			k.cancel(fmt.Errorf("lease %q: %w", k.lease.Name, ErrTrustExpired))
 			return
 		case <-renew.C:
+			// A renewal that is still waiting when the trust window ends is
+			// abandoned: the timer cannot fire while it blocks.
 			start := k.c.now()
-			l, err := k.c.Renew(k.ctx, k.Lease(), k.ttl)
+			rctx, cancel := context.WithTimeout(k.ctx, trustUntil.Sub(start))
+			l, err := k.c.Renew(rctx, k.Lease(), k.ttl)
+			cancel()
 			var stale *StaleError
 			switch {
 			case err == nil:
 				k.mu.Lock()
 				k.lease = *l
 				k.mu.Unlock()
+				trustUntil = start.Add(k.ttl - k.opts.SafetyMargin)
 				trust.Reset(k.trustLeft(start))
 				renew.Reset(k.opts.RenewEvery)
 			case errors.As(err, &stale) || errors.Is(err, ErrNotFound):
 				k.cancel(fmt.Errorf("lease %q lost: %w", k.lease.Name, err))
+				return
+			case !k.c.now().Before(trustUntil):
+				k.cancel(fmt.Errorf("lease %q: %w (last error: %v)", k.lease.Name, ErrTrustExpired, err))
 				return
 			default:
 				// Transient (connection) failure: retry soon; the trust timer

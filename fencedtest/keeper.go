@@ -80,6 +80,31 @@ func runKeeper(t *testing.T, b Backend) {
 			t.Fatalf("keeper ended with %v, want trust expired", err)
 		}
 	})
+	t.Run("LostWhenARenewalBlocksPastTheTrustWindow", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		k, err := e.c.Keep(ctx(t), "job", "A", ttl, fenced.KeepOptions{})
+		wantNoErr(t, err, "keep")
+		// Another client's fenced transaction on the lease holds its row (on
+		// SQLite, the write lock): the keeper's renewals wait behind it.
+		other := open(t, e.url, fenced.Config{})
+		release, held := make(chan struct{}), make(chan struct{})
+		txDone := make(chan error, 1)
+		go func() {
+			txDone <- other.LeaseTx(ctx(t), k.Lease(), func(fenced.Tx) error {
+				close(held)
+				<-release
+				return nil
+			})
+		}()
+		<-held
+		err = waitDone(t, k) // while the transaction is still open
+		close(release)
+		<-txDone
+		if !errors.Is(err, fenced.ErrTrustExpired) {
+			t.Fatalf("keeper ended with %v, want trust expired", err)
+		}
+	})
 	t.Run("StopKeepsTheLeaseUntilExpiry", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -1,9 +1,9 @@
 // Package pgdriver is the PostgreSQL backend of fenced, through pgx v5.
 //
 // Expiry is judged by clock_timestamp(), read once per deciding statement.
-// Every grant commits synchronously: a connection configured with
-// synchronous_commit=off is switched back on, since a grant lost in a crash
-// would be granted twice.
+// Every grant commits synchronously: a connection that would run with
+// synchronous_commit=off (from any source) is switched back on after it
+// connects, since a grant lost in a crash would be granted twice.
 package pgdriver
 
 import (
@@ -11,6 +11,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -22,7 +23,10 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// New wraps an existing pool. Close does not close it.
+// New wraps an existing pool. Close does not close it. The pool must commit
+// durably: a pool whose connections run with synchronous_commit=off could
+// lose a grant in a crash and grant it twice (OpenConfig guards against it;
+// a pool built elsewhere must do so itself).
 func New(pool *pgxpool.Pool) *Driver { return &Driver{pool: pool} }
 
 // Open connects to a PostgreSQL URL (postgres://…); Close closes the pool.
@@ -36,14 +40,37 @@ func Open(ctx context.Context, url string) (*Driver, error) {
 
 // OpenConfig connects with a parsed pool configuration; Close closes the pool.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
-	if v := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; v == "off" {
-		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	}
+	keepSynchronousCommit(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
 	return &Driver{pool: pool, owned: true}, nil
+}
+
+// keepSynchronousCommit makes every connection commit grants durably: after
+// connecting, whatever set synchronous_commit (the URL, an options=-c
+// switch, a role or database default, the server's configuration), a value
+// of off or local is raised to on. Stronger settings (remote_write,
+// remote_apply) are kept.
+func keepSynchronousCommit(cfg *pgxpool.Config) {
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if after != nil {
+			if err := after(ctx, conn); err != nil {
+				return err
+			}
+		}
+		var v string
+		if err := conn.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&v); err != nil {
+			return err
+		}
+		if v == "off" || v == "local" {
+			_, err := conn.Exec(ctx, `SET synchronous_commit = on`)
+			return err
+		}
+		return nil
+	}
 }
 
 // Pool returns the driver's pool, for the caller's own queries.

@@ -52,11 +52,18 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 	return n, nil
 }
 
+// jobDeleteFinishedSQL deletes the oldest finished jobs. The outer WHERE
+// repeats the condition: a DELETE that waited for a row lock re-checks only
+// its own WHERE, and a job retried meanwhile is no longer finished.
 const jobDeleteFinishedSQL = `
-DELETE FROM fenced_jobs WHERE id IN (
+DELETE FROM fenced_jobs
+WHERE id IN (
     SELECT id FROM fenced_jobs
     WHERE finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'
-    ORDER BY finished_at LIMIT $2)`
+    ORDER BY finished_at LIMIT $2
+    FOR UPDATE SKIP LOCKED)
+AND state IN ('succeeded', 'failed', 'cancelled')
+AND finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'`
 
 // JobDeleteFinished implements driver.JobDriver.
 func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {

@@ -3,7 +3,7 @@
 //
 // SQLite has one writer at a time. Every write transaction begins IMMEDIATE,
 // so it holds the write lock from its first statement; within a process a
-// mutex queues writers instead of letting them spin in the busy handler, and
+// writer slot queues writers instead of letting them spin in the busy handler, and
 // across processes busy_timeout makes them wait. The file runs in WAL mode
 // with synchronous=FULL: a grant lost in a power cut would be granted twice.
 // The database clock is the host clock read inside each statement
@@ -15,7 +15,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
-	"sync"
 
 	"github.com/fenced/fenced/driver"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -28,7 +27,9 @@ const nowUS = `(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)`
 // Driver implements driver.Driver on a SQLite file.
 type Driver struct {
 	db  *sql.DB
-	wmu sync.Mutex // queues this process's writers; SQLite admits one
+	// wsem queues this process's writers (SQLite admits one); a channel
+	// rather than a mutex so that a writer waiting for it honours its ctx.
+	wsem chan struct{}
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -51,7 +52,7 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 		db.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &Driver{db: db}, nil
+	return &Driver{db: db, wsem: make(chan struct{}, 1)}, nil
 }
 
 // DB returns the database handle, for the caller's own queries.
@@ -63,17 +64,22 @@ func (d *Driver) Dialect() string { return "sqlite" }
 // Close closes the database.
 func (d *Driver) Close() error { return d.db.Close() }
 
-// write runs fn holding the process's writer mutex.
-func (d *Driver) write(fn func() error) error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
+// write runs fn holding the process's writer slot, or returns ctx's error
+// if ctx ends first.
+func (d *Driver) write(ctx context.Context, fn func() error) error {
+	select {
+	case d.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the SQLite writer: %w", ctx.Err())
+	}
+	defer func() { <-d.wsem }()
 	return fn()
 }
 
-// writeTx runs fn in an IMMEDIATE transaction holding the writer mutex;
+// writeTx runs fn in an IMMEDIATE transaction holding the writer slot;
 // fn's error rolls back.
 func (d *Driver) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	return d.write(func() error {
+	return d.write(ctx, func() error {
 		tx, err := d.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err

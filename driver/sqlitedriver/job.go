@@ -105,7 +105,7 @@ RETURNING ` + jobColumns
 // were picked.
 func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
 	var jobs []*driver.JobRow
-	err := d.write(func() (err error) {
+	err := d.write(ctx, func() (err error) {
 		jobs, err = collectJobs(d.db.QueryContext(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
 		return err
 	})
@@ -209,7 +209,7 @@ FROM fenced_jobs WHERE id = ?1`
 // caller's) running, per job, the guarded end and its history row. A job
 // whose end changed nothing is diagnosed in the same transaction. With tx
 // non-nil the caller already holds SQLite's write lock (a JobTx or its own
-// IMMEDIATE transaction), so the writer mutex is not taken again.
+// IMMEDIATE transaction), so the writer slot is not taken again.
 func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
 	var out []error
 	var err error
@@ -330,7 +330,7 @@ const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND fence = ?2 AND 
 // IMMEDIATE transaction, so recovery and re-claims (writes) wait until it
 // ends. A failed guard is diagnosed inside the same transaction, then rolled
 // back. fn must do its writes through the driver.Tx it is given (JobFinish
-// and JobInsert take it): the writer mutex is held while fn runs.
+// and JobInsert take it): the writer slot is held while fn runs.
 func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
 	return d.writeTx(ctx, func(tx *sql.Tx) error {
 		if err := d.GuardJob(ctx, tx, ref); err != nil {

@@ -86,7 +86,8 @@ const jobDeleteFinishedSQL = `
 DELETE FROM fenced_jobs WHERE id IN (
     SELECT id FROM fenced_jobs
     WHERE finished_us < ` + nowUS + ` - ?1
-    ORDER BY finished_us LIMIT ?2)`
+    ORDER BY finished_us LIMIT ?2)
+AND state IN ('succeeded', 'failed', 'cancelled')`
 
 // JobDeleteFinished implements driver.JobDriver. Attempt history goes with
 // its job (ON DELETE CASCADE); the count is of jobs.
