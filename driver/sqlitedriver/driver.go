@@ -26,7 +26,7 @@ const nowUS = `(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)`
 
 // Driver implements driver.Driver on a SQLite file.
 type Driver struct {
-	db  *sql.DB
+	db *sql.DB
 	// wsem queues this process's writers (SQLite admits one); a channel
 	// rather than a mutex so that a writer waiting for it honours its ctx.
 	wsem chan struct{}
