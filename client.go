@@ -2,6 +2,8 @@ package fenced
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -40,6 +42,19 @@ func (c *Client) Driver() driver.Driver { return c.d }
 // Migrate applies the backend's pending schema migrations and returns the
 // versions applied. Safe to call concurrently and repeatedly.
 func (c *Client) Migrate(ctx context.Context) ([]int, error) { return c.d.Migrate(ctx) }
+
+// DatabaseTime reads the database clock, the clock every expiry is judged
+// by, in a statement of its own. It decides nothing; it is for reports (the
+// HTTP service stamps it on answers whose statement returns no reading). A
+// backend that cannot read its clock alone gives an error matching
+// errors.ErrUnsupported.
+func (c *Client) DatabaseTime(ctx context.Context) (time.Time, error) {
+	clock, ok := c.d.(driver.Clock)
+	if !ok {
+		return time.Time{}, fmt.Errorf("database time on %s: %w", c.d.Dialect(), errors.ErrUnsupported)
+	}
+	return clock.DBNow(ctx)
+}
 
 // Close closes the driver if the Client opened it (Open), else does nothing.
 func (c *Client) Close() error {

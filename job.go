@@ -68,6 +68,9 @@ type Job struct {
 	CreatedAt       time.Time
 	AttemptedAt     *time.Time // start of the last attempt
 	FinishedAt      *time.Time
+	// DecidedAt is the database clock reading of the statement that
+	// returned this job (the claim, enqueue, cancel or read).
+	DecidedAt time.Time
 }
 
 // Ref is the job's current attempt, as its worker passes it to guarded writes.
@@ -85,7 +88,7 @@ func jobFrom(r *driver.JobRow) *Job {
 		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Fence: r.Fence, Owner: r.Owner, RunAt: r.RunAt,
 		LeaseExpiresAt: r.LeaseExpiresAt, CancelRequested: r.CancelRequested, Output: r.Output,
 		LastError: r.LastError, Progress: r.Progress, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt,
-		AttemptedAt: r.AttemptedAt, FinishedAt: r.FinishedAt}
+		AttemptedAt: r.AttemptedAt, FinishedAt: r.FinishedAt, DecidedAt: r.Now}
 }
 
 func jobsFrom(rows []*driver.JobRow) []*Job {

@@ -85,6 +85,17 @@ type MaintenanceConfig struct {
 	Periodic []PeriodicJob
 	// Logger receives errors. Default: discarded.
 	Logger *slog.Logger
+	// OnRound, when set, is called after every round with what it did,
+	// also when the round stopped at an error (then with what was done
+	// before it). It runs on the maintainer's goroutine; keep it short.
+	// Default none.
+	OnRound func(MaintenanceRound)
+}
+
+// MaintenanceRound is what one round of maintenance did.
+type MaintenanceRound struct {
+	Recovered int // running jobs whose lease had expired, taken back
+	Deleted   int // finished jobs deleted past retention
 }
 
 // Maintainer runs the queue's maintenance — recovery of expired work,
@@ -188,8 +199,13 @@ func (m *Maintainer) hold(k *Keeper) {
 // this maintainer holds): recover expired jobs, delete old finished ones,
 // enqueue due periodic jobs. Exported so tests and operators can run one.
 func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
+	var did MaintenanceRound
+	if m.cfg.OnRound != nil {
+		defer func() { m.cfg.OnRound(did) }()
+	}
 	for {
 		n, err := m.c.RecoverJobs(ctx, &lease, maintenanceBatch, m.cfg.Backoff)
+		did.Recovered += n
 		if err != nil {
 			return err
 		}
@@ -198,7 +214,9 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 		}
 	}
 	if m.cfg.Retention > 0 {
-		if _, err := m.c.DeleteFinishedJobs(ctx, &lease, m.cfg.Retention, maintenanceBatch); err != nil {
+		n, err := m.c.DeleteFinishedJobs(ctx, &lease, m.cfg.Retention, maintenanceBatch)
+		did.Deleted = n
+		if err != nil {
 			return err
 		}
 	}

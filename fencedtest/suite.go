@@ -50,6 +50,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Validation", func(t *testing.T) { t.Parallel(); runValidation(t, b) })
 	t.Run("Jobs", func(t *testing.T) { t.Parallel(); runJobs(t, b) })
 	t.Run("Linearizability", func(t *testing.T) { t.Parallel(); runLinearizability(t, b) })
+	t.Run("Reports", func(t *testing.T) { t.Parallel(); runReports(t, b) })
 }
 
 // env is one test's database and a client on it.
