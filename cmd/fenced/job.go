@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -131,7 +132,7 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
-		return writeJSON(w, enqueueJSON{jobJSON: jobOut(j), Existing: existing})
+		return writeJSON(w, wire.Enqueued{Job: wire.JobFrom(j), Existing: existing})
 	}
 	what := "enqueued job"
 	if existing {
@@ -169,7 +170,7 @@ cancelled, lost, or running for the attempt in progress).`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(w, jobShowOut(j, attempts))
+				return writeJSON(w, wire.JobHistoryFrom(j, attempts))
 			}
 			if err := writeJob(w, j); err != nil {
 				return err
@@ -215,7 +216,7 @@ a page is full, the command to get the next one is printed to stderr.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), jobsOut(jobs))
+				return writeJSON(cmd.OutOrStdout(), wire.JobsFrom(jobs))
 			}
 			if err := writeJobTable(cmd.OutOrStdout(), jobs); err != nil {
 				return err

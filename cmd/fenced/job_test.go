@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 )
 
 // jobOutput is the --json form of a job.
@@ -367,9 +368,9 @@ func TestJobCounts(t *testing.T) {
 		enqueue(c, "a")
 		x := enqueue(c, "b", "--queue", "other")
 		c.ok("job", "cancel", strconv.FormatInt(x.ID, 10))
-		var got []queueCountsJSON
+		var got []wire.QueueCounts
 		c.json(&got, "job", "stats", "--json")
-		want := []queueCountsJSON{
+		want := []wire.QueueCounts{
 			{Queue: "default", Queued: 2, Total: 2},
 			{Queue: "other", Cancelled: 1, Total: 1},
 		}

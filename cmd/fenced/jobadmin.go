@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -30,7 +31,7 @@ cancelled: exit 1. A job that does not exist: exit 5.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(w, jobOut(j))
+				return writeJSON(w, wire.JobFrom(j))
 			}
 			if j.State == fenced.JobCancelled {
 				_, err = fmt.Fprintf(w, "cancelled job %d (it was queued)\n", j.ID)
@@ -64,7 +65,7 @@ that does not exist: exit 5.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), jobOut(j))
+				return writeJSON(cmd.OutOrStdout(), wire.JobFrom(j))
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "queued job %d again: %d attempts made, up to %d more\n",
 				j.ID, j.Attempt, j.MaxAttempts-j.Attempt)
@@ -115,9 +116,9 @@ for later and jobs waiting to retry.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), countsOut(counts))
+				return writeJSON(cmd.OutOrStdout(), wire.CountsByQueue(counts))
 			}
-			return writeCountsTable(cmd.OutOrStdout(), countsOut(counts))
+			return writeCountsTable(cmd.OutOrStdout(), wire.CountsByQueue(counts))
 		},
 	}
 	jsonFlag(cmd, &asJSON)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 )
 
 // jobStateText is a job's state as a human reads it: a running job asked to
@@ -82,7 +83,7 @@ func writeJobTable(w io.Writer, jobs []*fenced.Job) error {
 }
 
 // writeCountsTable prints job counts as one line per queue.
-func writeCountsTable(w io.Writer, counts []queueCountsJSON) error {
+func writeCountsTable(w io.Writer, counts []wire.QueueCounts) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tQUEUED\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tTOTAL")
 	for _, q := range counts {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -158,7 +159,7 @@ func newLeaseShowCmd(a *app) *cobra.Command {
 				return notFound("lease", args[0], err)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), leaseOut(l))
+				return writeJSON(cmd.OutOrStdout(), wire.LeaseFrom(l))
 			}
 			return writeLeaseTable(cmd.OutOrStdout(), []*fenced.Lease{l})
 		},
@@ -187,9 +188,9 @@ func newLeaseListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				out := make([]leaseJSON, len(leases))
+				out := make([]wire.Lease, len(leases))
 				for i, l := range leases {
-					out[i] = leaseOut(l)
+					out[i] = wire.LeaseFrom(l)
 				}
 				return writeJSON(cmd.OutOrStdout(), out)
 			}
@@ -204,7 +205,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 func printLease(cmd *cobra.Command, verb string, l *fenced.Lease, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
-		return writeJSON(w, leaseOut(l))
+		return writeJSON(w, wire.LeaseFrom(l))
 	}
 	if l.ExpiresAt.IsZero() {
 		_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d\n", verb, l.Name, l.Owner, l.Fence)

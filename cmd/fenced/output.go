@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -15,38 +14,6 @@ import (
 
 // humanTime is the layout of times in human output: UTC, milliseconds.
 const humanTime = "2006-01-02T15:04:05.000Z07:00"
-
-// leaseJSON is a lease as --json prints it. Times are RFC 3339 in UTC.
-type leaseJSON struct {
-	Name      string    `json:"name"`
-	Owner     string    `json:"owner"`
-	Fence     int64     `json:"fence"`
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
-	// Held is whether the lease was held, by the database clock, when read.
-	Held bool `json:"held"`
-}
-
-func leaseOut(l *fenced.Lease) leaseJSON {
-	return leaseJSON{Name: l.Name, Owner: l.Owner, Fence: l.Fence, ExpiresAt: l.ExpiresAt.UTC(), Held: l.Held}
-}
-
-// resourceJSON is a resource as "resource show --json" prints it; Value is
-// the stored bytes as a string.
-type resourceJSON struct {
-	Key       string    `json:"key"`
-	Value     string    `json:"value"`
-	Fence     int64     `json:"fence"`
-	Version   int64     `json:"version"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-// writeJSONOut is the outcome of "resource write --json".
-type writeJSONOut struct {
-	Key      string `json:"key"`
-	Fence    int64  `json:"fence"`
-	Version  int64  `json:"version"`
-	Replayed bool   `json:"replayed"`
-}
 
 // writeJSON prints v as one line of JSON.
 func writeJSON(w io.Writer, v any) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -50,7 +51,7 @@ returns the first outcome, marked replayed, and applies nothing again.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), writeJSONOut{Key: w.Key, Fence: w.Fence, Version: w.Version, Replayed: w.Replayed})
+				return writeJSON(cmd.OutOrStdout(), wire.ResourceWriteFrom(w))
 			}
 			replayed := ""
 			if w.Replayed {
@@ -86,8 +87,7 @@ func newResourceShowCmd(a *app) *cobra.Command {
 				return notFound("resource", args[0], err)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), resourceJSON{Key: r.Key, Value: string(r.Value),
-					Fence: r.Fence, Version: r.Version, UpdatedAt: r.UpdatedAt.UTC()})
+				return writeJSON(cmd.OutOrStdout(), wire.ResourceFrom(r))
 			}
 			return writeResource(cmd.OutOrStdout(), r)
 		},

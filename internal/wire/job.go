@@ -1,4 +1,4 @@
-package main
+package wire
 
 import (
 	"encoding/json"
@@ -7,10 +7,10 @@ import (
 	"github.com/fenced/fenced"
 )
 
-// jobJSON is a job as every --json output prints it. Times are RFC 3339 in
-// UTC; args, output and progress are the stored JSON; all of them are null
-// when absent. Keep this the one JSON form of a job.
-type jobJSON struct {
+// Job is a job. Args, output and progress are the stored JSON; times are
+// null when absent. Fence is the current attempt's fencing token: a worker
+// passes it back with every write for the job.
+type Job struct {
 	ID              int64           `json:"id"`
 	Kind            string          `json:"kind"`
 	Args            json.RawMessage `json:"args"`
@@ -33,8 +33,9 @@ type jobJSON struct {
 	FinishedAt      *time.Time      `json:"finished_at"`
 }
 
-func jobOut(j *fenced.Job) jobJSON {
-	return jobJSON{
+// JobFrom is the wire form of j.
+func JobFrom(j *fenced.Job) Job {
+	return Job{
 		ID: j.ID, Kind: j.Kind, Args: rawJSON(j.Args), Queue: j.Queue, Priority: j.Priority,
 		State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Fence: j.Fence, Owner: j.Owner,
 		RunAt: j.RunAt.UTC(), LeaseExpiresAt: utcPtr(j.LeaseExpiresAt), CancelRequested: j.CancelRequested,
@@ -44,24 +45,26 @@ func jobOut(j *fenced.Job) jobJSON {
 	}
 }
 
-func jobsOut(jobs []*fenced.Job) []jobJSON {
-	out := make([]jobJSON, len(jobs)) // [] rather than null when empty
+// JobsFrom is the wire form of jobs; never nil, so it encodes as [].
+func JobsFrom(jobs []*fenced.Job) []Job {
+	out := make([]Job, len(jobs))
 	for i, j := range jobs {
-		out[i] = jobOut(j)
+		out[i] = JobFrom(j)
 	}
 	return out
 }
 
-// enqueueJSON is the outcome of "job enqueue --json": the job, and whether
-// its idempotency key matched a job enqueued before.
-type enqueueJSON struct {
-	jobJSON
+// Enqueued is the outcome of an enqueue: the job, and whether its
+// idempotency key matched a job enqueued before (which is returned instead
+// of a new one).
+type Enqueued struct {
+	Job
 	Existing bool `json:"existing"`
 }
 
-// attemptJSON is one attempt of a job's history. EndedAt is null while the
+// Attempt is one attempt of a job's history. EndedAt is null while the
 // attempt runs (outcome "running").
-type attemptJSON struct {
+type Attempt struct {
 	Attempt   int        `json:"attempt"`
 	Fence     int64      `json:"fence"`
 	Owner     string     `json:"owner"`
@@ -71,24 +74,25 @@ type attemptJSON struct {
 	Error     string     `json:"error"`
 }
 
-// jobShowJSON is "job show --json": the job and its attempts, oldest first.
-type jobShowJSON struct {
-	Job      jobJSON       `json:"job"`
-	Attempts []attemptJSON `json:"attempts"`
+// JobHistory is a job with its attempts, oldest first.
+type JobHistory struct {
+	Job      Job       `json:"job"`
+	Attempts []Attempt `json:"attempts"`
 }
 
-func jobShowOut(j *fenced.Job, attempts []fenced.JobAttempt) jobShowJSON {
-	out := jobShowJSON{Job: jobOut(j), Attempts: make([]attemptJSON, len(attempts))}
+// JobHistoryFrom is the wire form of j and its attempts.
+func JobHistoryFrom(j *fenced.Job, attempts []fenced.JobAttempt) JobHistory {
+	out := JobHistory{Job: JobFrom(j), Attempts: make([]Attempt, len(attempts))}
 	for i, a := range attempts {
-		out.Attempts[i] = attemptJSON{Attempt: a.Attempt, Fence: a.Fence, Owner: a.Owner,
+		out.Attempts[i] = Attempt{Attempt: a.Attempt, Fence: a.Fence, Owner: a.Owner,
 			StartedAt: a.StartedAt.UTC(), EndedAt: utcPtr(a.EndedAt), Outcome: a.Outcome, Error: a.Error}
 	}
 	return out
 }
 
-// queueCountsJSON is one queue's line of "job counts --json": every state,
-// zero included, and the total.
-type queueCountsJSON struct {
+// QueueCounts is one queue's job counts: every state, zero included, and
+// the total.
+type QueueCounts struct {
 	Queue     string `json:"queue"`
 	Queued    int64  `json:"queued"`
 	Running   int64  `json:"running"`
@@ -98,17 +102,17 @@ type queueCountsJSON struct {
 	Total     int64  `json:"total"`
 }
 
-// countsOut pivots counts by (queue, state) into one line per queue, in
-// the order the queues first appear.
-func countsOut(counts []fenced.JobCount) []queueCountsJSON {
-	out := []queueCountsJSON{}
+// CountsByQueue pivots counts by (queue, state) into one line per queue, in
+// the order the queues first appear; never nil.
+func CountsByQueue(counts []fenced.JobCount) []QueueCounts {
+	out := []QueueCounts{}
 	at := map[string]int{}
 	for _, c := range counts {
 		i, ok := at[c.Queue]
 		if !ok {
 			i = len(out)
 			at[c.Queue] = i
-			out = append(out, queueCountsJSON{Queue: c.Queue})
+			out = append(out, QueueCounts{Queue: c.Queue})
 		}
 		q := &out[i]
 		switch c.State {

@@ -1,0 +1,44 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// Resource is a value of the fenced resource store with the fence and
+// version of the write that stored it.
+//
+// Value is UTF-8 text: the HTTP service refuses to store anything else. A
+// value stored through the library is bytes; the command prints it as a
+// string as it is, and the HTTP service, which cannot put invalid UTF-8 in
+// a JSON string without changing it, sends such a value in ValueBase64
+// (standard encoding) with Value empty.
+type Resource struct {
+	Key         string    `json:"key"`
+	Value       string    `json:"value"`
+	ValueBase64 string    `json:"value_base64,omitempty"`
+	Fence       int64     `json:"fence"`
+	Version     int64     `json:"version"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// ResourceFrom is the wire form of r, with the value as a string as it is.
+func ResourceFrom(r *fenced.Resource) Resource {
+	return Resource{Key: r.Key, Value: string(r.Value), Fence: r.Fence, Version: r.Version, UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// ResourceWrite is the outcome of an accepted write: the fence stored, the
+// version created, and whether the operation id had been seen (then nothing
+// was applied again and this is the first outcome).
+type ResourceWrite struct {
+	Key      string `json:"key"`
+	Fence    int64  `json:"fence"`
+	Version  int64  `json:"version"`
+	Replayed bool   `json:"replayed"`
+}
+
+// ResourceWriteFrom is the wire form of w.
+func ResourceWriteFrom(w *fenced.ResourceWrite) ResourceWrite {
+	return ResourceWrite{Key: w.Key, Fence: w.Fence, Version: w.Version, Replayed: w.Replayed}
+}
