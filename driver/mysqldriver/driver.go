@@ -17,7 +17,8 @@
 //     time_zone, so no session setting changes an outcome. Times are
 //     DATETIME(6) columns holding UTC, read back as UTC whatever the
 //     connection's loc and parseTime.
-//   - Sessions run READ COMMITTED and nothing is decided from a plain read:
+//   - Sessions run READ COMMITTED (unless the URL sets the isolation level)
+//     and nothing is decided from a plain read:
 //     guards are locking reads (LOCK IN SHARE MODE, which MySQL 8 and MariaDB
 //     both accept), claims and recovery pick rows FOR UPDATE SKIP LOCKED, and
 //     a refusal is diagnosed by a locking read in the deciding transaction. A
@@ -42,6 +43,7 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"runtime"
@@ -75,7 +77,9 @@ var _ driver.Driver = (*Driver)(nil)
 // the larger of 4 and the number of CPUs). The driver always sets
 // parseTime=true, clientFoundRows=true and loc=UTC, never multiStatements
 // (only the connection that migrates uses it), and interpolateParams=true
-// unless the URL says otherwise.
+// unless the URL says otherwise. Sessions run READ COMMITTED unless the URL
+// sets the level as a session variable (transaction_isolation on MySQL 8,
+// tx_isolation on MariaDB); correctness does not depend on it.
 func Open(ctx context.Context, rawURL string) (*Driver, error) {
 	cfg, conns, err := ParseURL(rawURL)
 	if err != nil {
@@ -94,7 +98,13 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, maxConns int) (*Driver, 
 	if err != nil {
 		return nil, &driver.InvalidError{Field: "database url", Reason: err.Error()}
 	}
-	db := sql.OpenDB(sessionConnector{inner})
+	init := setReadCommitted
+	for name := range cfg.Params {
+		if name == "transaction_isolation" || name == "tx_isolation" {
+			init = "" // the URL chose
+		}
+	}
+	db := sql.OpenDB(sessionConnector{inner, init})
 	db.SetMaxOpenConns(maxConns)
 	db.SetMaxIdleConns(maxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
@@ -172,18 +182,22 @@ func ParseURL(rawURL string) (cfg *mysql.Config, maxConns int, err error) {
 // tx_isolation on MariaDB before 11.1.
 const setReadCommitted = `SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`
 
-// sessionConnector makes every new connection READ COMMITTED: no gap locks,
-// so a claim's scan or a lookup of a missing lease name does not block
-// inserts next to it, and rows an UPDATE examined but did not change are
-// unlocked at once. Correctness never depends on it (see the package doc).
-type sessionConnector struct{ inner sqldriver.Connector }
+// sessionConnector runs init on every new connection: by default it makes
+// the session READ COMMITTED, which takes no gap locks, so a claim's scan or
+// a lookup of a missing lease name does not block inserts next to it, and
+// unlocks at once the rows an UPDATE examined but did not change.
+// Correctness never depends on it (see the package doc).
+type sessionConnector struct {
+	inner sqldriver.Connector
+	init  string
+}
 
 func (c sessionConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	conn, err := c.inner.Connect(ctx)
-	if err != nil {
-		return nil, err
+	if err != nil || c.init == "" {
+		return conn, err
 	}
-	if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, setReadCommitted, nil); err != nil {
+	if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, c.init, nil); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -195,12 +209,19 @@ func (c sessionConnector) Driver() sqldriver.Driver { return c.inner.Driver() }
 // inTx runs fn in a transaction of the driver's own, committing when fn
 // returns nil. fn is driver code that can run again from the start: InnoDB
 // resolves a deadlock by rolling one transaction back whole, and that
-// transaction is retried.
+// transaction is retried after a short random pause, so the contenders do
+// not meet again in step.
 func (d *Driver) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := runTx(ctx, d.db, fn)
-		if !isDeadlock(err) || attempt == 10 || ctx.Err() != nil {
+		if !isDeadlock(err) || attempt == 50 {
 			return err
+		}
+		pause := time.Duration(rand.Int64N(int64(min(attempt, 10)) * int64(time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
 		}
 	}
 }

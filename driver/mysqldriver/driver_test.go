@@ -1,12 +1,17 @@
 package mysqldriver_test
 
 import (
+	"context"
+	"database/sql"
 	"net/url"
 	"regexp"
+	"sync"
 	"testing"
 
+	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/fencedtest"
 	"github.com/fenced/fenced/internal/testdb"
+	"github.com/go-sql-driver/mysql"
 )
 
 // Backend is the conformance-suite view of MySQL/MariaDB. Every session of
@@ -18,14 +23,30 @@ import (
 // nothing like PostgreSQL's LISTEN/NOTIFY to push them; idle workers poll.
 var Backend = fencedtest.Backend{
 	Name:        "mysql",
-	NewURL:      func(t testing.TB) string { return inZone(t, testdb.MySQL(t), "+05:00") },
+	NewURL:      func(t testing.TB) string { return withParam(t, testdb.MySQL(t), "time_zone", "'+05:00'") },
 	Exec:        func(t testing.TB, url, sql string) { testdb.MySQLExec(t, url, sql) },
 	Snapshot:    testdb.MySQLSnapshot,
 	WaitBlocked: testdb.MySQLWaitBlocked,
 	Bind:        bind,
 }
 
-func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	fencedtest.Run(t, Backend)
+}
+
+// TestConformanceRepeatableRead runs the suite again with every session in
+// InnoDB's default REPEATABLE READ instead of the driver's READ COMMITTED:
+// no decision may come from a snapshot read, so nothing may change.
+func TestConformanceRepeatableRead(t *testing.T) {
+	t.Parallel()
+	rr := Backend
+	rr.Name = "mysql-repeatable-read"
+	rr.NewURL = func(t testing.TB) string {
+		return withParam(t, Backend.NewURL(t), isolationVariable(t), "'REPEATABLE-READ'")
+	}
+	fencedtest.Run(t, rr)
+}
 
 var dollar = regexp.MustCompile(`\$[0-9]+`)
 
@@ -33,15 +54,49 @@ var dollar = regexp.MustCompile(`\$[0-9]+`)
 // them in order.
 func bind(sql string) string { return dollar.ReplaceAllString(sql, "?") }
 
-// inZone adds a session time_zone to a URL.
-func inZone(t testing.TB, rawURL, zone string) string {
+// withParam sets a URL parameter (a session variable, for go-sql-driver).
+func withParam(t testing.TB, rawURL, name, value string) string {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		t.Fatalf("parse url: %v", err)
 	}
 	q := u.Query()
-	q.Set("time_zone", "'"+zone+"'")
+	q.Set(name, value)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+var (
+	isolationOnce sync.Once
+	isolationVar  string
+)
+
+// isolationVariable names the session's isolation level variable:
+// transaction_isolation on MySQL 8 and MariaDB 11.1+, tx_isolation before.
+func isolationVariable(t testing.TB) string {
+	isolationOnce.Do(func() {
+		isolationVar = "tx_isolation"
+		db := openDB(t, testdb.MySQL(t))
+		if db.QueryRowContext(context.Background(), `SELECT @@transaction_isolation`).Scan(new(string)) == nil {
+			isolationVar = "transaction_isolation"
+		}
+	})
+	return isolationVar
+}
+
+// openDB opens a plain pool on url, closed when the test ends.
+func openDB(t testing.TB, rawURL string) *sql.DB {
+	t.Helper()
+	cfg, _, err := mysqldriver.ParseURL(rawURL)
+	if err != nil {
+		t.Fatalf("parse url: %v", err)
+	}
+	c, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatalf("connector: %v", err)
+	}
+	db := sql.OpenDB(c)
+	t.Cleanup(func() { db.Close() })
+	return db
 }

@@ -10,11 +10,23 @@ import (
 	"github.com/fenced/fenced/driver"
 )
 
+// Lease decisions that read the clock (acquire, renew) run in a short
+// transaction whose first statement locks the row. MySQL's clock is the
+// statement's start, so a deciding statement that had to wait for the row
+// would judge expiry, and date the new expiry and the decision, as of before
+// the wait: a grant queued behind the previous grant would report an
+// earlier decision than it. Run on a row already locked, the deciding
+// statement starts after any wait, like PostgreSQL's clock_timestamp()
+// read after the row lock.
+
+// leaseLockSQL reads and locks the row until the transaction ends.
+const leaseLockSQL = leaseGetSQL + ` FOR UPDATE`
+
 // leaseTakeSQL grants a free lease with fence+1, or extends the same
-// owner's unexpired lease keeping its fence, when a row for the name exists.
-// Parameters: owner, owner, ttl_us, name, owner. Single-table UPDATE assigns
-// left to right, so fence is decided before owner, released and expires_at
-// change (and MariaDB's SIMULTANEOUS_ASSIGNMENT mode gives the same result).
+// owner's unexpired lease keeping its fence. Parameters: owner, owner,
+// ttl_us, name, owner. Single-table UPDATE assigns left to right, so fence
+// is decided before owner, released and expires_at change (MariaDB's
+// SIMULTANEOUS_ASSIGNMENT mode gives the same result).
 const leaseTakeSQL = `
 UPDATE fenced_leases SET
     fence      = IF(owner = ? AND NOT released AND expires_at > ` + now + `, fence, fence + 1),
@@ -41,7 +53,8 @@ WHERE name = ? AND owner = ? AND fence = ? AND NOT released AND expires_at > ` +
 
 // leaseReleaseSQL marks the generation released; the row and its fence
 // stay. Releasing it again matches and changes nothing, which
-// clientFoundRows counts as done. Parameters: name, owner, fence.
+// clientFoundRows counts as done. Its clock decides nothing, so it needs no
+// lock first. Parameters: name, owner, fence.
 const leaseReleaseSQL = `
 UPDATE fenced_leases SET
     updated_at = IF(released, updated_at, ` + now + `),
@@ -49,8 +62,8 @@ UPDATE fenced_leases SET
     released   = TRUE
 WHERE name = ? AND owner = ? AND fence = ?`
 
-// leaseRowSQL reads back the row a statement of the same transaction just
-// wrote (and still holds locked).
+// Read-backs of the row a statement of the same transaction just wrote
+// (and still holds locked).
 const (
 	leaseRowSQL      = `SELECT name, owner, fence, expires_at, released FROM fenced_leases WHERE name = ?`
 	leaseReleasedSQL = `SELECT name, owner, fence, expires_at, released, updated_at FROM fenced_leases WHERE name = ?`
@@ -63,9 +76,6 @@ FROM fenced_leases`
 const (
 	leaseGetSQL  = leaseSelect + ` WHERE name = ?`
 	leaseListSQL = leaseSelect + ` ORDER BY name`
-	// leaseLockSQL reads the current row for a diagnosis, locked until the
-	// transaction ends so the diagnosis stays true until then.
-	leaseLockSQL = leaseGetSQL + ` FOR UPDATE`
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -80,7 +90,7 @@ func scanLease(row scanner) (*driver.LeaseRow, error) {
 	return &l, nil
 }
 
-// readLease reads name through q; nil, nil when there is no row.
+// readLease reads name through q with query; nil, nil when there is no row.
 func readLease(ctx context.Context, q querier, query, name string) (*driver.LeaseRow, error) {
 	l, err := scanLease(q.QueryRowContext(ctx, query, name))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -90,8 +100,8 @@ func readLease(ctx context.Context, q querier, query, name string) (*driver.Leas
 }
 
 // readWritten reads back the lease row this transaction just granted or
-// renewed for ttl, and still holds locked. The write set expires_at to its
-// clock reading + ttl, so the decision time is exact.
+// renewed for ttl. The write set expires_at to its clock reading + ttl, so
+// the decision time is exact.
 func readWritten(ctx context.Context, tx *sql.Tx, name string, ttl time.Duration) (*driver.LeaseRow, error) {
 	l := &driver.LeaseRow{Held: true}
 	var expires dbTime
@@ -114,89 +124,115 @@ func readReleased(ctx context.Context, tx *sql.Tx, name string) (*driver.LeaseRo
 	return l, err
 }
 
-// LeaseAcquire implements driver.Driver, in one short transaction: the
-// conditional take-over of an existing row decides; if it matched nothing,
-// the row is read locked, and either names the holder (refused), or is
-// absent (inserted above the fence floor), or changed hands in between (the
-// take-over runs again, now on a locked row).
+// LeaseAcquire implements driver.Driver. An existing row is locked, then
+// the conditional take-over decides; a refusal names the holder from the
+// locked row, unchanged since. A name never acquired is inserted above the
+// fence floor in a transaction of its own: under REPEATABLE READ the
+// locking read of a missing row holds a gap lock, and inserting while
+// holding it deadlocks with every other first-time acquirer doing the same.
+// A duplicate key means another acquirer created the row first; the
+// take-over then decides.
 func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
-	ttl := p.TTL.Microseconds()
 	for range 100 {
-		var l, holder *driver.LeaseRow
-		raced := false
-		err := d.inTx(ctx, func(tx *sql.Tx) error {
-			l, holder, raced = nil, nil, false
-			for range 3 {
-				n, err := execCount(ctx, tx, leaseTakeSQL, p.Owner, p.Owner, ttl, p.Name, p.Owner)
-				if err != nil {
-					return err
-				}
-				if n == 1 {
-					l, err = readWritten(ctx, tx, p.Name, p.TTL)
-					return err
-				}
-				cur, err := readLease(ctx, tx, leaseLockSQL, p.Name)
-				switch {
-				case err != nil:
-					return err
-				case cur != nil && cur.Held && cur.Owner != p.Owner:
-					holder = cur
-					return nil
-				case cur != nil:
-					continue // it ended between the two statements; the row is locked now
-				}
-				if _, err = tx.ExecContext(ctx, leaseInsertSQL, p.Name, p.Owner, ttl); isDuplicate(err) {
-					raced = true // another acquirer created the row first
-					return errRaced
-				}
-				if err != nil {
-					return err
-				}
-				l, err = readWritten(ctx, tx, p.Name, p.TTL)
-				return err
-			}
-			return fmt.Errorf("the row changed while locked")
-		})
+		l, holder, err := d.leaseTake(ctx, p)
 		switch {
-		case raced:
-			continue
 		case err != nil:
 			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 		case holder != nil:
 			return nil, driver.HeldBy(holder)
+		case l != nil:
+			return l, nil
+		}
+		l, err = d.leaseCreate(ctx, p)
+		switch {
+		case errors.Is(err, errRaced):
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 		}
 		return l, nil
 	}
-	return nil, fmt.Errorf("acquire lease %q: refused 100 times while the lease kept being created", p.Name)
+	return nil, fmt.Errorf("acquire lease %q: lost the race to create it 100 times", p.Name)
+}
+
+// leaseTake grants or extends an existing lease row, or returns its holder,
+// or nothing when there is no row.
+func (d *Driver) leaseTake(ctx context.Context, p driver.LeaseAcquireParams) (l, holder *driver.LeaseRow, err error) {
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
+		l, holder = nil, nil
+		cur, err := readLease(ctx, tx, leaseLockSQL, p.Name)
+		if err != nil || cur == nil {
+			return err
+		}
+		n, err := execCount(ctx, tx, leaseTakeSQL, p.Owner, p.Owner, p.TTL.Microseconds(), p.Name, p.Owner)
+		switch {
+		case err != nil:
+			return err
+		case n == 0:
+			holder = cur
+			return nil
+		}
+		l, err = readWritten(ctx, tx, p.Name, p.TTL)
+		return err
+	})
+	return l, holder, err
+}
+
+// leaseCreate inserts the first row of a name; errRaced when another
+// acquirer created it first.
+func (d *Driver) leaseCreate(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
+	var l *driver.LeaseRow
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, leaseInsertSQL, p.Name, p.Owner, p.TTL.Microseconds())
+		if isDuplicate(err) {
+			return errRaced
+		}
+		if err != nil {
+			return err
+		}
+		l, err = readWritten(ctx, tx, p.Name, p.TTL)
+		return err
+	})
+	return l, err
 }
 
 // errRaced rolls back a transaction that lost a race to create a row; the
 // caller starts again and finds the row.
 var errRaced = errors.New("row created concurrently")
 
-// LeaseRenew implements driver.Driver.
+// LeaseRenew implements driver.Driver: the row locked first, then the
+// conditional renewal.
 func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*driver.LeaseRow, error) {
-	return d.leaseWrite(ctx, "renew", ref,
+	return d.leaseWrite(ctx, "renew", ref, true,
 		func(tx *sql.Tx) (*driver.LeaseRow, error) { return readWritten(ctx, tx, ref.Name, ttl) },
 		leaseRenewSQL, ttl.Microseconds(), ref.Name, ref.Owner, ref.Fence)
 }
 
 // LeaseRelease implements driver.Driver.
 func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver.LeaseRow, error) {
-	return d.leaseWrite(ctx, "release", ref,
+	return d.leaseWrite(ctx, "release", ref, false,
 		func(tx *sql.Tx) (*driver.LeaseRow, error) { return readReleased(ctx, tx, ref.Name) },
 		leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
 }
 
-// leaseWrite runs one conditional lease statement in a short transaction and
-// reads back what it wrote; zero rows becomes the diagnosed typed error here
-// and nowhere else, from a locking read in the same transaction.
-func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
+// leaseWrite runs one conditional lease statement in a short transaction,
+// after locking the row when the statement reads the clock, and reads back
+// what it wrote. Zero rows becomes the diagnosed typed error here and
+// nowhere else, from a locking read in the same transaction, after the
+// statement, so it judges expiry no earlier than the statement did.
+func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef, lockFirst bool,
 	readBack func(*sql.Tx) (*driver.LeaseRow, error), query string, args ...any) (*driver.LeaseRow, error) {
 	var l, cur *driver.LeaseRow
 	failed := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		l, cur, failed = nil, nil, false
+		if lockFirst {
+			var err error
+			if cur, err = readLease(ctx, tx, leaseLockSQL, ref.Name); err != nil || cur == nil {
+				failed = true
+				return err
+			}
+		}
 		n, err := execCount(ctx, tx, query, args...)
 		switch {
 		case err != nil:

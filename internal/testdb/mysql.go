@@ -3,8 +3,11 @@ package testdb
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	mathrand "math/rand/v2"
 	"net/url"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,7 +114,9 @@ func MySQLSnapshot(t testing.TB, url string) func() {
 
 // MySQLWaitBlocked returns once a connection to url's database waits on a
 // row lock: an InnoDB transaction in LOCK WAIT whose session uses that
-// database.
+// database. information_schema.INNODB_TRX is served from a cache that the
+// server refreshes only when it was not read for 0.1 s, so it is polled at
+// random intervals well above that (several tests may poll at once).
 func MySQLWaitBlocked(t testing.TB, rawURL string) {
 	t.Helper()
 	cfg, _, err := mysqldriver.ParseURL(rawURL)
@@ -131,13 +136,38 @@ func MySQLWaitBlocked(t testing.TB, rawURL string) {
 			JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id
 			WHERE t.trx_state = 'LOCK WAIT' AND p.DB = ?`, cfg.DBName).Scan(&n)
 		if err != nil {
-			t.Fatalf("no connection of %s blocked on a lock: %v", cfg.DBName, err)
+			t.Fatalf("no connection of %s blocked on a lock: %v; sessions: %s", cfg.DBName, err, mysqlSessions(db, cfg.DBName))
 		}
 		if n > 0 {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(time.Duration(150+mathrand.IntN(200)) * time.Millisecond)
 	}
+}
+
+// mysqlSessions describes the sessions using database name and their
+// transactions, for a failure message.
+func mysqlSessions(db *sql.DB, name string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := db.QueryContext(ctx, `SELECT p.ID, COALESCE(p.COMMAND, ''), COALESCE(p.STATE, ''), COALESCE(p.INFO, ''),
+			COALESCE(t.trx_state, 'no transaction')
+		FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
+		WHERE p.DB = ?`, name)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id int64
+		var command, state, info, trx string
+		if err := rows.Scan(&id, &command, &state, &info, &trx); err != nil {
+			return err.Error()
+		}
+		out = append(out, fmt.Sprintf("[%d %s %q %s: %.200s]", id, command, state, trx, info))
+	}
+	return strings.Join(out, " ")
 }
 
 // redacted is url with its password, if any, replaced.
