@@ -1,0 +1,43 @@
+package server
+
+import (
+	"context"
+	"time"
+)
+
+// What db_time (and X-Fenced-DB-Time) is on each route. It is always a
+// reading of the database clock, the clock every expiry is judged by, never
+// the server's own:
+//
+//   - lease acquire, renew, get, list: the reading the deciding statement
+//     made (Lease.DecidedAt; a new expiry is db_time + ttl);
+//   - enqueue, claim (when it returns jobs), cancel, job get, job list
+//     (when not empty): the reading of the statement that returned the
+//     jobs (Job.DecidedAt);
+//   - heartbeat: the new lease expiry minus lease_ms, the reading the
+//     extension was computed from;
+//   - release, resource write and read, complete, fail, snooze, progress,
+//     an empty claim or list, /healthz, and the errors the database decided
+//     (lease_held, stale_fence, conflict, not_found): the library returns
+//     no reading there, so the server reads the database clock right after
+//     the decision. It is then an upper bound: the decision was made at or
+//     before it;
+//   - /metrics: a reading taken just before the job counts are read.
+//
+// Answers the server gives without asking the database (400, 401, 403,
+// 405, 413, 415, unknown routes) carry none: nothing was decided at a
+// database time, and reading the database clock for requests that may not
+// even be authenticated would let anyone load the database.
+
+// dbNow reads the database clock, or returns the zero time when it cannot
+// (the backend has no clock read, or the read failed; the answer then
+// carries no database time rather than the server's).
+func (s *Server) dbNow(ctx context.Context) time.Time {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	t, err := s.c.DatabaseTime(ctx)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}

@@ -1,0 +1,199 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// decodeBody reads r's JSON body into dst. A body is required unless
+// optional; an empty optional body leaves dst as it is. It refuses with 415
+// a body that is not declared application/json (a browser cannot send that
+// cross-origin without asking first), with 413 a body over the limit, and
+// with 400 anything decodeJSON refuses.
+func decodeBody(r *http.Request, dst any, optional bool) error {
+	if r.ContentLength != 0 {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			return newError(http.StatusUnsupportedMediaType, codeUnsupportedType,
+				"the body must be JSON, sent with Content-Type: application/json")
+		}
+	}
+	body, err := io.ReadAll(r.Body)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return newError(http.StatusRequestEntityTooLarge, codeTooLarge,
+			fmt.Sprintf("the body is over the limit of %d bytes", tooBig.Limit))
+	case err != nil:
+		return invalid("body", "reading the body: "+err.Error())
+	}
+	if optional && len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	return decodeJSON(body, dst)
+}
+
+// decodeJSON decodes exactly one JSON object into dst, strictly: valid
+// UTF-8; no unknown fields; nothing after the object; numbers that fit the
+// field; no NUL and no unpaired surrogate in any string (the decoder would
+// quietly turn a bad surrogate into U+FFFD, and no backend stores NUL).
+// Every refusal is an *apiError 400 naming the field.
+func decodeJSON(body []byte, dst any) error {
+	if !utf8.Valid(body) {
+		return invalid("body", "the body is not valid UTF-8")
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return invalid("body", "the body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("body", "unexpected data after the JSON object")
+	}
+	return checkStrings(body)
+}
+
+// decodeError names what was wrong with a body the decoder refused.
+func decodeError(err error) error {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &syn):
+		return invalid("body", fmt.Sprintf("malformed JSON at byte %d: %s", syn.Offset, syn.Error()))
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "body"
+		}
+		return invalid(field, fmt.Sprintf("got %s, want %s", typ.Value, typeName(typ.Type.String())))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("body", "the JSON object is cut short")
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		field, _ := strconv.Unquote(name)
+		if field == "" {
+			field = "body"
+		}
+		return invalid(field, "unknown field "+name)
+	}
+	return invalid("body", err.Error())
+}
+
+// typeName says a Go type as a JSON user reads it.
+func typeName(t string) string {
+	switch {
+	case strings.Contains(t, "int"):
+		return "an integer from " + strconv.FormatInt(math.MinInt64, 10) + " to " + strconv.FormatInt(math.MaxInt64, 10)
+	case strings.Contains(t, "string"):
+		return "a string"
+	case strings.Contains(t, "bool"):
+		return "true or false"
+	case strings.Contains(t, "map"), strings.Contains(t, "struct"):
+		return "an object"
+	}
+	return t
+}
+
+// checkStrings refuses \u0000 and unpaired UTF-16 surrogate escapes in the
+// string literals of body, which is valid JSON.
+func checkStrings(body []byte) error {
+	in := false
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case !in:
+			in = c == '"'
+		case c == '"':
+			in = false
+		case c == '\\':
+			i++
+			if body[i] != 'u' {
+				continue
+			}
+			r := hex4(body[i+1 : i+5])
+			i += 4
+			switch {
+			case r == 0:
+				return invalid("body", `strings must not contain \u0000`)
+			case r >= 0xDC00 && r <= 0xDFFF:
+				return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, r))
+			case r >= 0xD800 && r <= 0xDBFF:
+				if i+6 >= len(body) || body[i+1] != '\\' || body[i+2] != 'u' {
+					return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, r))
+				}
+				if lo := hex4(body[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
+					return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, r))
+				}
+				i += 6
+			}
+		}
+	}
+	return nil
+}
+
+// hex4 is the value of four hex digits (valid: the JSON was decoded).
+func hex4(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b), 16, 32)
+	return rune(n)
+}
+
+// checkStoredJSON refuses JSON a backend cannot store although it is valid:
+// numbers beyond the float64 range (PostgreSQL's jsonb refuses 1e1000000).
+func checkStoredJSON(field string, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return invalid(field, "is not valid JSON")
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				return invalid(field, fmt.Sprintf("number %.40s is out of range", n))
+			}
+		}
+	}
+}
+
+// millis turns a count of milliseconds into a duration within [min, max],
+// or refuses it naming field. nil gives def.
+func millis(field string, ms *int64, def, min, max time.Duration) (time.Duration, error) {
+	if ms == nil {
+		return def, nil
+	}
+	if *ms < min.Milliseconds() || *ms > max.Milliseconds() {
+		return 0, invalid(field, fmt.Sprintf("%d is outside %d to %d", *ms, min.Milliseconds(), max.Milliseconds()))
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
+// required refuses a missing field.
+func required[T any](field string, v *T) (T, error) {
+	if v == nil {
+		var zero T
+		return zero, invalid(field, "is required")
+	}
+	return *v, nil
+}

@@ -1,0 +1,209 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
+)
+
+type enqueueRequest struct {
+	Kind           string          `json:"kind"`
+	Args           json.RawMessage `json:"args"`     // any JSON; absent or null is {}
+	Queue          string          `json:"queue"`    // default "default"
+	Priority       int             `json:"priority"` // 0 runs first
+	RunAt          *string         `json:"run_at"`   // RFC 3339
+	DelayMs        *int64          `json:"delay_ms"` // or: run this long after the database's now
+	MaxAttempts    int             `json:"max_attempts"`
+	IdempotencyKey string          `json:"idempotency_key"`
+}
+
+// enqueueReply is the enqueued job, or the existing one its idempotency
+// key matched.
+type enqueueReply struct {
+	wire.Enqueued
+	DBTime time.Time `json:"db_time"`
+}
+
+// maxDelay bounds delay_ms, as the library bounds a delay.
+const maxDelay = 10 * 365 * 24 * time.Hour
+
+// enqueue: POST /v1/jobs → 201 with the new job, or 200 with the existing
+// job its idempotency key matched ("existing": true).
+func (s *Server) enqueue(r *http.Request) (*reply, error) {
+	var req enqueueRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	p := fenced.EnqueueParams{Kind: req.Kind, Queue: req.Queue, Priority: req.Priority,
+		MaxAttempts: req.MaxAttempts, IdempotencyKey: req.IdempotencyKey}
+	if len(req.Args) > 0 && string(req.Args) != "null" {
+		if err := checkStoredJSON("args", req.Args); err != nil {
+			return nil, err
+		}
+		p.Args = req.Args
+	}
+	if req.RunAt != nil && req.DelayMs != nil {
+		return nil, invalid("run_at", "give run_at or delay_ms, not both")
+	}
+	if req.RunAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *req.RunAt)
+		if err != nil {
+			return nil, invalid("run_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z")
+		}
+		p.RunAt = t
+	}
+	var err error
+	if p.Delay, err = millis("delay_ms", req.DelayMs, 0, 0, maxDelay); err != nil {
+		return nil, err
+	}
+	j, existing, err := s.c.Enqueue(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	s.wake.wake(j.Queue)
+	rep := ok(enqueueReply{wire.Enqueued{Job: wire.JobFrom(j), Existing: existing}, j.DecidedAt.UTC()}, j.DecidedAt)
+	if !existing {
+		rep.status = http.StatusCreated
+		rep.location = "/v1/jobs/" + strconv.FormatInt(j.ID, 10)
+	}
+	return rep, nil
+}
+
+// jobHistoryReply is a job and its attempts.
+type jobHistoryReply struct {
+	wire.JobHistory
+	DBTime time.Time `json:"db_time"`
+}
+
+// getJob: GET /v1/jobs/{id} → {"job": …, "attempts": […]}.
+func (s *Server) getJob(r *http.Request) (*reply, error) {
+	id, err := pathJobID(r)
+	if err != nil {
+		return nil, err
+	}
+	j, attempts, err := s.c.GetJob(r.Context(), id)
+	if err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	return ok(jobHistoryReply{wire.JobHistoryFrom(j, attempts), j.DecidedAt.UTC()}, j.DecidedAt), nil
+}
+
+// jobsReply is a page of jobs. NextAfter is the "after" of the next page,
+// null when this page is the last (a full page may be followed by an
+// empty one).
+type jobsReply struct {
+	Jobs      []wire.Job `json:"jobs"`
+	NextAfter *int64     `json:"next_after"`
+	DBTime    time.Time  `json:"db_time"`
+}
+
+// listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after= → a page of jobs
+// in id order.
+func (s *Server) listJobs(r *http.Request) (*reply, error) {
+	f, err := jobFilter(r.URL.Query())
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := s.c.ListJobs(r.Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	out := jobsReply{Jobs: wire.JobsFrom(jobs)}
+	limit := f.Limit
+	if limit == 0 {
+		limit = fenced.DefaultListLimit
+	}
+	if len(jobs) > 0 {
+		out.DBTime = jobs[0].DecidedAt.UTC()
+		if len(jobs) == limit {
+			out.NextAfter = &jobs[len(jobs)-1].ID
+		}
+	} else {
+		out.DBTime = s.dbNow(r.Context())
+	}
+	return ok(out, out.DBTime), nil
+}
+
+// jobFilter reads the query of a job list strictly: known parameters,
+// each at most once.
+func jobFilter(q url.Values) (fenced.JobFilter, error) {
+	var f fenced.JobFilter
+	for k, v := range q {
+		if len(v) > 1 {
+			return f, invalid(k, "is given more than once")
+		}
+		var err error
+		switch k {
+		case "state":
+			f.State = fenced.JobState(v[0])
+		case "queue":
+			f.Queue = v[0]
+		case "kind":
+			f.Kind = v[0]
+		case "limit":
+			f.Limit, err = strconv.Atoi(v[0])
+		case "after":
+			f.AfterID, err = strconv.ParseInt(v[0], 10, 64)
+		default:
+			return f, invalid(k, "unknown parameter; want state, queue, kind, limit or after")
+		}
+		if err != nil {
+			return f, invalid(k, strconv.Quote(v[0])+" is not an integer")
+		}
+	}
+	if _, given := q["limit"]; given && f.Limit == 0 {
+		return f, invalid("limit", "0 is outside 1 to "+strconv.Itoa(fenced.MaxListLimit))
+	}
+	return f, nil
+}
+
+type cancelRequest struct{}
+
+// cancel: POST /v1/jobs/{id}/cancel → the job: cancelled at once when
+// queued; asked to stop when running (cancel_requested). 409 conflict
+// when it already finished.
+func (s *Server) cancel(r *http.Request) (*reply, error) {
+	if err := decodeBody(r, &cancelRequest{}, true); err != nil {
+		return nil, err
+	}
+	id, err := pathJobID(r)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.c.CancelJob(r.Context(), id)
+	if err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	return ok(jobReply{wire.JobFrom(j), j.DecidedAt.UTC()}, j.DecidedAt), nil
+}
+
+// jobReply is one job.
+type jobReply struct {
+	wire.Job
+	DBTime time.Time `json:"db_time"`
+}
+
+// pathJobID is the {id} of the path.
+func pathJobID(r *http.Request) (int64, error) {
+	id, err := fenced.ParseJobID(r.PathValue("id"))
+	if err != nil {
+		return 0, invalid("id", strconv.Quote(r.PathValue("id"))+" is not a positive integer")
+	}
+	return id, nil
+}
+
+// jobNotFound names the job in a not-found.
+func jobNotFound(id int64, err error) error {
+	if errors.Is(err, fenced.ErrNotFound) {
+		e := newError(http.StatusNotFound, codeNotFound, "job "+strconv.FormatInt(id, 10)+" not found")
+		e.fromDB = true
+		return e
+	}
+	return err
+}

@@ -1,0 +1,315 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/internal/wire"
+)
+
+// The worker's side of a job over HTTP: claim (with long-poll), then
+// heartbeat, progress and one final write — complete, fail or snooze — each
+// carrying the fence the claim granted. Once the attempt is no longer
+// current (its lease expired and it was taken back, or it was re-claimed)
+// every one of them is refused with 409 stale_fence and changes nothing.
+
+type claimRequest struct {
+	Owner   string `json:"owner"`
+	Limit   *int64 `json:"limit"`    // default 1, at most fenced.MaxClaimBatch
+	LeaseMs *int64 `json:"lease_ms"` // default 30000
+	WaitMs  *int64 `json:"wait_ms"`  // default 0; capped at the server's MaxWait
+}
+
+// claimReply is what a claim took: each job with the fence of its new
+// attempt. Empty when nothing was eligible within wait_ms.
+type claimReply struct {
+	Jobs   []wire.Job `json:"jobs"`
+	DBTime time.Time  `json:"db_time"`
+}
+
+// claim: POST /v1/queues/{queue}/claim {owner, limit, lease_ms, wait_ms} →
+// {"jobs": [...]}, waiting up to wait_ms (at most MaxWait; larger waits
+// are cut to it) for a job when none is eligible now.
+func (s *Server) claim(r *http.Request) (*reply, error) {
+	var req claimRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	limit := int64(1)
+	if req.Limit != nil {
+		limit = *req.Limit
+		if limit < 1 || limit > fenced.MaxClaimBatch {
+			return nil, invalid("limit", "is outside 1 to 1000")
+		}
+	}
+	ttl, err := millis("lease_ms", req.LeaseMs, fenced.DefaultJobTTL, fenced.MinTTL, fenced.MaxTTL)
+	if err != nil {
+		return nil, err
+	}
+	if req.WaitMs != nil && *req.WaitMs > s.cfg.MaxWait.Milliseconds() {
+		*req.WaitMs = s.cfg.MaxWait.Milliseconds()
+	}
+	wait, err := millis("wait_ms", req.WaitMs, 0, 0, s.cfg.MaxWait)
+	if err != nil {
+		return nil, err
+	}
+	queue := r.PathValue("queue")
+	jobs, err := s.claimWait(r.Context(), queue, req.Owner, int(limit), ttl, wait)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics.claims.WithLabelValues(queue).Add(float64(len(jobs)))
+	out := claimReply{Jobs: wire.JobsFrom(jobs)}
+	if len(jobs) > 0 {
+		out.DBTime = jobs[0].DecidedAt.UTC()
+	} else {
+		out.DBTime = s.dbNow(r.Context())
+	}
+	return ok(out, out.DBTime), nil
+}
+
+// claimWait claims, and while nothing is eligible waits for a wake (an
+// enqueue) or the next poll and claims again, until wait has passed, the
+// client goes away or the server closes. It never claims after the
+// client's context ended; a claim whose answer cannot be delivered still
+// holds its jobs until their lease expires and recovery takes them back.
+func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, ttl, wait time.Duration) ([]*fenced.Job, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		woken, done := s.wake.wait(queue)
+		jobs, err := s.c.ClaimJobs(ctx, queue, owner, limit, ttl)
+		left := time.Until(deadline)
+		if err != nil || len(jobs) > 0 || left <= 0 {
+			done()
+			return jobs, err
+		}
+		timer := time.NewTimer(min(left, s.cfg.PollEvery))
+		select {
+		case <-woken:
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-s.closing:
+		}
+		timer.Stop()
+		done()
+		if ctx.Err() != nil || s.isClosing() {
+			return nil, nil
+		}
+	}
+}
+
+func (s *Server) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+type heartbeatRequest struct {
+	Fence   *int64 `json:"fence"`
+	LeaseMs *int64 `json:"lease_ms"` // default 30000
+}
+
+// heartbeatReply is an extended attempt: its new lease expiry, and whether
+// the job was asked to cancel (the worker should stop and fail or snooze it;
+// it then ends cancelled).
+type heartbeatReply struct {
+	ID              int64     `json:"id"`
+	Fence           int64     `json:"fence"`
+	LeaseExpiresAt  time.Time `json:"lease_expires_at"`
+	CancelRequested bool      `json:"cancel_requested"`
+	DBTime          time.Time `json:"db_time"`
+}
+
+// heartbeat: POST /v1/jobs/{id}/heartbeat {fence, lease_ms} → the new
+// expiry; 409 stale_fence when the attempt is no longer current.
+func (s *Server) heartbeat(r *http.Request) (*reply, error) {
+	var req heartbeatRequest
+	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := millis("lease_ms", req.LeaseMs, fenced.DefaultJobTTL, fenced.MinTTL, fenced.MaxTTL)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.c.HeartbeatJobs(r.Context(), []fenced.JobRef{ref}, ttl)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(res.Extended, ref.ID) {
+		return nil, s.diagnose(r.Context(), ref)
+	}
+	// The expiry is the database's now plus the ttl, read in the statement.
+	t := res.ExpiresAt.Add(-ttl).UTC()
+	return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: res.ExpiresAt.UTC(),
+		CancelRequested: slices.Contains(res.CancelRequested, ref.ID), DBTime: t}, t), nil
+}
+
+// diagnose says why a heartbeat extended nothing: the job's stale error,
+// or not found.
+func (s *Server) diagnose(ctx context.Context, ref fenced.JobRef) error {
+	row, _, err := s.c.Driver().JobGet(ctx, ref.ID)
+	if errors.Is(err, fenced.ErrNotFound) {
+		return jobNotFound(ref.ID, err)
+	}
+	if err != nil {
+		return err
+	}
+	return driver.DiagnoseJob(ref, row)
+}
+
+// endReply is an accepted final write or progress report. The job's new
+// state is not read back: GET /v1/jobs/{id} shows it.
+type endReply struct {
+	ID     int64     `json:"id"`
+	Fence  int64     `json:"fence"`
+	DBTime time.Time `json:"db_time"`
+}
+
+func (s *Server) ended(r *http.Request, ref fenced.JobRef) *reply {
+	t := s.dbNow(r.Context())
+	return ok(endReply{ref.ID, ref.Fence, t}, t)
+}
+
+type completeRequest struct {
+	Fence  *int64          `json:"fence"`
+	Output json.RawMessage `json:"output"` // any JSON; absent or null stores none
+}
+
+// complete: POST /v1/jobs/{id}/complete {fence, output?}: the job
+// succeeded.
+func (s *Server) complete(r *http.Request) (*reply, error) {
+	var req completeRequest
+	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
+	if err != nil {
+		return nil, err
+	}
+	var output any
+	if len(req.Output) > 0 && string(req.Output) != "null" {
+		if err := checkStoredJSON("output", req.Output); err != nil {
+			return nil, err
+		}
+		output = req.Output
+	}
+	if err := s.c.CompleteJob(r.Context(), ref, output); err != nil {
+		return nil, jobNotFound(ref.ID, err)
+	}
+	s.metrics.completions.Inc()
+	return s.ended(r, ref), nil
+}
+
+type failRequest struct {
+	Fence     *int64 `json:"fence"`
+	Error     string `json:"error"`
+	RetryInMs *int64 `json:"retry_in_ms"` // default: fenced.DefaultBackoff for the attempt
+	Discard   bool   `json:"discard"`     // fail for good whatever attempts remain
+}
+
+// fail: POST /v1/jobs/{id}/fail {fence, error, retry_in_ms?, discard?}:
+// the attempt failed; the job runs again after retry_in_ms (default: the
+// exponential backoff of its attempt), or is failed for good (the dead
+// letter) when its attempts are exhausted or discard is true.
+func (s *Server) fail(r *http.Request) (*reply, error) {
+	var req failRequest
+	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
+	if err != nil {
+		return nil, err
+	}
+	var retryIn time.Duration
+	if req.RetryInMs != nil {
+		if retryIn, err = millis("retry_in_ms", req.RetryInMs, 0, 0, fenced.MaxRetryDelay); err != nil {
+			return nil, err
+		}
+	} else if !req.Discard {
+		retryIn = s.backoff(r.Context(), ref)
+	}
+	if err := s.c.FailJob(r.Context(), ref, req.Error, retryIn, req.Discard); err != nil {
+		return nil, jobNotFound(ref.ID, err)
+	}
+	s.metrics.failures.Inc()
+	return s.ended(r, ref), nil
+}
+
+// backoff is the default retry delay of attempt ref: the library's
+// default backoff for its attempt number, which takes a read. If the read
+// fails the fail is still tried, with the first attempt's delay.
+func (s *Server) backoff(ctx context.Context, ref fenced.JobRef) time.Duration {
+	attempt := 1
+	if j, _, err := s.c.GetJob(ctx, ref.ID); err == nil && j.Fence == ref.Fence {
+		attempt = j.Attempt
+	}
+	return fenced.DefaultBackoff.Delay(attempt)
+}
+
+type snoozeRequest struct {
+	Fence   *int64 `json:"fence"`
+	DelayMs *int64 `json:"delay_ms"` // required
+}
+
+// snooze: POST /v1/jobs/{id}/snooze {fence, delay_ms}: back to queued to
+// run after delay_ms; the attempt does not count against max_attempts.
+func (s *Server) snooze(r *http.Request) (*reply, error) {
+	var req snoozeRequest
+	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
+	if err != nil {
+		return nil, err
+	}
+	ms, err := required("delay_ms", req.DelayMs)
+	if err != nil {
+		return nil, err
+	}
+	delay, err := millis("delay_ms", &ms, 0, 0, fenced.MaxRetryDelay)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.c.SnoozeJob(r.Context(), ref, delay); err != nil {
+		return nil, jobNotFound(ref.ID, err)
+	}
+	return s.ended(r, ref), nil
+}
+
+type progressRequest struct {
+	Fence    *int64           `json:"fence"`
+	Stage    string           `json:"stage"`
+	Counters map[string]int64 `json:"counters"`
+}
+
+// progress: POST /v1/jobs/{id}/progress {fence, stage?, counters?}: the
+// running attempt's progress, shown with the job.
+func (s *Server) progress(r *http.Request) (*reply, error) {
+	var req progressRequest
+	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
+	if err != nil {
+		return nil, err
+	}
+	if err := s.c.ReportProgress(r.Context(), ref, fenced.Progress{Stage: req.Stage, Counters: req.Counters}); err != nil {
+		return nil, jobNotFound(ref.ID, err)
+	}
+	return s.ended(r, ref), nil
+}
+
+// jobWrite decodes the body of a worker-owned write into req and returns
+// the attempt it names: the path's id and the body's fence (required).
+func (s *Server) jobWrite(r *http.Request, req any, fence func() *int64) (fenced.JobRef, error) {
+	if err := decodeBody(r, req, false); err != nil {
+		return fenced.JobRef{}, err
+	}
+	id, err := pathJobID(r)
+	if err != nil {
+		return fenced.JobRef{}, err
+	}
+	f, err := required("fence", fence())
+	if err != nil {
+		return fenced.JobRef{}, err
+	}
+	return fenced.JobRef{ID: id, Fence: f}, nil
+}

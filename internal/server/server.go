@@ -1,0 +1,271 @@
+// Package server is fenced's HTTP/JSON service: leases, the fenced resource
+// store and the job queue under /v1, /healthz and /metrics, for workers in
+// any language (design §8).
+//
+// Every answer the database decided carries the database clock reading it
+// was decided at, in the X-Fenced-DB-Time header (RFC 3339, nanoseconds)
+// and as "db_time" in the JSON body; see dbtime.go for what it is on each
+// route. Errors are JSON with a stable code (errors.go); bad input never
+// yields a 500.
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// Defaults of Config.
+const (
+	DefaultMaxBody   = 1 << 20
+	DefaultMaxWait   = 30 * time.Second
+	DefaultPollEvery = 100 * time.Millisecond
+	// notifiedPollEvery is the poll of a waiting claim when the backend
+	// wakes it on enqueue: only jobs that become due with time (scheduled,
+	// retried, recovered) are found by polling then.
+	notifiedPollEvery = time.Second
+)
+
+// Config tunes a Server. The zero value works: no tokens (loopback only),
+// 1 MiB bodies, claims wait at most 30s, no maintenance.
+type Config struct {
+	// Tokens are the bearer tokens accepted. Empty means no authentication;
+	// then only loopback clients naming a loopback host are served (and the
+	// listener must be loopback: see CheckListen). Default none.
+	Tokens []string
+	// MaxBody bounds a request body in bytes; larger gets 413. Default
+	// DefaultMaxBody (1 MiB).
+	MaxBody int64
+	// MaxWait caps the wait_ms of a claim (the long-poll). Default
+	// DefaultMaxWait (30s).
+	MaxWait time.Duration
+	// PollEvery is how often a waiting claim tries again when nothing wakes
+	// it. Default DefaultPollEvery (100ms), or 1s on a backend that wakes
+	// claims on enqueue (PostgreSQL LISTEN/NOTIFY).
+	PollEvery time.Duration
+	// Maintenance, when set, runs the job queue's maintenance (recovery of
+	// expired work, retention, periodic jobs) while the server is open;
+	// its rounds are counted in /metrics. Default none.
+	Maintenance *fenced.MaintenanceConfig
+	// Logger gets one line per request (method, route, status, duration)
+	// and the server's errors. Tokens and headers are never logged.
+	// Default: discarded.
+	Logger *slog.Logger
+	// Redact rewrites the text of an error before it is logged (the
+	// command removes the database password). Default: unchanged.
+	Redact func(string) string
+	// Dashboard, when set, serves every path outside /v1/, /healthz and
+	// /metrics (the HTML dashboard at /), behind the same authentication
+	// and logging. Default: those paths are a JSON 404.
+	Dashboard http.Handler
+}
+
+// Server is the HTTP handler of the service. Create it with New; Close it
+// to end waiting claims and stop its background work.
+type Server struct {
+	c       *fenced.Client
+	cfg     Config
+	api     *http.ServeMux
+	auth    *auth
+	cop     *http.CrossOriginProtection
+	metrics *metrics
+	wake    *waker
+	log     *slog.Logger
+
+	closing   chan struct{} // closed by Close: waiting claims return
+	closeOnce sync.Once
+	stopBg    context.CancelFunc
+	bg        sync.WaitGroup
+	maint     *fenced.Maintainer
+}
+
+// New returns the service over c. It starts the backend's job listener
+// (PostgreSQL) and, if configured, the maintenance; Close stops them.
+func New(c *fenced.Client, cfg Config) (*Server, error) {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Redact == nil {
+		cfg.Redact = func(s string) string { return s }
+	}
+	a, err := newAuth(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{c: c, cfg: cfg, auth: a, cop: http.NewCrossOriginProtection(),
+		metrics: newMetrics(c), wake: newWaker(), log: cfg.Logger, closing: make(chan struct{})}
+	s.api = s.routes()
+
+	ctx, stop := context.WithCancel(context.Background())
+	s.stopBg = stop
+	if s.listen(ctx) && s.cfg.PollEvery <= 0 {
+		s.cfg.PollEvery = notifiedPollEvery
+	}
+	if s.cfg.PollEvery <= 0 {
+		s.cfg.PollEvery = DefaultPollEvery
+	}
+	if cfg.Maintenance != nil {
+		mc := *cfg.Maintenance
+		if mc.Logger == nil {
+			mc.Logger = s.log
+		}
+		next := mc.OnRound
+		mc.OnRound = func(r fenced.MaintenanceRound) {
+			s.metrics.recovered.Add(float64(r.Recovered))
+			if next != nil {
+				next(r)
+			}
+		}
+		if s.maint, err = c.StartMaintenance(ctx, mc); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Close makes waiting claims return at once (with what they have: no jobs)
+// and stops the job listener and the maintenance (which releases its
+// lease). Requests in flight finish; call it before http.Server.Shutdown.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		if s.maint != nil {
+			s.maint.Stop()
+		}
+		s.stopBg()
+		s.bg.Wait()
+	})
+}
+
+// Client is the fenced client the server works on (for the dashboard).
+func (s *Server) Client() *fenced.Client { return s.c }
+
+// ServeHTTP implements http.Handler: log and measure, authenticate, then
+// route.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &recorder{ResponseWriter: w}
+	route, h := s.route(r)
+	defer func() { s.observe(r, rec, route, time.Since(start)) }()
+
+	if route != routeHealth {
+		if e := s.authorize(r); e != nil {
+			s.writeError(rec, r, e)
+			return
+		}
+	}
+	if err := s.cop.Check(r); err != nil {
+		s.writeError(rec, r, forbidden("cross-origin request refused: "+err.Error()))
+		return
+	}
+	r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBody)
+	h.ServeHTTP(rec, r)
+}
+
+// Route labels that are not patterns.
+const (
+	routeHealth    = "GET /healthz"
+	routeDashboard = "dashboard"
+	routeUnmatched = "unmatched"
+)
+
+// route finds the handler of r and the label its logs and metrics carry:
+// the ServeMux pattern, "dashboard", or "unmatched" (never the raw path, so
+// the label's values stay few).
+func (s *Server) route(r *http.Request) (string, http.Handler) {
+	p := r.URL.Path
+	if p != "/healthz" && p != "/metrics" && !strings.HasPrefix(p, "/v1/") && p != "/v1" {
+		if s.cfg.Dashboard != nil {
+			return routeDashboard, s.cfg.Dashboard
+		}
+		return routeUnmatched, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.writeError(w, r, notFoundRoute(r))
+		})
+	}
+	h, pattern := s.api.Handler(r)
+	if pattern == "" {
+		return routeUnmatched, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.unmatched(w, r, h)
+		})
+	}
+	return pattern, s.api
+}
+
+// unmatched answers a request no route takes as JSON: 405 with Allow when
+// the path exists for other methods, else 404. h is the ServeMux's own
+// answer, run into a recorder to learn which it is.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		s.writeError(w, r, newError(http.StatusMethodNotAllowed, codeMethodNotAllowed,
+			r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+probe.header.Get("Allow")))
+		return
+	}
+	s.writeError(w, r, notFoundRoute(r))
+}
+
+// headerProbe is a ResponseWriter that keeps only the status and headers.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
+
+// stamped sets X-Fenced-DB-Time on h's answers to a reading taken before h
+// runs (for /metrics, whose job counts are read right after).
+func (s *Server) stamped(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t := s.dbNow(r.Context()); !t.IsZero() {
+			w.Header().Set(HeaderDBTime, formatDBTime(t))
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// routes registers the API; each pattern is also the route's metric label.
+func (s *Server) routes() *http.ServeMux {
+	m := http.NewServeMux()
+	handle := func(pattern string, h func(*http.Request) (*reply, error)) {
+		m.Handle(pattern, s.endpoint(h))
+	}
+	handle("GET /healthz", s.health)
+	m.Handle("GET /metrics", s.stamped(s.metrics.handler(s.log)))
+
+	handle("POST /v1/leases/{name}/acquire", s.acquire)
+	handle("POST /v1/leases/{name}/renew", s.renew)
+	handle("POST /v1/leases/{name}/release", s.release)
+	handle("GET /v1/leases/{name}", s.getLease)
+	handle("GET /v1/leases", s.listLeases)
+
+	handle("PUT /v1/resources/{key}", s.putResource)
+	handle("GET /v1/resources/{key}", s.getResource)
+
+	handle("POST /v1/jobs", s.enqueue)
+	handle("GET /v1/jobs", s.listJobs)
+	handle("GET /v1/jobs/{id}", s.getJob)
+	handle("POST /v1/queues/{queue}/claim", s.claim)
+	handle("POST /v1/jobs/{id}/heartbeat", s.heartbeat)
+	handle("POST /v1/jobs/{id}/complete", s.complete)
+	handle("POST /v1/jobs/{id}/fail", s.fail)
+	handle("POST /v1/jobs/{id}/snooze", s.snooze)
+	handle("POST /v1/jobs/{id}/progress", s.progress)
+	handle("POST /v1/jobs/{id}/cancel", s.cancel)
+	return m
+}
