@@ -1,0 +1,174 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/server"
+	"github.com/spf13/cobra"
+)
+
+// envTokens names the environment variable of comma-separated tokens.
+const envTokens = "FENCED_TOKENS"
+
+// Timeouts of the HTTP server. A write may wait for a claim's long-poll.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = time.Minute
+	writeTimeout      = server.DefaultMaxWait + 30*time.Second
+	idleTimeout       = 2 * time.Minute
+	shutdownTimeout   = 15 * time.Second
+)
+
+func newServeCmd(a *app) *cobra.Command {
+	var addr, tokensFile, maxBody string
+	var noMaintenance bool
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve leases, resources and jobs over HTTP/JSON",
+		Long: `Serve fenced over HTTP/JSON under /v1 for workers in any language: leases,
+the fenced resource store and the job queue (claims long-poll), with
+/healthz (open) and /metrics (Prometheus). Every answer the database decided
+carries its clock reading in the X-Fenced-DB-Time header and as "db_time".
+Errors are JSON {"error": code, "message": …}: 400 invalid, 401/403, 404
+not_found, 409 lease_held / stale_fence / conflict, 413 too_large.
+
+Bearer tokens come from --tokens-file (one per line, # comments) and
+FENCED_TOKENS (comma-separated); each is at least 16 characters. Without
+tokens fenced serves only a loopback address and refuses to start on any
+other (exit 2). Tokens are never logged.
+
+The server also runs the job queue's maintenance — recovery of expired work
+and retention — unless --no-maintenance (run it in one place or several:
+a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.`,
+		Example: `  fenced serve
+  fenced serve --db postgres://fenced@db:5432/fenced --addr 0.0.0.0:8080 --tokens-file /etc/fenced/tokens
+  curl -s -X POST localhost:8080/v1/leases/report/acquire --json '{"owner": "w1", "ttl_ms": 30000}'`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tokens, err := a.tokens(tokensFile)
+			if err != nil {
+				return err
+			}
+			limit, err := humanize.ParseBytes(maxBody)
+			if err != nil || limit < 1024 || limit > 1<<30 {
+				return usage("--max-body %q: want a size from 1KiB to 1GiB, such as 1MiB", maxBody)
+			}
+			if err := server.CheckListen(addr, len(tokens) > 0); err != nil {
+				return usage("%v", err)
+			}
+			return a.serve(cmd.Context(), serveOptions{addr: addr, tokens: tokens,
+				maxBody: int64(limit), maintenance: !noMaintenance})
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
+	cmd.Flags().StringVar(&tokensFile, "tokens-file", "", "file of bearer tokens, one per line (also $"+envTokens+")")
+	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
+	cmd.Flags().StringVar(&maxBody, "max-body", "1MiB", "largest request body")
+	return cmd
+}
+
+type serveOptions struct {
+	addr        string
+	tokens      []string
+	maxBody     int64
+	maintenance bool
+}
+
+// tokens reads the tokens of --tokens-file and $FENCED_TOKENS. Errors
+// name the file and line, never a token.
+func (a *app) tokens(file string) ([]string, error) {
+	tokens, err := server.SplitTokens(a.getenv(envTokens))
+	if err != nil {
+		return nil, usage("$%s: %v", envTokens, err)
+	}
+	if file == "" {
+		return tokens, nil
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, usage("--tokens-file: %v", err)
+	}
+	defer f.Close()
+	more, err := server.ReadTokens(f)
+	if err != nil {
+		return nil, usage("--tokens-file %s: %v", file, err)
+	}
+	if len(more) == 0 {
+		return nil, usage("--tokens-file %s has no tokens", file)
+	}
+	return append(tokens, more...), nil
+}
+
+// serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it
+// down: waiting claims return, requests in flight finish (within
+// shutdownTimeout), the maintenance releases its lease.
+func (a *app) serve(ctx context.Context, o serveOptions) error {
+	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	c, err := a.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub}
+	if o.maintenance {
+		cfg.Maintenance = &fenced.MaintenanceConfig{}
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// "localhost" could resolve to something else: check what was bound.
+	if bound := ln.Addr().String(); len(o.tokens) == 0 && server.CheckListen(bound, false) != nil {
+		ln.Close()
+		return usage("%s resolved to %s, which is not loopback: give tokens or a loopback IP", o.addr, bound)
+	}
+	srv, err := server.New(c, cfg)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+
+	auth := "no tokens: loopback only"
+	if n := len(o.tokens); n > 0 {
+		auth = fmt.Sprintf("%d bearer token(s)", n)
+	}
+	maint := "on"
+	if !o.maintenance {
+		maint = "off"
+	}
+	fmt.Fprintf(a.stdout, "fenced: listening on http://%s (database %s, %s, maintenance %s)\n",
+		ln.Addr(), a.shownURL(), auth, maint)
+
+	select {
+	case err := <-served:
+		srv.Close()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	srv.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("shut down: %w", err)
+		}
+		log.Warn("requests still running after the shutdown timeout; closing their connections", "timeout", shutdownTimeout)
+		hs.Close()
+	}
+	return nil
+}

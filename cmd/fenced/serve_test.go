@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const serveToken = "serve-test-token-0123456789"
+
+func TestServeRefusesNonLoopbackWithoutTokens(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "")
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0"} {
+		r := c.fails(exitUsage, "serve", "--addr", addr)
+		for _, want := range []string{"refusing to listen", "without tokens", "--tokens-file", "FENCED_TOKENS", "127.0.0.1"} {
+			contains(t, "stderr", r.stderr, want)
+		}
+	}
+	// Bad tokens are refused before listening, naming the line, never the token.
+	file := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(file, []byte("# ops\nshort-secret\n"), 0o600)
+	r := c.fails(exitUsage, "serve", "--tokens-file", file)
+	contains(t, "stderr", r.stderr, "line 2")
+	if strings.Contains(r.stderr, "short-secret") {
+		t.Fatalf("the token is in the message: %s", r.stderr)
+	}
+	c.fails(exitUsage, "serve", "--tokens-file", filepath.Join(t.TempDir(), "missing"))
+	c.fails(exitUsage, "serve", "--max-body", "lots")
+	c.fails(exitUsage, "serve", "extra-arg")
+}
+
+// served is a running "fenced serve" process.
+type served struct {
+	t      *testing.T
+	base   string
+	token  string
+	stderr *syncBuf
+	done   chan struct{} // closed when the process exited, with err set
+	err    error
+	signal func(os.Signal) error
+}
+
+// syncBuf collects a process's output across goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// serve starts "fenced serve" with args on a free loopback port and waits
+// for its "listening on" line.
+func (c cli) serve(args ...string) *served {
+	c.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c.t.Cleanup(cancel)
+	cmd := c.command(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	s := &served{t: c.t, stderr: &syncBuf{}, done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	s.signal = cmd.Process.Signal
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() {
+		c.t.Fatalf("fenced serve printed nothing; stderr: %s", s.stderr)
+	}
+	first := lines.Text()
+	_, rest, ok := strings.Cut(first, "listening on ")
+	if !ok {
+		c.t.Fatalf("first line %q does not say where it listens", first)
+	}
+	s.base, _, _ = strings.Cut(rest, " ")
+	go func() {
+		io.Copy(io.Discard, stdout)
+		s.err = cmd.Wait()
+		close(s.done)
+	}()
+	c.t.Cleanup(func() {
+		s.signal(syscall.SIGKILL)
+		<-s.done
+	})
+	return s
+}
+
+// call sends a JSON request like curl and returns the status and the
+// decoded body.
+func (s *served) call(method, path, body string) (int, map[string]any, http.Header) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.base+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if s.token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(res.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		s.t.Fatalf("%s %s: %d, body %q is not JSON", method, path, res.StatusCode, raw)
+	}
+	return res.StatusCode, out, res.Header
+}
+
+// want sends a request that must answer status.
+func (s *served) want(status int, method, path, body string) map[string]any {
+	s.t.Helper()
+	got, out, h := s.call(method, path, body)
+	if got != status {
+		s.t.Fatalf("%s %s: %d %v, want %d", method, path, got, out, status)
+	}
+	if status < 300 && h.Get("X-Fenced-DB-Time") == "" {
+		s.t.Fatalf("%s %s: no X-Fenced-DB-Time", method, path)
+	}
+	return out
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *served) stop() {
+	s.t.Helper()
+	if err := s.signal(syscall.SIGTERM); err != nil {
+		s.t.Fatal(err)
+	}
+	select {
+	case <-s.done:
+		if s.err != nil {
+			s.t.Fatalf("fenced serve after SIGTERM: %v; stderr: %s", s.err, s.stderr)
+		}
+	case <-time.After(30 * time.Second):
+		s.t.Fatal("fenced serve did not stop after SIGTERM")
+	}
+}
+
+// TestServe runs the README's walk-through against a real "fenced serve":
+// acquire, resource write, stale write (409, nothing changed), enqueue,
+// claim, complete; then a graceful stop.
+func TestServe(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, c cli) {
+		s := c.serve()
+		l := s.want(200, "POST", "/v1/leases/report/acquire", `{"owner": "w1", "ttl_ms": 100}`)
+		s.want(200, "PUT", "/v1/resources/report", fmt.Sprintf(`{"value": "w1's", "fence": %v}`, l["fence"]))
+		for {
+			if _, cur, _ := s.call("GET", "/v1/leases/report", ""); cur["held"] == false {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		l2 := s.want(200, "POST", "/v1/leases/report/acquire", `{"owner": "w2", "ttl_ms": 30000}`)
+		s.want(200, "PUT", "/v1/resources/report", fmt.Sprintf(`{"value": "w2's", "fence": %v}`, l2["fence"]))
+		stale := s.want(409, "PUT", "/v1/resources/report", fmt.Sprintf(`{"value": "w1's late", "fence": %v}`, l["fence"]))
+		if stale["error"] != "stale_fence" || stale["current_fence"] != l2["fence"] {
+			t.Fatalf("stale write = %v", stale)
+		}
+		if r := s.want(200, "GET", "/v1/resources/report", ""); r["value"] != "w2's" {
+			t.Fatalf("resource after the stale write = %v", r)
+		}
+
+		j := s.want(201, "POST", "/v1/jobs", `{"kind": "email", "args": {"to": "ann@example.com"}}`)
+		claim := s.want(200, "POST", "/v1/queues/default/claim", `{"owner": "w1", "lease_ms": 30000, "wait_ms": 1000}`)
+		jobs := claim["jobs"].([]any)
+		if len(jobs) != 1 || jobs[0].(map[string]any)["id"] != j["id"] {
+			t.Fatalf("claim = %v", claim)
+		}
+		fence := jobs[0].(map[string]any)["fence"]
+		s.want(200, "POST", fmt.Sprintf("/v1/jobs/%v/complete", j["id"]), fmt.Sprintf(`{"fence": %v, "output": {"sent": true}}`, fence))
+		if got := s.want(200, "GET", fmt.Sprintf("/v1/jobs/%v", j["id"]), ""); got["job"].(map[string]any)["state"] != "succeeded" {
+			t.Fatalf("job = %v", got)
+		}
+		s.want(200, "GET", "/healthz", "")
+		s.stop()
+		contains(t, "stderr", s.stderr.String(), `route="POST /v1/jobs/{id}/complete"`)
+	})
+}
+
+func TestServeWithTokens(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "")
+	c.env = append(c.env, envTokens+"="+serveToken)
+	s := c.serve("--no-maintenance", "--max-body", "2KiB")
+	s.want(401, "GET", "/v1/leases", "")
+	s.want(200, "GET", "/healthz", "")
+	s.token = serveToken
+	s.want(200, "GET", "/v1/leases", "")
+	s.want(413, "POST", "/v1/jobs", `{"kind": "k", "args": "`+strings.Repeat("x", 3000)+`"}`)
+	s.token = "wrong-token-0123456789"
+	s.want(401, "GET", "/v1/leases", "")
+	s.stop()
+	if out := s.stderr.String(); strings.Contains(out, serveToken) || strings.Contains(out, "wrong-token") {
+		t.Fatalf("a token is in the log:\n%s", out)
+	}
+}
