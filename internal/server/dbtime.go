@@ -30,8 +30,9 @@ import (
 // even be authenticated would let anyone load the database.
 
 // dbNow reads the database clock, or returns the zero time when it cannot
-// (the backend has no clock read, or the read failed; the answer then
-// carries no database time rather than the server's).
+// (the backend has no clock read — driver.Clock — or the read failed; the
+// answer then carries no database time, header or db_time, rather than the
+// server's own).
 func (s *Server) dbNow(ctx context.Context) time.Time {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()

@@ -24,9 +24,14 @@ const (
 	codeConflict         = "conflict"           // 409: the job's state forbids the operation
 	codeTooLarge         = "too_large"          // 413: body over the limit
 	codeUnsupportedType  = "unsupported_media_type"
-	codeUnavailable      = "unavailable" // 503: database unreachable, or shutting down
+	codeUnavailable      = "unavailable" // 503: the database does not answer (/healthz)
 	codeInternal         = "internal"    // 500: a failure that is not the request's fault
+	codeCancelled        = "cancelled"   // 499: the client went away; logged, never read
 )
+
+// statusClientClosed is the status logged and counted for a request whose
+// client went away before the answer (nginx's 499); nobody receives it.
+const statusClientClosed = 499
 
 // errorBody is what every error answer holds; detail types embed it.
 type errorBody struct {
@@ -132,8 +137,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 		e.fromDB = true
 		return e
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
-		// The client went away; nobody reads this answer.
-		return newError(http.StatusServiceUnavailable, codeUnavailable, "request cancelled")
+		return newError(statusClientClosed, codeCancelled, "the client went away")
 	default:
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.String("err", s.cfg.Redact(err.Error())))

@@ -12,7 +12,7 @@ import (
 // healthReply says the database answered, and its clock.
 type healthReply struct {
 	Status string    `json:"status"`
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 // health: GET /healthz → 200 {"status": "ok"} once the database answers

@@ -27,7 +27,7 @@ type enqueueRequest struct {
 // key matched.
 type enqueueReply struct {
 	wire.Enqueued
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 // maxDelay bounds delay_ms, as the library bounds a delay.
@@ -78,7 +78,7 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 // jobHistoryReply is a job and its attempts.
 type jobHistoryReply struct {
 	wire.JobHistory
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 // getJob: GET /v1/jobs/{id} → {"job": …, "attempts": […]}.
@@ -100,7 +100,7 @@ func (s *Server) getJob(r *http.Request) (*reply, error) {
 type jobsReply struct {
 	Jobs      []wire.Job `json:"jobs"`
 	NextAfter *int64     `json:"next_after"`
-	DBTime    time.Time  `json:"db_time"`
+	DBTime    time.Time  `json:"db_time,omitzero"`
 }
 
 // listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after= → a page of jobs
@@ -186,7 +186,7 @@ func (s *Server) cancel(r *http.Request) (*reply, error) {
 // jobReply is one job.
 type jobReply struct {
 	wire.Job
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 // pathJobID is the {id} of the path.

@@ -30,7 +30,7 @@ type claimRequest struct {
 // attempt. Empty when nothing was eligible within wait_ms.
 type claimReply struct {
 	Jobs   []wire.Job `json:"jobs"`
-	DBTime time.Time  `json:"db_time"`
+	DBTime time.Time  `json:"db_time,omitzero"`
 }
 
 // claim: POST /v1/queues/{queue}/claim {owner, limit, lease_ms, wait_ms} →
@@ -126,7 +126,7 @@ type heartbeatReply struct {
 	Fence           int64     `json:"fence"`
 	LeaseExpiresAt  time.Time `json:"lease_expires_at"`
 	CancelRequested bool      `json:"cancel_requested"`
-	DBTime          time.Time `json:"db_time"`
+	DBTime          time.Time `json:"db_time,omitzero"`
 }
 
 // heartbeat: POST /v1/jobs/{id}/heartbeat {fence, lease_ms} → the new
@@ -172,7 +172,7 @@ func (s *Server) diagnose(ctx context.Context, ref fenced.JobRef) error {
 type endReply struct {
 	ID     int64     `json:"id"`
 	Fence  int64     `json:"fence"`
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 func (s *Server) ended(r *http.Request, ref fenced.JobRef) *reply {

@@ -15,7 +15,7 @@ const defaultLeaseTTL = 30 * time.Second
 // leaseReply is a lease with the database time it was decided at.
 type leaseReply struct {
 	wire.Lease
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 type acquireRequest struct {
@@ -112,7 +112,7 @@ func (s *Server) getLease(r *http.Request) (*reply, error) {
 // leasesReply is every lease, by name.
 type leasesReply struct {
 	Leases []wire.Lease `json:"leases"`
-	DBTime time.Time    `json:"db_time"`
+	DBTime time.Time    `json:"db_time,omitzero"`
 }
 
 // listLeases: GET /v1/leases → {"leases": [...]}.

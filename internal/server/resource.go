@@ -22,7 +22,7 @@ type putResourceRequest struct {
 // resourceWriteReply is an accepted write.
 type resourceWriteReply struct {
 	wire.ResourceWrite
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 // putResource: PUT /v1/resources/{key} {value, fence, operation_id?} →
@@ -53,7 +53,7 @@ func (s *Server) putResource(r *http.Request) (*reply, error) {
 // resourceReply is a stored resource.
 type resourceReply struct {
 	wire.Resource
-	DBTime time.Time `json:"db_time"`
+	DBTime time.Time `json:"db_time,omitzero"`
 }
 
 // getResource: GET /v1/resources/{key} → {key, value, fence, version,

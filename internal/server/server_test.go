@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/internal/testdb"
 )
 
@@ -238,4 +239,41 @@ func TestHealth(t *testing.T) {
 			}
 		})
 	})
+}
+
+// noClock hides the backend's clock read (driver.Clock), as a backend
+// without one would.
+type noClock struct{ driver.Driver }
+
+func TestWithoutADatabaseClockReadAnswersCarryNoTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := fenced.OpenDriver(ctx, testdb.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	c := fenced.New(noClock{d}, fenced.Config{})
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(c, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, c: c, srv: srv, ts: httptest.NewServer(srv)}
+	t.Cleanup(func() { srv.Close(); e.ts.Close() })
+
+	if r, err := e.send("GET", "/healthz", nil); err != nil || r.body["status"] != "ok" {
+		t.Fatalf("healthz = %v %s", err, r.raw)
+	}
+	r, err := e.send("PUT", "/v1/resources/k", map[string]any{"value": "v", "fence": 1})
+	if err != nil || r.status != 200 {
+		t.Fatalf("write: %v %d %s", err, r.status, r.raw)
+	}
+	if _, ok := r.body["db_time"]; ok || r.header.Get(HeaderDBTime) != "" {
+		t.Fatalf("an answer with no database reading carries a time: %v %s", r.header, r.raw)
+	}
+	// Where the deciding statement read the clock, the time is there.
+	e.ok("POST", "/v1/leases/x/acquire", map[string]any{"owner": "A"})
 }

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/testdb"
+)
+
+// The benchmarks compare the same operations through the library and
+// over HTTP on loopback with keep-alive, on both backends, each from
+// parallel clients (b.RunParallel: GOMAXPROCS goroutines):
+//
+//	go test ./internal/server -run XXX -bench . -benchtime 3s
+//
+// Renew renews one lease per client; ClaimComplete claims one job and
+// completes it (the queue is filled beforehand, outside the timing).
+
+func BenchmarkRenew(b *testing.B) {
+	eachBackend(b, func(b *testing.B, c *fenced.Client, ts *httptest.Server) {
+		var n atomic.Int64
+		b.Run("Library", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				l, err := c.Acquire(context.Background(), fmt.Sprint("lib-", n.Add(1)), "o", time.Minute)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for pb.Next() {
+					if _, err := c.Renew(context.Background(), *l, time.Minute); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+		b.Run("HTTP", func(b *testing.B) {
+			b.RunParallel(func(pb *testing.PB) {
+				name := fmt.Sprint("http-", n.Add(1))
+				var l struct{ Fence int64 }
+				if !post(b, ts, "/v1/leases/"+name+"/acquire", `{"owner": "o", "ttl_ms": 60000}`, &l) {
+					return
+				}
+				body := fmt.Sprintf(`{"owner": "o", "fence": %d, "ttl_ms": 60000}`, l.Fence)
+				for pb.Next() {
+					if !post(b, ts, "/v1/leases/"+name+"/renew", body, nil) {
+						return
+					}
+				}
+			})
+		})
+	})
+}
+
+func BenchmarkClaimComplete(b *testing.B) {
+	eachBackend(b, func(b *testing.B, c *fenced.Client, ts *httptest.Server) {
+		fill := func(queue string, n int) {
+			ps := make([]fenced.EnqueueParams, n)
+			for i := range ps {
+				ps[i] = fenced.EnqueueParams{Kind: "k", Queue: queue}
+			}
+			for len(ps) > 0 {
+				k := min(len(ps), 1000)
+				if _, err := c.EnqueueMany(context.Background(), nil, ps[:k]); err != nil {
+					b.Fatal(err)
+				}
+				ps = ps[k:]
+			}
+		}
+		b.Run("Library", func(b *testing.B) {
+			queue := fmt.Sprint("lib", b.N)
+			fill(queue, b.N+1000)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					jobs, err := c.ClaimJobs(context.Background(), queue, "w", 1, time.Minute)
+					if err != nil || len(jobs) != 1 {
+						b.Errorf("claim: %v, %d jobs", err, len(jobs))
+						return
+					}
+					if err := c.CompleteJob(context.Background(), jobs[0].Ref(), nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+		b.Run("HTTP", func(b *testing.B) {
+			queue := fmt.Sprint("http", b.N)
+			fill(queue, b.N+1000)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					var claim struct {
+						Jobs []struct{ ID, Fence int64 }
+					}
+					if !post(b, ts, "/v1/queues/"+queue+"/claim", `{"owner": "w", "lease_ms": 60000}`, &claim) {
+						return
+					}
+					if len(claim.Jobs) != 1 {
+						b.Error("claimed nothing")
+						return
+					}
+					j := claim.Jobs[0]
+					if !post(b, ts, fmt.Sprintf("/v1/jobs/%d/complete", j.ID), fmt.Sprintf(`{"fence": %d}`, j.Fence), nil) {
+						return
+					}
+				}
+			})
+		})
+	})
+}
+
+// eachBackend runs bench on a server over SQLite and one over PostgreSQL.
+func eachBackend(b *testing.B, bench func(*testing.B, *fenced.Client, *httptest.Server)) {
+	for _, db := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"SQLite", testdb.SQLite}, {"PostgreSQL", testdb.Postgres}} {
+		b.Run(db.name, func(b *testing.B) {
+			ctx := context.Background()
+			c, err := fenced.Open(ctx, db.url(b), fenced.Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.Migrate(ctx); err != nil {
+				b.Fatal(err)
+			}
+			srv, err := New(c, Config{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ts := httptest.NewServer(srv)
+			defer func() { srv.Close(); ts.Close() }()
+			ts.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+			bench(b, c, ts)
+		})
+	}
+}
+
+// post sends a JSON body and decodes a 200 answer into out (if not nil);
+// it reports a failure with b.Error (it runs on RunParallel's goroutines)
+// and returns false.
+func post(b *testing.B, ts *httptest.Server, path, body string, out any) bool {
+	res, err := ts.Client().Post(ts.URL+path, "application/json", bytes.NewReader([]byte(body)))
+	if err != nil {
+		b.Error(err)
+		return false
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != 200 {
+		b.Errorf("%s: %d %s", path, res.StatusCode, raw)
+		return false
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			b.Error(err)
+			return false
+		}
+	}
+	return true
+}
