@@ -27,9 +27,8 @@ func (b Backoff) withDefaults() Backoff {
 	if b.Max <= 0 {
 		b.Max = DefaultBackoff.Max
 	}
-	if b.Max < b.Base {
-		b.Max = b.Base
-	}
+	b.Max = min(b.Max, MaxRetryDelay)
+	b.Base = min(b.Base, b.Max)
 	switch {
 	case b.Jitter == 0:
 		b.Jitter = DefaultBackoff.Jitter

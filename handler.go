@@ -124,7 +124,7 @@ func (w *Worker) outcome(ctx context.Context, r *JobRun, err error) (JobEnd, boo
 		}
 		end.Kind, end.Output = EndComplete, out
 	case errors.As(err, &snooze):
-		end.Kind, end.Delay = EndSnooze, snooze.d
+		end.Kind, end.Delay = EndSnooze, min(max(snooze.d, 0), MaxRetryDelay)
 	case context.Cause(ctx) == ErrJobCancelled:
 		end.Kind, end.Error = EndCancel, err.Error()
 	case context.Cause(ctx) == ErrWorkerStopping:

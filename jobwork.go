@@ -50,12 +50,21 @@ func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, 
 // HeartbeatResult reports how a heartbeat went for each job.
 type HeartbeatResult = driver.HeartbeatResult
 
-// HeartbeatJobs extends the leases of running attempts in one statement. Jobs
-// whose attempt is no longer current are reported Lost (their worker must
-// stop); jobs asked to cancel are reported in CancelRequested.
+// HeartbeatJobs extends the leases of running attempts (one per job) in one
+// statement. Jobs whose attempt is no longer current are reported Lost
+// (their worker must stop); jobs asked to cancel are reported in
+// CancelRequested; jobs whose row was held by an open JobTx of the same
+// attempt are reported Busy (current, not extended this time).
 func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Duration) (*HeartbeatResult, error) {
 	if err := validRefs(refs); err != nil {
 		return nil, err
+	}
+	seen := make(map[int64]bool, len(refs))
+	for _, r := range refs {
+		if seen[r.ID] {
+			return nil, driver.Invalid("jobs", "job %d appears twice in one heartbeat", r.ID)
+		}
+		seen[r.ID] = true
 	}
 	if err := validTTL(ttl); err != nil {
 		return nil, err
@@ -97,18 +106,32 @@ const (
 // exhausted or Discard is set (then the job is failed: the dead letter);
 // snooze, back to queued after Delay without counting the attempt; cancel,
 // the final write after a cancel request. Each job is guarded by its own
-// fence; errs[i] is nil or that job's *StaleError / ErrNotFound. err is for
-// the call as a whole.
+// fence; errs[i] is nil or that job's *StaleError / ErrNotFound, or its
+// *InvalidError — an invalid end is refused alone, the others are written.
+// err is for the call as a whole.
 func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, err error) {
-	for i, e := range ends {
-		if err := validEnd(&ends[i]); err != nil {
-			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
+	errs = make([]error, len(ends))
+	valid := make([]JobEnd, 0, len(ends))
+	at := make([]int, 0, len(ends))
+	for i := range ends {
+		e := ends[i]
+		if err := validEnd(&e); err != nil {
+			errs[i] = fmt.Errorf("job %d: %w", e.Ref.ID, err)
+			continue
 		}
+		valid, at = append(valid, e), append(at, i)
 	}
-	if len(ends) == 0 {
-		return nil, nil
+	if len(valid) == 0 {
+		return errs, nil
 	}
-	return c.d.JobFinish(ctx, tx, ends)
+	written, err := c.d.JobFinish(ctx, tx, valid)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range at {
+		errs[i] = written[k]
+	}
+	return errs, nil
 }
 
 func validEnd(e *JobEnd) error {

@@ -220,8 +220,15 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 			return err
 		}
 	}
-	// The period is read from the database clock (the lease's last decision).
-	now := lease.DecidedAt
+	if len(m.cfg.Periodic) == 0 {
+		return nil
+	}
+	// The period is read from the database clock, this round.
+	cur, err := m.c.Get(ctx, lease.Name)
+	if err != nil {
+		return err
+	}
+	now := cur.DecidedAt
 	for _, p := range m.cfg.Periodic {
 		start := now.Truncate(p.Every)
 		key := "periodic:" + p.Kind + ":" + strconv.FormatInt(start.Unix(), 10)

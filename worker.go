@@ -75,7 +75,9 @@ type Worker struct {
 	}
 }
 
+// activeJob is one attempt this worker runs.
 type activeJob struct {
+	ctx          context.Context
 	cancel       context.CancelCauseFunc
 	ref          JobRef
 	trustedUntil time.Time // monotonic: claim or last good heartbeat start + ttl − margin
@@ -211,6 +213,22 @@ func (w *Worker) Stop(ctx context.Context) error {
 		w.bgWG.Wait()
 	})
 	return ctx.Err()
+}
+
+// Stopping reports whether Stop has been called.
+func (w *Worker) Stopping() bool {
+	w.mu.Lock()
+	stop := w.stopFetch
+	w.mu.Unlock()
+	if stop == nil {
+		return false
+	}
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }
 
 func (w *Worker) cancelAll(cause error) {

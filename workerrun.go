@@ -37,6 +37,12 @@ func (w *Worker) fetch(queue string, concurrency int) {
 			}
 			break
 		}
+		select { // a stopping worker claims nothing more, even with free slots
+		case <-w.stopFetch:
+			return
+		default:
+		}
+		claimedAt := w.c.now() // the lease runs from before the statement
 		jobs, err := w.c.ClaimJobs(w.runCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL)
 		if err != nil && w.runCtx.Err() == nil {
 			w.log.Warn("fenced: claim failed", "queue", queue, "err", err)
@@ -47,9 +53,10 @@ func (w *Worker) fetch(queue string, concurrency int) {
 		for _, j := range jobs {
 			w.stats.claimed.Add(1)
 			w.jobsWG.Add(1)
+			a := w.track(j, claimedAt)
 			go func() {
 				defer func() { <-slots }()
-				w.run(j)
+				w.run(j, a)
 			}()
 		}
 		if len(jobs) < free { // the queue is drained (or failing): wait
@@ -65,19 +72,33 @@ func (w *Worker) fetch(queue string, concurrency int) {
 	}
 }
 
-// run runs one attempt and writes its outcome.
-func (w *Worker) run(j *Job) {
-	defer w.jobsWG.Done()
-	claimedAt := w.c.now()
+// track registers a claimed attempt. A newer attempt of a job this worker
+// still runs proves the older one lost: it is cancelled at once.
+func (w *Worker) track(j *Job, claimedAt time.Time) *activeJob {
 	ctx, cancel := context.WithCancelCause(w.runCtx)
-	defer cancel(nil)
+	a := &activeJob{ctx: ctx, cancel: cancel, ref: j.Ref(), trustedUntil: claimedAt.Add(w.trustFor())}
 	w.mu.Lock()
-	w.active[j.ID] = &activeJob{cancel: cancel, ref: j.Ref(), trustedUntil: claimedAt.Add(w.trustFor())}
+	defer w.mu.Unlock()
+	if old := w.active[j.ID]; old != nil {
+		old.cancel(ErrJobLost)
+	}
+	w.active[j.ID] = a
+	return a
+}
+
+// run runs one attempt and writes its outcome.
+func (w *Worker) run(j *Job, a *activeJob) {
+	defer w.jobsWG.Done()
+	ctx := a.ctx
+	defer a.cancel(nil)
+	w.mu.Lock()
 	h := w.handlers[j.Kind]
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
-		delete(w.active, j.ID)
+		if w.active[j.ID] == a { // not a newer attempt of the same job
+			delete(w.active, j.ID)
+		}
 		w.mu.Unlock()
 	}()
 
@@ -140,22 +161,43 @@ func callHandler(ctx context.Context, h Handler, r *JobRun) (err error) {
 // endRequest is one attempt's final write waiting for the completer.
 type endRequest struct {
 	end  JobEnd
-	done chan error
+	done chan endResult
 }
 
-// end hands an outcome to the completer and waits for its result.
+type endResult struct {
+	err   error
+	whole bool // the batch's statement failed, not this job's guard
+}
+
+// end hands an outcome to the completer and waits for its result. A
+// failure of the whole write (a dropped connection) is retried until the
+// attempt's lease could have run out; a refusal of this job is not.
 func (w *Worker) end(e JobEnd) error {
-	req := endRequest{end: e, done: make(chan error, 1)}
+	giveUp := w.c.now().Add(w.cfg.LeaseTTL)
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err, whole := w.endOnce(e)
+		if !whole || err == nil || w.runCtx.Err() != nil || w.c.now().Add(wait).After(giveUp) {
+			return err
+		}
+		w.log.Warn("fenced: writing a job's outcome failed; retrying", "job", e.Ref.ID, "err", err)
+		sleepCtx(w.runCtx, wait)
+	}
+}
+
+// endOnce writes one outcome through the completer; whole reports an error
+// of the batch's statement rather than of this job.
+func (w *Worker) endOnce(e JobEnd) (err error, whole bool) {
+	req := endRequest{end: e, done: make(chan endResult, 1)}
 	select {
 	case w.ends <- req:
 	case <-w.runCtx.Done():
-		return w.runCtx.Err()
+		return w.runCtx.Err(), false
 	}
 	select {
-	case err := <-req.done:
-		return err
+	case r := <-req.done:
+		return r.err, r.whole
 	case <-w.runCtx.Done():
-		return w.runCtx.Err()
+		return w.runCtx.Err(), false
 	}
 }
 
@@ -188,72 +230,100 @@ func (w *Worker) completer(ctx context.Context) {
 		errs, err := w.c.EndJobs(w.runCtx, nil, ends)
 		for i, r := range batch {
 			if err != nil {
-				r.done <- err
+				r.done <- endResult{err, true}
 			} else {
-				r.done <- errs[i]
+				r.done <- endResult{errs[i], false}
 			}
 		}
 	}
 }
 
-// heartbeats extends every running job's lease in one statement per tick,
-// cancels jobs reported lost or asked to cancel, and cancels jobs whose local
-// trust window ran out while heartbeats failed.
+// heartbeats extends every running job's lease in one statement per tick and
+// cancels jobs reported lost or asked to cancel; a watchdog, ticking far
+// more often, cancels jobs whose local trust window ran out (heartbeats
+// failing or slow), so a handler hears of it before the lease is gone.
 func (w *Worker) heartbeats(ctx context.Context) {
 	defer w.bgWG.Done()
-	t := time.NewTicker(w.cfg.HeartbeatEvery)
-	defer t.Stop()
+	beat := time.NewTicker(w.cfg.HeartbeatEvery)
+	defer beat.Stop()
+	watch := time.NewTicker(max(w.cfg.LeaseTTL/20, time.Millisecond))
+	defer watch.Stop()
 	for {
 		select {
-		case <-t.C:
+		case <-beat.C:
+			w.heartbeat(ctx)
+		case <-watch.C:
+			w.expireUntrusted()
 		case <-ctx.Done():
 			return
 		}
-		w.mu.Lock()
-		refs := make([]JobRef, 0, len(w.active))
-		for _, a := range w.active {
-			refs = append(refs, a.ref)
-		}
-		w.mu.Unlock()
-		if len(refs) == 0 {
-			continue
-		}
-		start := w.c.now()
-		res, err := w.c.HeartbeatJobs(ctx, refs, w.cfg.LeaseTTL)
-		w.mu.Lock()
-		if err != nil {
-			if ctx.Err() == nil {
-				w.log.Warn("fenced: heartbeat failed", "jobs", len(refs), "err", err)
-			}
-			now := w.c.now()
-			for _, a := range w.active {
-				if now.After(a.trustedUntil) {
-					a.cancel(ErrJobLost)
-				}
-			}
-		} else {
-			w.applyHeartbeat(res, start)
-		}
-		w.mu.Unlock()
 	}
 }
 
-// applyHeartbeat updates trust windows and cancels lost and cancelled jobs;
-// w.mu is held.
-func (w *Worker) applyHeartbeat(res *HeartbeatResult, start time.Time) {
+// heartbeat sends one heartbeat for every running attempt, giving up when
+// the earliest trust window ends.
+func (w *Worker) heartbeat(ctx context.Context) {
+	w.mu.Lock()
+	sent := make(map[int64]JobRef, len(w.active))
+	refs := make([]JobRef, 0, len(w.active))
+	var earliest time.Time
+	for _, a := range w.active {
+		sent[a.ref.ID] = a.ref
+		refs = append(refs, a.ref)
+		if earliest.IsZero() || a.trustedUntil.Before(earliest) {
+			earliest = a.trustedUntil
+		}
+	}
+	w.mu.Unlock()
+	if len(refs) == 0 {
+		return
+	}
+	start := w.c.now()
+	hctx, cancel := context.WithTimeout(ctx, max(earliest.Sub(start), time.Millisecond))
+	res, err := w.c.HeartbeatJobs(hctx, refs, w.cfg.LeaseTTL)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("fenced: heartbeat failed", "jobs", len(refs), "err", err)
+		}
+		w.expireUntrusted()
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Act only on the attempt the heartbeat carried: a newer attempt of the
+	// same job may have been claimed meanwhile.
+	current := func(id int64) *activeJob {
+		if a := w.active[id]; a != nil && a.ref == sent[id] {
+			return a
+		}
+		return nil
+	}
 	for _, id := range res.Extended {
-		if a := w.active[id]; a != nil {
+		if a := current(id); a != nil {
 			a.trustedUntil = start.Add(w.trustFor())
 		}
 	}
 	for _, id := range res.Lost {
-		if a := w.active[id]; a != nil {
+		if a := current(id); a != nil {
 			a.cancel(ErrJobLost)
 		}
 	}
 	for _, id := range res.CancelRequested {
-		if a := w.active[id]; a != nil {
+		if a := current(id); a != nil {
 			a.cancel(ErrJobCancelled)
+		}
+	}
+}
+
+// expireUntrusted cancels attempts whose trust window ran out.
+func (w *Worker) expireUntrusted() {
+	now := w.c.now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, a := range w.active {
+		if now.After(a.trustedUntil) {
+			a.cancel(ErrJobLost)
 		}
 	}
 }

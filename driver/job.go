@@ -47,8 +47,8 @@ type JobDriver interface {
 	// JobClaim moves up to Limit eligible queued jobs of Queue to running,
 	// bumping fence and attempt, in one statement.
 	JobClaim(ctx context.Context, p JobClaimParams) ([]*JobRow, error)
-	// JobHeartbeat extends the leases of a worker's running jobs in one
-	// statement and reports which are lost or asked to cancel.
+	// JobHeartbeat extends the leases of a worker's running jobs (distinct
+	// ids) in one statement and reports which are lost or asked to cancel.
 	JobHeartbeat(ctx context.Context, refs []JobRef, ttl time.Duration) (*HeartbeatResult, error)
 	// JobFinish records the end of attempts (complete, fail, snooze, cancel)
 	// in one statement; tx non-nil runs it inside the caller's transaction.
@@ -146,7 +146,10 @@ type HeartbeatResult struct {
 	Extended        []int64 // still running under the caller's fence
 	Lost            []int64 // no longer the caller's: stale or gone
 	CancelRequested []int64 // extended, but asked to stop
-	ExpiresAt       time.Time
+	// Busy jobs are still current but were not extended this time: their row
+	// was held by an open transaction of their own attempt (a JobTx).
+	Busy      []int64
+	ExpiresAt time.Time
 }
 
 // JobRow is a job as stored.

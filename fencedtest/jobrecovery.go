@@ -99,6 +99,27 @@ func runRecovery(t *testing.T, b Backend) {
 			t.Fatalf("%d jobs left, want the queued one", len(jobs))
 		}
 	})
+	t.Run("PeriodicJobsFollowTheDatabaseClockEveryRound", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		m, err := e.c.StartMaintenance(ctx(t), fenced.MaintenanceConfig{Every: 20 * time.Millisecond, LeaseTTL: time.Minute,
+			Periodic: []fenced.PeriodicJob{{Kind: "tick", Every: time.Second}}})
+		wantNoErr(t, err, "start maintenance")
+		defer m.Stop()
+		// With a one-minute lease the keeper renews every 20 s: the periods
+		// must come from each round's own reading of the clock.
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			ticks, _ := e.c.ListJobs(ctx(t), fenced.JobFilter{Kind: "tick"})
+			if len(ticks) >= 3 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d periodic jobs after the deadline, want one a second", len(ticks))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	t.Run("MaintainersRecoverAndEnqueuePeriodicJobsOncePerPeriod", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -166,7 +166,7 @@ func runWorker(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		started, release := make(chan struct{}, 1), make(chan struct{})
-		w, err := e.c.NewWorker(fenced.WorkerConfig{PollInterval: 10 * time.Millisecond})
+		w, err := e.c.NewWorker(fenced.WorkerConfig{Queues: map[string]int{fenced.DefaultQueue: 1}, PollInterval: 10 * time.Millisecond})
 		wantNoErr(t, err, "worker")
 		w.Handle("slow", func(ctx context.Context, j *fenced.JobRun) error {
 			started <- struct{}{}
@@ -176,9 +176,14 @@ func runWorker(t *testing.T, b Backend) {
 		wantNoErr(t, w.Start(context.Background()), "start")
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "slow"})
 		<-started
+		// Its one slot is busy: the next job waits for the slot, which frees
+		// only after Stop began.
+		late := e.enqueue(t, fenced.EnqueueParams{Kind: "slow"})
 		stopped := make(chan error, 1)
 		go func() { stopped <- w.Stop(ctx(t)) }()
-		late := e.enqueue(t, fenced.EnqueueParams{Kind: "slow"})
+		for !w.Stopping() {
+			time.Sleep(time.Millisecond)
+		}
 		close(release)
 		wantNoErr(t, <-stopped, "stop")
 		e.waitState(t, j.ID, fenced.JobSucceeded)

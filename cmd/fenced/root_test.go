@@ -83,7 +83,7 @@ func TestDatabaseURLErrors(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "")
 	c.fails(2, "--db", "nonsense", "lease", "ls")
-	c.fails(2, "--db", "mysql://x/y", "lease", "ls")
+	c.fails(2, "--db", "redis://x/y", "lease", "ls")
 	c.fails(2, "--db", "sqlite://host/path", "lease", "ls")
 }
 

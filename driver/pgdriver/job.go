@@ -1,13 +1,16 @@
 package pgdriver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 var _ driver.JobDriver = (*Driver)(nil)
@@ -59,7 +62,7 @@ UPDATE fenced_jobs j SET
     lease_expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond',
     attempted_at = clock_timestamp(), updated_at = clock_timestamp(),
     cancel_requested = false, progress = NULL
-FROM picked WHERE j.id = picked.id
+WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING ` + jobColumns
 
 // JobClaim implements driver.JobDriver.
@@ -72,45 +75,104 @@ func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driv
 }
 
 // jobGuard is the condition every worker-owned write carries.
-const jobGuard = `j.state = 'running' AND j.lease_expires_at > clock_timestamp()`
+const jobGuard = `(j.state = 'running') IS TRUE AND j.lease_expires_at > clock_timestamp()`
 
+// jobHeartbeatSQL extends the leases of the attempts given. Rows are locked
+// in id order (as jobFinishSQL locks them), so a heartbeat and a batch of
+// outcomes never deadlock; a row held by an open JobTx of its attempt is
+// skipped rather than waited for, so one long transaction cannot stall the
+// heartbeat of every other job.
 const jobHeartbeatSQL = `
+WITH locked AS (
+    SELECT j.id FROM fenced_jobs j
+    JOIN unnest($1::bigint[], $2::bigint[]) AS h(id, fence) ON j.id = h.id AND j.fence = h.fence
+    WHERE ` + jobGuard + `
+    ORDER BY j.id
+    FOR NO KEY UPDATE OF j SKIP LOCKED
+)
 UPDATE fenced_jobs j SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
-FROM unnest($1::bigint[], $2::bigint[]) AS h(id, fence)
-WHERE j.id = h.id AND j.fence = h.fence AND ` + jobGuard + `
+FROM locked WHERE j.id = locked.id AND ` + jobGuard + `
 RETURNING j.id, j.cancel_requested, j.lease_expires_at`
 
-// JobHeartbeat implements driver.JobDriver.
+// JobHeartbeat implements driver.JobDriver. Ids must be distinct. A job
+// not extended is Lost unless a read shows its attempt still current (its
+// row was held by a transaction of that attempt): then it is Busy.
 func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+	refs = slices.Clone(refs)
+	slices.SortFunc(refs, func(a, b driver.JobRef) int { return cmp.Compare(a.ID, b.ID) })
 	ids, fences := splitRefs(refs)
-	rows, err := d.pool.Query(ctx, jobHeartbeatSQL, ids, fences, ttl.Microseconds())
+	res := &driver.HeartbeatResult{}
+	err := retryDeadlock(ctx, func() error {
+		*res = driver.HeartbeatResult{}
+		rows, err := d.pool.Query(ctx, jobHeartbeatSQL, ids, fences, ttl.Microseconds())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var cancel bool
+			if err := rows.Scan(&id, &cancel, &res.ExpiresAt); err != nil {
+				return err
+			}
+			res.Extended = append(res.Extended, id)
+			if cancel {
+				res.CancelRequested = append(res.CancelRequested, id)
+			}
+		}
+		return rows.Err()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
-	defer rows.Close()
-	res := &driver.HeartbeatResult{}
-	seen := map[int64]bool{}
-	for rows.Next() {
-		var id int64
-		var cancel bool
-		if err := rows.Scan(&id, &cancel, &res.ExpiresAt); err != nil {
-			return nil, err
-		}
-		seen[id] = true
-		res.Extended = append(res.Extended, id)
-		if cancel {
-			res.CancelRequested = append(res.CancelRequested, id)
+	if len(res.Extended) == len(refs) {
+		return res, nil
+	}
+	extended := make(map[int64]bool, len(res.Extended))
+	for _, id := range res.Extended {
+		extended[id] = true
+	}
+	var missing []driver.JobRef
+	for _, r := range refs {
+		if !extended[r.ID] {
+			missing = append(missing, r)
 		}
 	}
-	if err := rows.Err(); err != nil {
+	mids, mfences := splitRefs(missing)
+	rows, err := d.pool.Query(ctx, `SELECT j.id FROM fenced_jobs j
+		JOIN unnest($1::bigint[], $2::bigint[]) AS h(id, fence) ON j.id = h.id AND j.fence = h.fence
+		WHERE `+jobGuard, mids, mfences)
+	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
-	for _, id := range ids {
-		if !seen[id] {
-			res.Lost = append(res.Lost, id)
+	current, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	busy := make(map[int64]bool, len(current))
+	for _, id := range current {
+		busy[id] = true
+	}
+	for _, r := range missing {
+		if busy[r.ID] {
+			res.Busy = append(res.Busy, r.ID)
+		} else {
+			res.Lost = append(res.Lost, r.ID)
 		}
 	}
 	return res, nil
+}
+
+// retryDeadlock runs fn again when PostgreSQL aborted it as a deadlock
+// victim (nothing it did was kept), a few times.
+func retryDeadlock(ctx context.Context, fn func() error) error {
+	for try := 1; ; try++ {
+		err := fn()
+		var pgErr *pgconn.PgError
+		if try == 5 || !errors.As(err, &pgErr) || pgErr.Code != "40P01" || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 func splitRefs(refs []driver.JobRef) (ids, fences []int64) {
@@ -160,14 +222,17 @@ WITH e AS (
         NULLIF(error, '')
     FROM j
 )
-SELECT id FROM j`
+SELECT id, fence FROM j`
 
 // JobFinish implements driver.JobDriver.
 func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
+	sorted := slices.Clone(ends)
+	slices.SortFunc(sorted, func(a, b driver.JobEnd) int { return cmp.Compare(a.Ref.ID, b.Ref.ID) })
 	n := len(ends)
 	ids, fences, kinds := make([]int64, n), make([]int64, n), make([]string, n)
 	outputs, errs, delays, discards := make([]*string, n), make([]string, n), make([]int64, n), make([]bool, n)
-	for i, e := range ends {
+	for i, e := range sorted {
 		ids[i], fences[i], kinds[i] = e.Ref.ID, e.Ref.Fence, string(e.Kind)
 		if e.Output != nil {
 			s := string(e.Output)
@@ -179,11 +244,25 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	if tx != nil {
 		q = pgxOf(tx)
 	}
-	rows, err := q.Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
-	if err != nil {
-		return nil, fmt.Errorf("finish jobs: %w", err)
+	var done []driver.JobRef
+	run := func() error {
+		rows, err := q.Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
+		if err != nil {
+			return err
+		}
+		done, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.JobRef, error) {
+			var ref driver.JobRef
+			err := r.Scan(&ref.ID, &ref.Fence)
+			return ref, err
+		})
+		return err
 	}
-	done, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	var err error
+	if tx != nil {
+		err = run() // a deadlock aborts the caller's transaction: not ours to retry
+	} else {
+		err = retryDeadlock(ctx, run)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
 	}
@@ -192,15 +271,15 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 
 // diagnoseJobs gives each end that did not take effect its typed error,
 // reading through q (the caller's transaction when there is one).
-func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []int64) ([]error, error) {
-	ok := make(map[int64]bool, len(done))
-	for _, id := range done {
-		ok[id] = true
+func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []driver.JobRef) ([]error, error) {
+	ok := make(map[driver.JobRef]bool, len(done))
+	for _, ref := range done {
+		ok[ref] = true
 	}
 	out := make([]error, len(ends))
 	var missing []int64
 	for _, e := range ends {
-		if !ok[e.Ref.ID] {
+		if !ok[e.Ref] {
 			missing = append(missing, e.Ref.ID)
 		}
 	}
@@ -216,7 +295,7 @@ func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []i
 		byID[j.ID] = j
 	}
 	for i, e := range ends {
-		if !ok[e.Ref.ID] {
+		if !ok[e.Ref] {
 			out[i] = driver.DiagnoseJob(e.Ref, byID[e.Ref.ID])
 		}
 	}
