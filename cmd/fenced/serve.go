@@ -12,6 +12,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/dashboard"
 	"github.com/fenced/fenced/internal/server"
 	"github.com/spf13/cobra"
 )
@@ -36,8 +37,10 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Serve leases, resources and jobs over HTTP/JSON",
 		Long: `Serve fenced over HTTP/JSON under /v1 for workers in any language: leases,
 the fenced resource store and the job queue (claims long-poll), with
-/healthz (open) and /metrics (Prometheus). Every answer the database decided
-carries its clock reading in the X-Fenced-DB-Time header and as "db_time".
+/healthz (open), /metrics (Prometheus) and an HTML dashboard at / (queues,
+overdue and failed jobs, leases, stale writes rejected). Every answer the
+database decided carries its clock reading in the X-Fenced-DB-Time header
+and as "db_time".
 Errors are JSON {"error": code, "message": …}: 400 invalid, 401/403, 404
 not_found, 409 lease_held / stale_fence / conflict, 413 too_large.
 
@@ -131,11 +134,16 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return usage("%s resolved to %s, which is not loopback: give tokens or a loopback IP", o.addr, bound)
 	}
+	// The dashboard reads the server's metrics, which exist once the
+	// server does; it is set before the listener serves anything.
+	var dash http.Handler
+	cfg.Dashboard = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { dash.ServeHTTP(w, r) })
 	srv, err := server.New(c, cfg)
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	dash = dashboard.New(srv.Client(), srv.Gatherer())
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
