@@ -194,8 +194,18 @@ type sessionConnector struct {
 
 func (c sessionConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 	conn, err := c.inner.Connect(ctx)
-	if err != nil || c.init == "" {
-		return conn, err
+	if err != nil {
+		// A dial cut off by the caller's deadline fails ("i/o timeout") the
+		// moment the deadline passes, possibly before the context records
+		// it; report the context's own error, so callers can tell.
+		if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if c.init == "" {
+		return conn, nil
 	}
 	if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, c.init, nil); err != nil {
 		conn.Close()

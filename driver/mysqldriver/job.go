@@ -372,7 +372,8 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 
 func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
 	out := make([]error, len(ends))
-	for i, e := range ends {
+	for _, i := range idOrder(ends) {
+		e := ends[i]
 		query, args := endStatement(e)
 		n, err := execCount(ctx, tx, query, args...)
 		if err != nil {
@@ -389,6 +390,18 @@ func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error,
 		}
 	}
 	return out, nil
+}
+
+// idOrder returns the indexes of ends ordered by job id: rows are locked in
+// id order, as a heartbeat's range over the primary key locks them, so the
+// two never wait for each other in a cycle.
+func idOrder(ends []driver.JobEnd) []int {
+	order := make([]int, len(ends))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Ref.ID, ends[b].Ref.ID) })
+	return order
 }
 
 const jobProgressSQL = `UPDATE fenced_jobs SET progress = ?, updated_at = ` + now + `

@@ -10,14 +10,17 @@ import (
 	"github.com/fenced/fenced/driver"
 )
 
-// Lease decisions that read the clock (acquire, renew) run in a short
-// transaction whose first statement locks the row. MySQL's clock is the
-// statement's start, so a deciding statement that had to wait for the row
-// would judge expiry, and date the new expiry and the decision, as of before
-// the wait: a grant queued behind the previous grant would report an
-// earlier decision than it. Run on a row already locked, the deciding
-// statement starts after any wait, like PostgreSQL's clock_timestamp()
-// read after the row lock.
+// A grant runs in a short transaction whose first statement locks the row.
+// MySQL's clock is the statement's start, so a deciding statement that had
+// to wait for the row would judge expiry, and date the new expiry and the
+// decision, as of before the wait: a grant queued behind the previous grant
+// would report an earlier decision than it. Run on a row already locked,
+// the deciding statement starts after any wait, like PostgreSQL's
+// clock_timestamp() read after the row lock. A renewal is one statement: if
+// it waited, it judged expiry earlier than it took effect, which can only
+// refuse more and extend less (the holder's trust window is measured from
+// before the call), and no one else can have been granted the lease in
+// between, since a grant updates the row it waited for.
 
 // leaseLockSQL reads and locks the row until the transaction ends.
 const leaseLockSQL = leaseGetSQL + ` FOR UPDATE`
@@ -46,15 +49,19 @@ SELECT ?, ?, fence_floor + 1, ` + now + ` + INTERVAL ? MICROSECOND, FALSE, ` + n
 FROM fenced_meta WHERE id = 1 LOCK IN SHARE MODE`
 
 // leaseRenewSQL extends the lease iff name, owner and fence match and it is
-// unreleased and unexpired. Parameters: ttl_us, name, owner, fence.
+// unreleased and unexpired. Its last condition hands the statement's clock
+// back as the LAST_INSERT_ID in the OK packet (microseconds since the
+// epoch), the one integer MySQL returns from an UPDATE: with it the
+// renewal's outcome is fully known without a read. Parameters: ttl_us,
+// name, owner, fence.
 const leaseRenewSQL = `
 UPDATE fenced_leases SET expires_at = ` + now + ` + INTERVAL ? MICROSECOND, updated_at = ` + now + `
-WHERE name = ? AND owner = ? AND fence = ? AND NOT released AND expires_at > ` + now
+WHERE name = ? AND owner = ? AND fence = ? AND NOT released AND expires_at > ` + now + `
+    AND LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ` + now + `)) > 0`
 
 // leaseReleaseSQL marks the generation released; the row and its fence
 // stay. Releasing it again matches and changes nothing, which
-// clientFoundRows counts as done. Its clock decides nothing, so it needs no
-// lock first. Parameters: name, owner, fence.
+// clientFoundRows counts as done. Parameters: name, owner, fence.
 const leaseReleaseSQL = `
 UPDATE fenced_leases SET
     updated_at = IF(released, updated_at, ` + now + `),
@@ -99,8 +106,8 @@ func readLease(ctx context.Context, q querier, query, name string) (*driver.Leas
 	return l, err
 }
 
-// readWritten reads back the lease row this transaction just granted or
-// renewed for ttl. The write set expires_at to its clock reading + ttl, so
+// readWritten reads back the lease row this transaction just granted for
+// ttl. The write set expires_at to its clock reading + ttl, so
 // the decision time is exact.
 func readWritten(ctx context.Context, tx *sql.Tx, name string, ttl time.Duration) (*driver.LeaseRow, error) {
 	l := &driver.LeaseRow{Held: true}
@@ -200,40 +207,43 @@ func (d *Driver) leaseCreate(ctx context.Context, p driver.LeaseAcquireParams) (
 // caller starts again and finds the row.
 var errRaced = errors.New("row created concurrently")
 
-// LeaseRenew implements driver.Driver: the row locked first, then the
-// conditional renewal.
+// LeaseRenew implements driver.Driver: one conditional statement; a
+// refusal is diagnosed by a read after it.
 func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*driver.LeaseRow, error) {
-	return d.leaseWrite(ctx, "renew", ref, true,
-		func(tx *sql.Tx) (*driver.LeaseRow, error) { return readWritten(ctx, tx, ref.Name, ttl) },
-		leaseRenewSQL, ttl.Microseconds(), ref.Name, ref.Owner, ref.Fence)
+	us := ttl.Microseconds()
+	res, err := d.db.ExecContext(ctx, leaseRenewSQL, us, ref.Name, ref.Owner, ref.Fence)
+	var n, at int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err == nil && n == 1 {
+		at, err = res.LastInsertId()
+	}
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
+	case n == 1:
+		decided := time.UnixMicro(at).UTC()
+		return &driver.LeaseRow{Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, Held: true,
+			ExpiresAt: decided.Add(time.Duration(us) * time.Microsecond), Now: decided}, nil
+	}
+	cur, err := readLease(ctx, d.db, leaseGetSQL, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
+	}
+	return nil, driver.DiagnoseLease(ref, cur)
 }
 
-// LeaseRelease implements driver.Driver.
+// LeaseRelease implements driver.Driver: the conditional statement and the
+// read-back of what it wrote in one short transaction; zero rows becomes
+// the diagnosed typed error here, from a locking read in the same
+// transaction.
 func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver.LeaseRow, error) {
-	return d.leaseWrite(ctx, "release", ref, false,
-		func(tx *sql.Tx) (*driver.LeaseRow, error) { return readReleased(ctx, tx, ref.Name) },
-		leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
-}
-
-// leaseWrite runs one conditional lease statement in a short transaction,
-// after locking the row when the statement reads the clock, and reads back
-// what it wrote. Zero rows becomes the diagnosed typed error here and
-// nowhere else, from a locking read in the same transaction, after the
-// statement, so it judges expiry no earlier than the statement did.
-func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef, lockFirst bool,
-	readBack func(*sql.Tx) (*driver.LeaseRow, error), query string, args ...any) (*driver.LeaseRow, error) {
 	var l, cur *driver.LeaseRow
 	failed := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		l, cur, failed = nil, nil, false
-		if lockFirst {
-			var err error
-			if cur, err = readLease(ctx, tx, leaseLockSQL, ref.Name); err != nil || cur == nil {
-				failed = true
-				return err
-			}
-		}
-		n, err := execCount(ctx, tx, query, args...)
+		n, err := execCount(ctx, tx, leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
 		switch {
 		case err != nil:
 			return err
@@ -242,12 +252,12 @@ func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
 			cur, err = readLease(ctx, tx, leaseLockSQL, ref.Name)
 			return err
 		}
-		l, err = readBack(tx)
+		l, err = readReleased(ctx, tx, ref.Name)
 		return err
 	})
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%s lease %q: %w", op, ref.Name, err)
+		return nil, fmt.Errorf("release lease %q: %w", ref.Name, err)
 	case failed:
 		return nil, driver.DiagnoseLease(ref, cur)
 	}
