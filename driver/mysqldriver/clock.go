@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/fenced/fenced/driver"
 )
 
-// DBNow reads the database clock in a statement of its own:
+var _ driver.Clock = (*Driver)(nil)
+
+// DBNow implements driver.Clock. It reads the database clock in a
+// statement of its own:
 // UTC_TIMESTAMP(6), the reading every deciding statement uses. It decides
 // nothing (see driver.Clock).
 func (d *Driver) DBNow(ctx context.Context) (time.Time, error) {

@@ -32,9 +32,10 @@
 //   - No LISTEN/NOTIFY exists, so the driver is not a driver.JobNotifier and
 //     idle workers poll.
 //   - A grant lost in a crash would be granted twice, so the server must
-//     commit durably: keep innodb_flush_log_at_trx_commit=1 (the default; a
-//     session cannot set it). Binary logging, if on, must be ROW or MIXED, as
-//     InnoDB requires for READ COMMITTED.
+//     commit durably: Open refuses a server whose
+//     innodb_flush_log_at_trx_commit is not 1 (the default; a session cannot
+//     set it, as PostgreSQL's synchronous_commit can be). Binary logging, if
+//     on, must be ROW or MIXED, as InnoDB requires for READ COMMITTED.
 package mysqldriver
 
 import (
@@ -112,7 +113,27 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, maxConns int) (*Driver, 
 		db.Close()
 		return nil, fmt.Errorf("connect mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
+	if err := checkDurable(ctx, db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+	}
 	return &Driver{db: db, cfg: cfg}, nil
+}
+
+// checkDurable refuses a server that does not flush InnoDB's log at every
+// commit: a grant lost in a crash would be granted twice. Unlike
+// PostgreSQL's synchronous_commit, the setting is global, so the driver
+// cannot raise it for its own sessions.
+func checkDurable(ctx context.Context, db *sql.DB) error {
+	var flush sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT @@GLOBAL.innodb_flush_log_at_trx_commit`).Scan(&flush); err != nil {
+		return fmt.Errorf("read innodb_flush_log_at_trx_commit: %w", err)
+	}
+	if flush.Valid && flush.Int64 != 1 {
+		return fmt.Errorf("the server runs with innodb_flush_log_at_trx_commit=%d, so a commit can be lost in a crash "+
+			"and a fence granted twice; fenced needs it set to 1", flush.Int64)
+	}
+	return nil
 }
 
 // DB returns the driver's pool, for the caller's own queries. Its

@@ -154,10 +154,18 @@ func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driv
 			return fmt.Errorf("started %d of %d locked jobs", n, len(ids))
 		}
 		byID, err := readJobs(ctx, tx, ids)
-		for _, id := range ids {
-			jobs = append(jobs, byID[id])
+		if err != nil {
+			return err
 		}
-		return err
+		for _, id := range ids {
+			j := byID[id]
+			if j == nil || j.AttemptedAt == nil {
+				return fmt.Errorf("claimed job %d not found in its own transaction", id)
+			}
+			j.Now = *j.AttemptedAt // the claim's own clock reading
+			jobs = append(jobs, j)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
@@ -188,91 +196,99 @@ func collectIDs(rows *sql.Rows, err error) ([]int64, error) {
 // jobGuard is the condition every worker-owned write carries.
 const jobGuard = `state = 'running' AND lease_expires_at > ` + now
 
-// jobHeartbeatSQL extends the leases of a worker's jobs, each guarded by its
-// own fence, in one statement. Parameters: ttl_us, the ids, then the
+// jobHeartbeatPickSQL locks, in id order, the rows of the attempts given
+// that are still current, and skips rows another transaction holds (an open
+// JobTx of the attempt share-locks its row): one long transaction cannot
+// stall the heartbeat of every other job. Finishes lock in id order too, so
+// the two never wait for each other in a cycle. Parameters: the ids, then
+// the (id, fence) pairs.
+const jobHeartbeatPickSQL = `
+SELECT id, cancel_requested FROM fenced_jobs
+WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
+ORDER BY id
+FOR UPDATE SKIP LOCKED`
+
+// jobHeartbeatSQL extends the picked rows, re-checking the guard with its
+// own clock, which it hands back as the LAST_INSERT_ID (microseconds since
+// the epoch; see leaseRenewSQL). Parameters: ttl_us, the ids, then the
 // (id, fence) pairs.
 const jobHeartbeatSQL = `
 UPDATE fenced_jobs SET lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND
-WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard
+WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
+    AND LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ` + now + `)) > 0`
 
-const jobHeartbeatReadSQL = `
-SELECT id, fence, state, lease_expires_at, cancel_requested FROM fenced_jobs WHERE id IN (%s)`
+// jobCurrentSQL finds which attempts are still current. Parameters: the
+// ids, then the (id, fence) pairs.
+const jobCurrentSQL = `SELECT id FROM fenced_jobs WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard
 
-// JobHeartbeat implements driver.JobDriver. The one guarded UPDATE decides
-// and reports how many jobs it extended, n; which they are is read back in
-// the same transaction, which still holds them locked. Every extended job
-// shows its caller's fence, running, and the new expiry E = T + ttl, T
-// being the statement's clock. A job with the caller's fence that the
-// statement did not extend was running but expired at T, and nothing but
-// another heartbeat under the same fence (which would wait for these locks)
-// can move its expiry: so it still shows an expiry at or before T < E.
-// The extended jobs are therefore exactly the n latest-expiring jobs that
-// show their caller's fence and run.
+// JobHeartbeat implements driver.JobDriver, in one short transaction: the
+// current rows are locked, then extended by one statement. A picked row
+// whose lease ran out between the two statements is not extended; the rows
+// stay locked, so those the statement extended are exactly the picked rows
+// whose expiry is now past its clock reading. A job not picked is Lost
+// unless a read after the transaction shows its attempt current (another
+// transaction held its row): then it is Busy.
 func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
-	fences := map[int64]int64{}
-	var ids []int64
-	var pairs []any
-	for _, r := range refs {
-		if _, dup := fences[r.ID]; !dup {
-			ids = append(ids, r.ID)
-			pairs = append(pairs, r.ID, r.Fence)
-		}
-		fences[r.ID] = r.Fence
-	}
+	refs = slices.Clone(refs)
+	slices.SortFunc(refs, func(a, b driver.JobRef) int { return cmp.Compare(a.ID, b.ID) })
 	res := &driver.HeartbeatResult{}
+	extended := map[int64]bool{}
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		*res = driver.HeartbeatResult{}
-		if len(ids) == 0 {
-			return nil
-		}
-		args := append(append([]any{ttl.Microseconds()}, anys(ids)...), pairs...)
-		n, err := execCount(ctx, tx, fmt.Sprintf(jobHeartbeatSQL, placeholders(len(ids)), pairPlaceholders(len(ids))), args...)
+		*res, extended = driver.HeartbeatResult{}, map[int64]bool{}
+		query, args := withRefs(jobHeartbeatPickSQL, refs)
+		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
-		type hb struct {
-			id      int64
-			expires time.Time
-			cancel  bool
-		}
-		var current []hb
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf(jobHeartbeatReadSQL, placeholders(len(ids))), anys(ids)...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
+		var picked []driver.JobRef
+		cancel := map[int64]bool{}
 		for rows.Next() {
-			var h hb
-			var fence int64
-			var state string
-			var expires dbTime
-			if err := rows.Scan(&h.id, &fence, &state, &expires, &h.cancel); err != nil {
+			var r driver.JobRef
+			var c bool
+			if err := rows.Scan(&r.ID, &c); err != nil {
+				rows.Close()
 				return err
 			}
-			if fence == fences[h.id] && state == string(driver.JobRunning) && expires.Valid {
-				h.expires = expires.Time
-				current = append(current, h)
-			}
+			picked, cancel[r.ID] = append(picked, r), c
 		}
-		if err := rows.Err(); err != nil {
+		if err := rows.Close(); err != nil {
 			return err
 		}
-		if int64(len(current)) < n {
-			return fmt.Errorf("extended %d jobs but %d show it", n, len(current))
+		if len(picked) == 0 {
+			return nil
 		}
-		slices.SortFunc(current, func(a, b hb) int { return b.expires.Compare(a.expires) })
-		extended := map[int64]bool{}
-		for _, h := range current[:n] {
-			extended[h.id] = true
-			res.Extended = append(res.Extended, h.id)
-			if h.cancel {
-				res.CancelRequested = append(res.CancelRequested, h.id)
+		for i := range picked {
+			picked[i].Fence = fenceOf(refs, picked[i].ID)
+		}
+		query, args = withRefs(jobHeartbeatSQL, picked)
+		result, err := tx.ExecContext(ctx, query, append([]any{ttl.Microseconds()}, args...)...)
+		if err != nil {
+			return err
+		}
+		n, err := result.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		at, err := result.LastInsertId()
+		if err != nil {
+			return err
+		}
+		decided := time.UnixMicro(at).UTC()
+		res.ExpiresAt = decided.Add(time.Duration(ttl.Microseconds()) * time.Microsecond)
+		ids := make([]int64, len(picked))
+		for i, r := range picked {
+			ids[i] = r.ID
+		}
+		if n < int64(len(picked)) {
+			if ids, err = extendedSince(ctx, tx, ids, decided); err != nil {
+				return err
 			}
-			res.ExpiresAt = h.expires
 		}
 		for _, id := range ids {
-			if !extended[id] {
-				res.Lost = append(res.Lost, id)
+			extended[id] = true
+			res.Extended = append(res.Extended, id)
+			if cancel[id] {
+				res.CancelRequested = append(res.CancelRequested, id)
 			}
 		}
 		return nil
@@ -280,7 +296,57 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl tim
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
+	var missing []driver.JobRef
+	for _, r := range refs {
+		if !extended[r.ID] {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return res, nil
+	}
+	query, args := withRefs(jobCurrentSQL, missing)
+	current, err := collectIDs(d.db.QueryContext(ctx, query, args...))
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	busy := map[int64]bool{}
+	for _, id := range current {
+		busy[id] = true
+	}
+	for _, r := range missing {
+		if busy[r.ID] {
+			res.Busy = append(res.Busy, r.ID)
+		} else {
+			res.Lost = append(res.Lost, r.ID)
+		}
+	}
 	return res, nil
+}
+
+// withRefs fills a query's (%s) IN lists for refs and returns its arguments:
+// the ids, then the (id, fence) pairs.
+func withRefs(query string, refs []driver.JobRef) (string, []any) {
+	args := make([]any, 0, 3*len(refs))
+	for _, r := range refs {
+		args = append(args, r.ID)
+	}
+	for _, r := range refs {
+		args = append(args, r.ID, r.Fence)
+	}
+	return fmt.Sprintf(query, placeholders(len(refs)), pairPlaceholders(len(refs))), args
+}
+
+func fenceOf(refs []driver.JobRef, id int64) int64 {
+	i, _ := slices.BinarySearchFunc(refs, id, func(r driver.JobRef, id int64) int { return cmp.Compare(r.ID, id) })
+	return refs[i].Fence
+}
+
+// extendedSince returns which of the locked rows ids a heartbeat whose
+// clock read decided extended: their lease now ends after that reading.
+func extendedSince(ctx context.Context, tx *sql.Tx, ids []int64, decided time.Time) ([]int64, error) {
+	return collectIDs(tx.QueryContext(ctx, `SELECT id FROM fenced_jobs WHERE id IN (`+placeholders(len(ids))+`)
+		AND lease_expires_at > ?`, append(anys(ids), timeArg(decided))...))
 }
 
 // The statements that end an attempt, one per way of ending, each guarded by

@@ -85,6 +85,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) 
 		}
 		for i, id := range inserted {
 			if j := byID[id]; j != nil {
+				j.Now = j.CreatedAt // the insert's own clock reading
 				out[i].Job = j
 			}
 		}

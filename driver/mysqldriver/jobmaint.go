@@ -91,21 +91,36 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 	return n, nil
 }
 
-// jobDeleteFinishedSQL deletes the oldest finished jobs. Parameters: age_us,
-// limit.
-const jobDeleteFinishedSQL = `
-DELETE FROM fenced_jobs
+// jobOldFinishedSQL picks the oldest finished jobs, skipping rows another
+// transaction holds (a retry taking one out of its finished state).
+// Parameters: age_us, limit.
+const jobOldFinishedSQL = `
+SELECT id FROM fenced_jobs
 WHERE finished_at < ` + now + ` - INTERVAL ? MICROSECOND
 ORDER BY finished_at
-LIMIT ?`
+LIMIT ?
+FOR UPDATE SKIP LOCKED`
+
+// jobDeleteFinishedSQL deletes the picked (and locked) jobs, repeating the
+// conditions the statement relies on. Parameters: the ids, then age_us.
+const jobDeleteFinishedSQL = `
+DELETE FROM fenced_jobs
+WHERE id IN (%s) AND state IN ('succeeded', 'failed', 'cancelled')
+    AND finished_at < ` + now + ` - INTERVAL ? MICROSECOND`
 
 // JobDeleteFinished implements driver.JobDriver. Attempt history goes with
 // its job (ON DELETE CASCADE, which the affected-row count leaves out); the
 // count is of jobs.
 func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
 	var n int64
-	err := d.maintenance(ctx, guard, func(tx *sql.Tx) (err error) {
-		n, err = execCount(ctx, tx, jobDeleteFinishedSQL, age.Microseconds(), limit)
+	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
+		n = 0
+		ids, err := collectIDs(tx.QueryContext(ctx, jobOldFinishedSQL, age.Microseconds(), limit))
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		n, err = execCount(ctx, tx, fmt.Sprintf(jobDeleteFinishedSQL, placeholders(len(ids))),
+			append(anys(ids), age.Microseconds())...)
 		return err
 	})
 	if err != nil {

@@ -471,3 +471,59 @@ func TestHeartbeatReportsEachJob(t *testing.T) {
 		t.Fatalf("the forged fence extended job %d", live[1].ID)
 	}
 }
+
+// TestHeartbeatSkipsARowHeldByItsJobTx: a job whose row an open JobTx of
+// its own attempt holds is reported Busy at once, not waited for, and the
+// other jobs of the heartbeat are extended.
+func TestHeartbeatSkipsARowHeldByItsJobTx(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	for range 2 {
+		_, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k"})
+		must(t, err, "enqueue")
+	}
+	jobs, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 2, time.Minute)
+	must(t, err, "claim")
+	held, release := make(chan struct{}), make(chan struct{})
+	txDone := make(chan error, 1)
+	go func() {
+		txDone <- c.JobTx(ctx(t), jobs[0].Ref(), func(fenced.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	start := time.Now()
+	hb, err := c.HeartbeatJobs(ctx(t), []fenced.JobRef{jobs[1].Ref(), jobs[0].Ref()}, time.Minute)
+	close(release)
+	must(t, err, "heartbeat")
+	must(t, <-txDone, "job tx")
+	if len(hb.Busy) != 1 || hb.Busy[0] != jobs[0].ID || len(hb.Extended) != 1 || hb.Extended[0] != jobs[1].ID || len(hb.Lost) != 0 {
+		t.Fatalf("heartbeat = %+v, want job %d busy and %d extended", hb, jobs[0].ID, jobs[1].ID)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("the heartbeat waited %s for the transaction", waited)
+	}
+}
+
+// TestRetentionSkipsAJobBeingRetried: retention never deletes a job that a
+// concurrent transaction is taking out of its finished state.
+func TestRetentionSkipsAJobBeingRetried(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
+	must(t, err, "enqueue")
+	claimed, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 1, time.Minute)
+	must(t, err, "claim")
+	must(t, c.FailJob(ctx(t), claimed[0].Ref(), "x", 0, false), "fail")
+	tx, err := c.Driver().(*mysqldriver.Driver).DB().BeginTx(ctx(t), nil) // a retry in progress holds the row
+	must(t, err, "begin")
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx(t), `UPDATE fenced_jobs SET state = 'queued', finished_at = NULL WHERE id = ?`, j.ID)
+	must(t, err, "retry in a transaction")
+	n, err := c.DeleteFinishedJobs(ctx(t), nil, 0, 100)
+	if err != nil || n != 0 {
+		t.Fatalf("deleted %d (%v) while the job was being retried", n, err)
+	}
+	must(t, tx.Commit(), "commit")
+	if got, _, err := c.GetJob(ctx(t), j.ID); err != nil || got.State != fenced.JobQueued {
+		t.Fatalf("after the retry: %+v %v", got, err)
+	}
+}
