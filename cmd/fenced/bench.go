@@ -1,0 +1,132 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/fenced/fenced/internal/jobbench"
+	"github.com/spf13/cobra"
+)
+
+// benchFlags are the options of "bench".
+type benchFlags struct {
+	o      jobbench.Options
+	asJSON bool
+}
+
+func newBenchCmd(a *app) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [--jobs N | --duration D]",
+		Short: "Measure the job queue's throughput with no-op jobs",
+		Long: `Measure how many jobs a second the fenced job queue works, with no-op jobs
+that still take the whole fenced path: a claim that bumps the fence, a
+completion guarded by it, the attempt recorded in the history.
+
+Burn-down (the default) inserts --jobs jobs, a thousand per statement, timed
+on their own; then starts workers running --workers jobs at once and times
+them from their start until every job succeeded. With --duration, a producer
+keeps a backlog of jobs inserted while the workers work, and the run reports
+the jobs worked and inserted a second over that time.
+
+Progress is one line rewritten in place on a terminal, a line a second
+otherwise; the summary is one line, or JSON with --json (progress then goes
+to stderr). The jobs go to their own queue, which must hold no unfinished
+jobs, and are deleted at the end unless --keep.
+
+The database is --db or FENCED_DATABASE_URL; with neither, a fresh SQLite
+file in a temporary directory, removed afterwards. On PostgreSQL the pool
+holds --pool connections unless the URL sets pool_max_conns.`,
+		Example: `  fenced bench
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --jobs 100000 --workers 2000
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 30s --json`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			return a.bench(cmd, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.o.Jobs, "jobs", jobbench.DefaultJobs, "burn-down: jobs to insert and work")
+	fl.DurationVar(&f.o.Duration, "duration", 0, "run in continuous mode for this long")
+	fl.IntVar(&f.o.Concurrency, "workers", jobbench.DefaultConcurrency, "jobs worked at once")
+	fl.StringVar(&f.o.Queue, "queue", jobbench.DefaultQueue, "queue of the benchmark's jobs")
+	fl.BoolVar(&f.o.Keep, "keep", false, "keep the benchmark's jobs instead of deleting them")
+	fl.IntVar(&f.o.Instances, "instances", jobbench.DefaultInstances, "fenced workers sharing --workers, each with its own claim loop")
+	fl.IntVar(&f.o.FetchBatch, "fetch-batch", 0, "jobs one claim takes at most (default the worker's)")
+	fl.IntVar(&f.o.PoolConns, "pool", jobbench.DefaultPoolConns, "PostgreSQL connections, unless the URL sets pool_max_conns")
+	jsonFlag(cmd, &f.asJSON)
+	return cmd
+}
+
+// check refuses what the engine would read as "not given".
+func (f *benchFlags) check(cmd *cobra.Command) error {
+	fl := cmd.Flags()
+	switch {
+	case fl.Changed("jobs") && fl.Changed("duration"):
+		return usage("--jobs and --duration cannot be used together")
+	case f.o.Jobs < 1:
+		return usage("--jobs must be at least 1")
+	case fl.Changed("duration") && f.o.Duration <= 0:
+		return usage("--duration must be positive")
+	case f.o.Concurrency < 1:
+		return usage("--workers must be at least 1")
+	case f.o.Instances < 1:
+		return usage("--instances must be at least 1")
+	case f.o.PoolConns < 1:
+		return usage("--pool must be at least 1")
+	}
+	return nil
+}
+
+// bench runs the benchmark and prints its summary.
+func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
+	o := f.o
+	o.URL = a.databaseURL()
+	progress := a.stdout
+	if f.asJSON {
+		progress = a.stderr
+	}
+	p := &jobbench.Printer{W: progress, TTY: isTerminal(progress)}
+	o.Progress, o.ProgressEvery = p.Print, time.Second
+	o.Logger = slog.New(slog.NewTextHandler(&lineBreaker{p: p, w: a.stderr}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if p.TTY {
+		o.ProgressEvery = 200 * time.Millisecond
+	}
+	res, err := jobbench.Run(cmd.Context(), o)
+	p.Clear()
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return writeJSON(a.stdout, res)
+	}
+	_, err = io.WriteString(a.stdout, res.String()+"\n")
+	return err
+}
+
+// lineBreaker writes the workers' warnings to w, first ending a progress
+// line on the same terminal.
+type lineBreaker struct {
+	p *jobbench.Printer
+	w io.Writer
+}
+
+func (l *lineBreaker) Write(b []byte) (int, error) {
+	l.p.Clear()
+	return l.w.Write(b)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

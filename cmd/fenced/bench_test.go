@@ -1,0 +1,68 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestBenchBurnDown(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, c cli) {
+		r := c.run("bench", "--jobs", "300", "--workers", "30")
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+		last := lines[len(lines)-1]
+		if !regexp.MustCompile(`^bench: burn-down 300 jobs in [0-9.]+s = [0-9]+ jobs/s \(insert [0-9]+ jobs/s\) backend=(sqlite|postgres) workers=30`).MatchString(last) {
+			t.Fatalf("summary %q", last)
+		}
+		for _, l := range lines[:len(lines)-1] { // progress, one plain line each: not a terminal
+			if !strings.HasPrefix(l, "bench: ") || strings.Contains(l, "\r") {
+				t.Fatalf("progress line %q", l)
+			}
+		}
+		var res struct {
+			Mode    string  `json:"mode"`
+			Backend string  `json:"backend"`
+			Jobs    int     `json:"jobs"`
+			Rate    float64 `json:"jobs_per_sec"`
+			Workers int     `json:"workers"`
+		}
+		c.json(&res, "bench", "--jobs", "100", "--workers", "10", "--json")
+		if res.Mode != "burn-down" || res.Jobs != 100 || res.Rate <= 0 || res.Workers != 10 {
+			t.Fatalf("--json = %+v", res)
+		}
+		out := c.ok("job", "counts", "--json")
+		if strings.Contains(out, "fenced-bench") {
+			t.Fatalf("the benchmark's jobs were left behind: %s", out)
+		}
+	})
+}
+
+func TestBenchContinuous(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "") // a fresh SQLite file in a temporary directory
+	out := c.ok("bench", "--duration", "300ms", "--workers", "10", "--keep")
+	if !regexp.MustCompile(`bench: continuous 0\.[0-9]s: worked [0-9]+ = [0-9]+ jobs/s, inserted [0-9]+ = [0-9]+ jobs/s backend=sqlite workers=10\n$`).MatchString(out) {
+		t.Fatalf("summary %q", out)
+	}
+	if r := c.run("job", "counts"); r.code != 0 || strings.Contains(r.stdout, "fenced-bench") {
+		t.Fatalf("the temporary database leaked into the default one: %+v", r)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "")
+	for _, args := range [][]string{
+		{"bench", "--jobs", "10", "--duration", "1s"},
+		{"bench", "--jobs", "0"},
+		{"bench", "--duration", "0s"},
+		{"bench", "--workers", "0"},
+		{"bench", "extra"},
+	} {
+		c.fails(exitUsage, args...)
+	}
+}

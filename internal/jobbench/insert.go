@@ -1,0 +1,50 @@
+package jobbench
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/fenced/fenced"
+)
+
+// inserter enqueues no-op jobs in batches of InsertBatch, each job's args
+// numbering it ({"num": n}, as River's benchmark does).
+type inserter struct {
+	c     *fenced.Client
+	queue string
+	batch []fenced.EnqueueParams
+	next  int
+	done  atomic.Int64 // jobs inserted so far
+}
+
+func newInserter(c *fenced.Client, queue string) *inserter {
+	return &inserter{c: c, queue: queue, batch: make([]fenced.EnqueueParams, InsertBatch)}
+}
+
+// insert enqueues n jobs, a batch per statement.
+func (in *inserter) insert(ctx context.Context, n int) error {
+	for n > 0 {
+		k := min(n, InsertBatch)
+		if err := in.insertBatch(ctx, k); err != nil {
+			return err
+		}
+		n -= k
+	}
+	return nil
+}
+
+func (in *inserter) insertBatch(ctx context.Context, k int) error {
+	ps := in.batch[:k]
+	for i := range ps {
+		in.next++
+		args := strconv.AppendInt([]byte(`{"num":`), int64(in.next), 10)
+		ps[i] = fenced.EnqueueParams{Kind: Kind, Queue: in.queue, Args: json.RawMessage(append(args, '}'))}
+	}
+	if _, err := in.c.EnqueueMany(ctx, nil, ps); err != nil {
+		return err
+	}
+	in.done.Add(int64(k))
+	return nil
+}

@@ -1,0 +1,159 @@
+// Package jobbench is the engine of "fenced bench": it measures the job
+// queue's throughput the way a queue's own benchmark does, with no-op jobs.
+//
+// Burn-down mode inserts Jobs jobs (batched, timed on their own), then starts
+// the workers and measures from their start to the last job succeeded.
+// Continuous mode keeps a backlog topped up by a producer while the workers
+// work, and measures the jobs worked and inserted over Duration.
+//
+// Every job goes through the real fenced path: a claim that bumps its fence,
+// a completion guarded by id + fence + running + unexpired lease, and the
+// attempt recorded in the history.
+package jobbench
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
+)
+
+// Defaults of Options.
+const (
+	DefaultJobs        = 100000
+	DefaultConcurrency = 2000
+	DefaultQueue       = "fenced-bench"
+	// Kind is the kind of the benchmark's no-op jobs.
+	Kind = "fenced-bench"
+	// InsertBatch is the number of jobs one insert statement carries.
+	InsertBatch = 1000
+	// DefaultBacklog is how many queued jobs the continuous producer keeps
+	// ahead of the workers (as River's benchmark does).
+	DefaultBacklog = 75000
+)
+
+// Options configure a run. The zero value is a burn-down of DefaultJobs on a
+// fresh SQLite file.
+type Options struct {
+	// URL is the database (see fenced.Open). Empty: a fresh SQLite file in
+	// a temporary directory, removed afterwards.
+	URL string
+	// Jobs is the number of jobs a burn-down inserts and works. Default
+	// DefaultJobs.
+	Jobs int
+	// Duration selects continuous mode and is its length. Default 0
+	// (burn-down).
+	Duration time.Duration
+	// Concurrency is the number of jobs worked at once, in all. Default
+	// DefaultConcurrency.
+	Concurrency int
+	// Instances is the number of fenced Workers sharing Concurrency, each
+	// with its own claim loop. Default DefaultInstances.
+	Instances int
+	// PoolConns sets the PostgreSQL pool size (pool_max_conns) unless the
+	// URL sets it. Default DefaultPoolConns.
+	PoolConns int
+	// FetchBatch caps the jobs one claim takes. Default: the library's.
+	FetchBatch int
+	// Queue is the queue the benchmark fills and works; it must hold no
+	// unfinished jobs when the run starts. Default DefaultQueue.
+	Queue string
+	// Backlog is the number of queued jobs a continuous run keeps ahead of
+	// the workers. Default DefaultBacklog.
+	Backlog int
+	// Keep leaves the benchmark's jobs in the database; by default they are
+	// deleted at the end.
+	Keep bool
+	// Logger receives the workers' warnings (a failed claim or write).
+	// Default: discarded.
+	Logger *slog.Logger
+	// Progress, when set, receives a snapshot every ProgressEvery.
+	Progress func(Snapshot)
+	// ProgressEvery is the interval of Progress. Default 1s.
+	ProgressEvery time.Duration
+}
+
+// Defaults of the worker side.
+const (
+	DefaultInstances = 1
+	DefaultPoolConns = 4
+)
+
+func (o Options) withDefaults() Options {
+	if o.Jobs <= 0 {
+		o.Jobs = DefaultJobs
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Instances <= 0 {
+		o.Instances = DefaultInstances
+	}
+	o.Instances = min(o.Instances, o.Concurrency)
+	if o.PoolConns <= 0 {
+		o.PoolConns = DefaultPoolConns
+	}
+	if o.Backlog <= 0 {
+		o.Backlog = DefaultBacklog
+	}
+	if o.Queue == "" {
+		o.Queue = DefaultQueue
+	}
+	if o.ProgressEvery <= 0 {
+		o.ProgressEvery = time.Second
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	if o.Duration < 0 {
+		return driver.Invalid("duration", "%s is negative", o.Duration)
+	}
+	if o.FetchBatch < 0 || o.FetchBatch > fenced.MaxClaimBatch {
+		return driver.Invalid("fetch batch", "%d is outside 1 to %d", o.FetchBatch, fenced.MaxClaimBatch)
+	}
+	return nil
+}
+
+// Run runs one benchmark and returns its result. ctx ends it early (an
+// error).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	db, err := openDB(ctx, o.URL, o.PoolConns)
+	if err != nil {
+		return nil, err
+	}
+	defer db.close()
+	if err := db.checkQueue(ctx, o.Queue); err != nil {
+		return nil, err
+	}
+	b := &bench{o: o, db: db}
+	var res *Result
+	if o.Duration > 0 {
+		res, err = b.continuous(ctx)
+	} else {
+		res, err = b.burnDown(ctx)
+	}
+	if !o.Keep {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if cerr := db.cleanup(cctx, o.Queue); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// bench is one run in progress.
+type bench struct {
+	o  Options
+	db *benchDB
+}

@@ -1,0 +1,75 @@
+package jobbench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The modes of a run.
+const (
+	BurnDown   = "burn-down"
+	Continuous = "continuous"
+)
+
+// Result is a run's summary.
+type Result struct {
+	Mode    string `json:"mode"`    // BurnDown or Continuous
+	Backend string `json:"backend"` // "postgres" or "sqlite"
+	// Jobs worked (succeeded) in the measured time, Seconds.
+	Jobs       int64   `json:"jobs"`
+	Seconds    float64 `json:"seconds"`
+	JobsPerSec float64 `json:"jobs_per_sec"`
+	// Inserted jobs, in InsertSeconds: the insert phase of a burn-down, or
+	// what the producer inserted during a continuous run.
+	Inserted      int64   `json:"inserted"`
+	InsertSeconds float64 `json:"insert_seconds"`
+	InsertPerSec  float64 `json:"insert_per_sec"`
+	Concurrency   int     `json:"workers"`
+	Instances     int     `json:"worker_instances"`
+	FetchBatch    int     `json:"fetch_batch,omitempty"`
+	PoolConns     int     `json:"pool_conns,omitempty"`
+	Queue         string  `json:"queue"`
+	// Attempts that did not succeed at once (expected 0 each).
+	Retried int64 `json:"retried"`
+	Stale   int64 `json:"stale"`
+	Lost    int64 `json:"lost"`
+}
+
+func rate(n int64, secs float64) float64 {
+	if secs <= 0 {
+		return 0
+	}
+	return float64(n) / secs
+}
+
+// String is the one-line summary.
+func (r *Result) String() string {
+	var b strings.Builder
+	switch r.Mode {
+	case BurnDown:
+		fmt.Fprintf(&b, "bench: burn-down %d jobs in %.2fs = %.0f jobs/s (insert %.0f jobs/s)",
+			r.Jobs, r.Seconds, r.JobsPerSec, r.InsertPerSec)
+	default:
+		fmt.Fprintf(&b, "bench: continuous %.1fs: worked %d = %.0f jobs/s, inserted %d = %.0f jobs/s",
+			r.Seconds, r.Jobs, r.JobsPerSec, r.Inserted, r.InsertPerSec)
+	}
+	fmt.Fprintf(&b, " backend=%s workers=%d", r.Backend, r.Concurrency)
+	if r.Instances > 1 {
+		fmt.Fprintf(&b, " instances=%d", r.Instances)
+	}
+	if r.PoolConns > 0 {
+		fmt.Fprintf(&b, " pool=%d", r.PoolConns)
+	}
+	if n := r.Retried + r.Stale + r.Lost; n > 0 {
+		fmt.Fprintf(&b, " (retried=%d stale=%d lost=%d)", r.Retried, r.Stale, r.Lost)
+	}
+	return b.String()
+}
+
+// result fills what every mode reports.
+func (b *bench) result(mode string, ws workers) *Result {
+	s := ws.stats()
+	return &Result{Mode: mode, Backend: b.db.backend, Concurrency: b.o.Concurrency, Instances: b.o.Instances,
+		FetchBatch: b.o.FetchBatch, PoolConns: b.db.pool, Queue: b.o.Queue,
+		Retried: s.Retried, Stale: s.Stale, Lost: s.Lost}
+}
