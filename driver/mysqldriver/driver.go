@@ -64,6 +64,9 @@ const now = `UTC_TIMESTAMP(6)`
 type Driver struct {
 	db  *sql.DB
 	cfg *mysql.Config // to open the migration connection
+	// consecutiveIDs: innodb_autoinc_lock_mode is 0 or 1, so the ids of one
+	// multiple-row INSERT are consecutive (JobInsert).
+	consecutiveIDs bool
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -117,7 +120,12 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, maxConns int) (*Driver, 
 		db.Close()
 		return nil, fmt.Errorf("mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
 	}
-	return &Driver{db: db, cfg: cfg}, nil
+	var lockMode sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT @@GLOBAL.innodb_autoinc_lock_mode`).Scan(&lockMode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("mysql %s/%s: read innodb_autoinc_lock_mode: %w", cfg.Addr, cfg.DBName, err)
+	}
+	return &Driver{db: db, cfg: cfg, consecutiveIDs: lockMode.Valid && lockMode.Int64 <= 1}, nil
 }
 
 // checkDurable refuses a server that does not flush InnoDB's log at every

@@ -128,7 +128,7 @@ FOR UPDATE SKIP LOCKED`
 // running, fence and attempt bumped, lease from the database clock.
 // Parameters: owner, ttl_us, then the ids.
 const jobStartSQL = `
-UPDATE fenced_jobs SET
+UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = 'running', attempt = attempt + 1, fence = fence + 1, owner = ?,
     lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND,
     attempted_at = ` + now + `, updated_at = ` + now + `,
@@ -194,6 +194,11 @@ func collectIDs(rows *sql.Rows, err error) ([]int64, error) {
 }
 
 // jobGuard is the condition every worker-owned write carries.
+//
+// Every statement that names its jobs by id reads them through the primary
+// key (FORCE INDEX): left to itself the optimizer may walk an index that
+// leads with state, and a locking statement then locks, or waits for, every
+// row in that state, other workers' included.
 const jobGuard = `state = 'running' AND lease_expires_at > ` + now
 
 // jobHeartbeatPickSQL locks, in id order, the rows of the attempts given
@@ -203,7 +208,7 @@ const jobGuard = `state = 'running' AND lease_expires_at > ` + now
 // the two never wait for each other in a cycle. Parameters: the ids, then
 // the (id, fence) pairs.
 const jobHeartbeatPickSQL = `
-SELECT id, cancel_requested FROM fenced_jobs
+SELECT id, cancel_requested FROM fenced_jobs FORCE INDEX (PRIMARY)
 WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
 ORDER BY id
 FOR UPDATE SKIP LOCKED`
@@ -213,13 +218,13 @@ FOR UPDATE SKIP LOCKED`
 // the epoch; see leaseRenewSQL). Parameters: ttl_us, the ids, then the
 // (id, fence) pairs.
 const jobHeartbeatSQL = `
-UPDATE fenced_jobs SET lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND
+UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND
 WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
     AND LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ` + now + `)) > 0`
 
 // jobCurrentSQL finds which attempts are still current. Parameters: the
 // ids, then the (id, fence) pairs.
-const jobCurrentSQL = `SELECT id FROM fenced_jobs WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard
+const jobCurrentSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard
 
 // JobHeartbeat implements driver.JobDriver, in one short transaction: the
 // current rows are locked, then extended by one statement. A picked row
@@ -349,128 +354,7 @@ func extendedSince(ctx context.Context, tx *sql.Tx, ids []int64, decided time.Ti
 		AND lease_expires_at > ?`, append(anys(ids), timeArg(decided))...))
 }
 
-// The statements that end an attempt, one per way of ending, each guarded by
-// the attempt's fence. A failure retries (queued, run_at = now + delay)
-// unless attempts are exhausted or it is discarded; a snooze does not count
-// against max_attempts. A job asked to cancel that fails or snoozes ends
-// cancelled: the request is never lost. Assignments run left to right, and
-// none reads a column assigned before it. The last two parameters of each
-// are id and fence.
-const (
-	jobCompleteSQL = `
-UPDATE fenced_jobs SET state = 'succeeded', finished_at = ` + now + `, output = ?,
-    lease_expires_at = NULL, updated_at = ` + now + `
-WHERE id = ? AND fence = ? AND ` + jobGuard
-	// Parameters: error, id, fence.
-	jobCancelEndSQL = `
-UPDATE fenced_jobs SET state = 'cancelled', finished_at = ` + now + `, last_error = ?,
-    lease_expires_at = NULL, updated_at = ` + now + `
-WHERE id = ? AND fence = ? AND ` + jobGuard
-	// Parameters: discard, discard, error, delay_us, id, fence.
-	jobFailSQL = `
-UPDATE fenced_jobs SET
-    state = CASE WHEN cancel_requested THEN 'cancelled'
-                 WHEN ? OR attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
-    finished_at = CASE WHEN cancel_requested OR ? OR attempt >= max_attempts THEN ` + now + ` END,
-    last_error = ?,
-    run_at = ` + now + ` + INTERVAL ? MICROSECOND,
-    lease_expires_at = NULL, updated_at = ` + now + `
-WHERE id = ? AND fence = ? AND ` + jobGuard
-	// Parameters: delay_us, id, fence.
-	jobSnoozeSQL = `
-UPDATE fenced_jobs SET
-    state = IF(cancel_requested, 'cancelled', 'queued'),
-    finished_at = IF(cancel_requested, ` + now + `, NULL),
-    run_at = ` + now + ` + INTERVAL ? MICROSECOND,
-    max_attempts = max_attempts + 1,
-    lease_expires_at = NULL, updated_at = ` + now + `
-WHERE id = ? AND fence = ? AND ` + jobGuard
-)
-
-// jobAttemptSQL records the attempt that just ended on a job, read from the
-// row the ending statement left (updated_at is its clock reading).
-// Parameters: kind, error, id.
-const jobAttemptSQL = `
-INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
-SELECT id, attempt, fence, owner, attempted_at, updated_at,
-    CASE WHEN state = 'succeeded' THEN 'succeeded' WHEN state = 'cancelled' THEN 'cancelled'
-         WHEN ? = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
-    NULLIF(?, '')
-FROM fenced_jobs WHERE id = ?`
-
-// endStatement is the guarded statement and its arguments for e.
-func endStatement(e driver.JobEnd) (string, []any) {
-	id, fence := e.Ref.ID, e.Ref.Fence
-	switch e.Kind {
-	case driver.EndComplete:
-		var output any
-		if e.Output != nil {
-			output = string(e.Output)
-		}
-		return jobCompleteSQL, []any{output, id, fence}
-	case driver.EndCancel:
-		return jobCancelEndSQL, []any{e.Error, id, fence}
-	case driver.EndSnooze:
-		return jobSnoozeSQL, []any{e.Delay.Microseconds(), id, fence}
-	}
-	return jobFailSQL, []any{e.Discard, e.Discard, e.Error, e.Delay.Microseconds(), id, fence}
-}
-
-// JobFinish implements driver.JobDriver: in one transaction (or the
-// caller's), per job, the guarded end and its history row. A job whose end
-// changed nothing is diagnosed in the same transaction.
-func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
-	var out []error
-	var err error
-	if tx != nil {
-		out, err = finishJobs(ctx, sqlOf(tx), ends)
-	} else {
-		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
-			out, err = finishJobs(ctx, tx, ends)
-			return err
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("finish jobs: %w", err)
-	}
-	return out, nil
-}
-
-func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
-	out := make([]error, len(ends))
-	for _, i := range idOrder(ends) {
-		e := ends[i]
-		query, args := endStatement(e)
-		n, err := execCount(ctx, tx, query, args...)
-		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
-		}
-		if n == 0 {
-			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
-				return nil, out[i]
-			}
-			continue
-		}
-		if _, err := tx.ExecContext(ctx, jobAttemptSQL, string(e.Kind), e.Error, e.Ref.ID); err != nil {
-			return nil, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
-		}
-	}
-	return out, nil
-}
-
-// idOrder returns the indexes of ends ordered by job id: rows are locked in
-// id order, as a heartbeat's range over the primary key locks them, so the
-// two never wait for each other in a cycle.
-func idOrder(ends []driver.JobEnd) []int {
-	order := make([]int, len(ends))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Ref.ID, ends[b].Ref.ID) })
-	return order
-}
-
-const jobProgressSQL = `UPDATE fenced_jobs SET progress = ?, updated_at = ` + now + `
+const jobProgressSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET progress = ?, updated_at = ` + now + `
 WHERE id = ? AND fence = ? AND ` + jobGuard
 
 // JobProgress implements driver.JobDriver: one guarded statement; a refusal
@@ -488,7 +372,7 @@ func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []
 
 // jobGuardSQL share-locks the job row iff ref is its current running
 // attempt with an unexpired lease. Parameters: id, fence.
-const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ? AND fence = ? AND ` + jobGuard + ` LOCK IN SHARE MODE`
+const jobGuardSQL = `SELECT 1 FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id = ? AND fence = ? AND ` + jobGuard + ` LOCK IN SHARE MODE`
 
 // GuardJob checks, inside the caller's own transaction, that ref is the
 // job's current running attempt with an unexpired lease, and share-locks the

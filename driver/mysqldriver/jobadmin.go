@@ -3,101 +3,17 @@ package mysqldriver
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/fenced/fenced/driver"
 )
 
-// jobInsertSQL enqueues one job. A job whose idempotency key exists already
-// (committed, or earlier in the same batch) fails as a duplicate and is read
-// back with jobByKeySQL instead. Parameters: kind, queue, args, priority,
-// run_at or NULL, delay_us, max_attempts, idempotency key (empty for none).
-const jobInsertSQL = `
-INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
-VALUES (?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, NULLIF(?, ''), ` + now + `, ` + now + `)`
-
-// jobByKeySQL reads the job holding an idempotency key: a locking read, so
-// it sees the committed row of a concurrent enqueuer, whose commit the
-// failed insert waited for.
-const jobByKeySQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.idempotency_key = ? LOCK IN SHARE MODE`
-
-// JobInsert implements driver.JobDriver: in one transaction (or the
-// caller's), the jobs inserted in input order, so their ids ascend in it,
-// then read back together. A failed statement in MySQL undoes only itself,
-// so a duplicate key leaves the caller's transaction usable.
-func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
-	var out []driver.JobInsertResult
-	var err error
-	if tx != nil {
-		out, err = insertJobs(ctx, sqlOf(tx), jobs)
-	} else {
-		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
-			out, err = insertJobs(ctx, tx, jobs)
-			return err
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
-	}
-	return out, nil
-}
-
-func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
-	out := make([]driver.JobInsertResult, len(jobs))
-	var ids []int64
-	inserted := map[int]int64{}
-	for i, in := range jobs {
-		var runAt any
-		if !in.RunAt.IsZero() {
-			runAt = timeArg(in.RunAt)
-		}
-		res, err := tx.ExecContext(ctx, jobInsertSQL, in.Kind, in.Queue, string(in.Args), in.Priority,
-			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey)
-		if err == nil {
-			id, err := res.LastInsertId()
-			if err != nil {
-				return nil, err
-			}
-			inserted[i] = id
-			ids = append(ids, id)
-			continue
-		}
-		if !isDuplicate(err) || in.IdempotencyKey == "" {
-			return nil, err
-		}
-		j, err := scanJob(tx.QueryRowContext(ctx, jobByKeySQL, in.IdempotencyKey))
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("idempotency key %q conflicted but its job was not found", in.IdempotencyKey)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read existing key %q: %w", in.IdempotencyKey, err)
-		}
-		out[i] = driver.JobInsertResult{Job: j, Existing: true}
-	}
-	for len(ids) > 0 {
-		chunk := ids[:min(len(ids), 1000)]
-		ids = ids[len(chunk):]
-		byID, err := readJobs(ctx, tx, chunk)
-		if err != nil {
-			return nil, fmt.Errorf("read back: %w", err)
-		}
-		for i, id := range inserted {
-			if j := byID[id]; j != nil {
-				j.Now = j.CreatedAt // the insert's own clock reading
-				out[i].Job = j
-			}
-		}
-	}
-	return out, nil
-}
-
 // jobCancelSQL cancels a queued job at once and flags a running one; the
 // running job's worker learns it at its next heartbeat. state is assigned
 // last, as the others read it.
 const jobCancelSQL = `
-UPDATE fenced_jobs SET
+UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     finished_at = IF(state = 'queued', ` + now + `, finished_at),
     cancel_requested = (state = 'running'),
     updated_at = ` + now + `,
@@ -112,7 +28,7 @@ func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error
 // jobRetrySQL puts a failed or cancelled job back to queued with a fresh
 // budget of max_attempts more attempts.
 const jobRetrySQL = `
-UPDATE fenced_jobs SET
+UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = 'queued', run_at = ` + now + `, finished_at = NULL, cancel_requested = FALSE,
     max_attempts = attempt + max_attempts,
     updated_at = ` + now + `

@@ -28,7 +28,7 @@ FOR UPDATE SKIP LOCKED`
 // state is assigned first and read by nothing after it. Parameters: max_us,
 // base_us, jitter, the ids, then the (id, fence) pairs.
 const jobRecoverSQL = `
-UPDATE fenced_jobs SET
+UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ` + now + ` END,
@@ -102,11 +102,13 @@ LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
 // jobDeleteFinishedSQL deletes the picked (and locked) jobs, repeating the
-// conditions the statement relies on. Parameters: the ids, then age_us.
+// conditions the statement relies on. It is written as a multiple-table
+// DELETE, the form that takes an index hint. Parameters: the ids, then
+// age_us.
 const jobDeleteFinishedSQL = `
-DELETE FROM fenced_jobs
-WHERE id IN (%s) AND state IN ('succeeded', 'failed', 'cancelled')
-    AND finished_at < ` + now + ` - INTERVAL ? MICROSECOND`
+DELETE j FROM fenced_jobs j FORCE INDEX (PRIMARY)
+WHERE j.id IN (%s) AND j.state IN ('succeeded', 'failed', 'cancelled')
+    AND j.finished_at < ` + now + ` - INTERVAL ? MICROSECOND`
 
 // JobDeleteFinished implements driver.JobDriver. Attempt history goes with
 // its job (ON DELETE CASCADE, which the affected-row count leaves out); the

@@ -1,0 +1,219 @@
+package mysqldriver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// JobFinish ends a batch of attempts with a few statements whatever its
+// size: the rows still current are locked (in id order), one UPDATE ends
+// them all, each by its own kind and guarded by its own fence, and one
+// INSERT records the ended attempts. The ends travel as a derived table of
+// literal rows (UNION ALL), MySQL having nothing like PostgreSQL's unnest.
+
+// jobEndsRowSQL is one row of the ends' derived table. Parameters: id,
+// fence, kind, output, error, delay_us, discard.
+const jobEndsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard`
+
+// jobEndPickSQL locks the rows whose attempt is still current, in id order,
+// as a heartbeat locks them. Parameters: the ids, then the (id, fence)
+// pairs.
+const jobEndPickSQL = `
+SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
+ORDER BY id
+FOR UPDATE`
+
+// jobEndSQL ends the picked attempts. A failure retries (queued, run_at =
+// now + delay) unless attempts are exhausted or it is discarded; a snooze
+// does not count against max_attempts. A job asked to cancel that fails or
+// snoozes ends cancelled: the request is never lost. No assignment reads a
+// column another one writes, so the order MySQL gives a multiple-table
+// UPDATE's assignments does not matter. Parameters: the ends' rows, then
+// the picked ids.
+const jobEndSQL = `
+UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
+    j.state = CASE
+        WHEN e.kind = 'complete' THEN 'succeeded'
+        WHEN e.kind = 'cancel' OR j.cancel_requested THEN 'cancelled'
+        WHEN e.kind = 'snooze' THEN 'queued'
+        WHEN e.discard OR j.attempt >= j.max_attempts THEN 'failed'
+        ELSE 'queued' END,
+    j.finished_at = CASE
+        WHEN e.kind IN ('complete', 'cancel') OR j.cancel_requested
+            OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
+        THEN ` + now + ` END,
+    j.output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
+    j.last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error ELSE j.last_error END,
+    j.run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN ` + now + ` + INTERVAL e.delay_us MICROSECOND
+        ELSE j.run_at END,
+    j.max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
+    j.lease_expires_at = NULL,
+    j.updated_at = ` + now + `
+WHERE j.id IN (%s) AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at > ` + now
+
+// jobAttemptsSQL records the attempts just ended, read from the rows the
+// ending statement left (updated_at is its clock reading). Parameters: the
+// ends' rows, then the ended ids.
+const jobAttemptsSQL = `
+INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
+SELECT j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.updated_at,
+    CASE WHEN e.kind = 'complete' THEN 'succeeded' WHEN j.state = 'cancelled' THEN 'cancelled'
+         WHEN e.kind = 'snooze' THEN 'snoozed' WHEN j.state = 'failed' THEN 'failed' ELSE 'retry' END,
+    NULLIF(e.error, '')
+FROM fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id
+WHERE j.id IN (%s)`
+
+// jobEndedSQL finds which locked rows the ending statement changed: every
+// end takes a job out of running.
+const jobEndedSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND state <> 'running'`
+
+// Limits on one round of statements, kept well under max_allowed_packet
+// (16 MiB on MariaDB, 64 MiB on MySQL) though every end carries 64 KiB of
+// error text.
+const (
+	finishChunkEnds  = 500
+	finishChunkBytes = 4 << 20
+)
+
+// JobFinish implements driver.JobDriver: in one transaction (or the
+// caller's). A job whose end changed nothing is diagnosed in the same
+// transaction.
+func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+	var out []error
+	var err error
+	if tx != nil {
+		out, err = finishJobs(ctx, sqlOf(tx), ends)
+	} else {
+		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
+			out, err = finishJobs(ctx, tx, ends)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finish jobs: %w", err)
+	}
+	return out, nil
+}
+
+// finishJobs ends the jobs in rounds of distinct ids, in id order: a job
+// named twice is ended by its first end, and its second finds it ended.
+func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
+	out := make([]error, len(ends))
+	order := make([]int, len(ends))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Ref.ID, ends[b].Ref.ID) })
+	for len(order) > 0 {
+		var round, again []int
+		for k, i := range order {
+			if k > 0 && ends[order[k-1]].Ref.ID == ends[i].Ref.ID {
+				again = append(again, i)
+			} else {
+				round = append(round, i)
+			}
+		}
+		for len(round) > 0 {
+			n, size := 0, 0
+			for n < len(round) && n < finishChunkEnds && (n == 0 || size < finishChunkBytes) {
+				e := ends[round[n]]
+				size += len(e.Error) + len(e.Output)
+				n++
+			}
+			if err := finishChunk(ctx, tx, ends, round[:n], out); err != nil {
+				return nil, err
+			}
+			round = round[n:]
+		}
+		order = again
+	}
+	return out, nil
+}
+
+// finishChunk ends the attempts ends[at...] (distinct ids, ascending) and
+// sets out[at...] to nil or the diagnosed error.
+func finishChunk(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd, at []int, out []error) error {
+	refs := make([]driver.JobRef, len(at))
+	for k, i := range at {
+		refs[k] = ends[i].Ref
+	}
+	query, args := withRefs(jobEndPickSQL, refs)
+	picked, err := collectIDs(tx.QueryContext(ctx, query, args...))
+	if err != nil {
+		return err
+	}
+	ended := picked
+	if len(picked) > 0 {
+		table, rowArgs := endsTable(ends, at)
+		args := append(rowArgs, anys(picked)...)
+		n, err := execCount(ctx, tx, fmt.Sprintf(jobEndSQL, table, placeholders(len(picked))), args...)
+		if err != nil {
+			return err
+		}
+		if n < int64(len(picked)) {
+			// A picked lease ran out between the two statements; the rows
+			// are locked, so those still running are the ones not ended.
+			if ended, err = collectIDs(tx.QueryContext(ctx, fmt.Sprintf(jobEndedSQL, placeholders(len(picked))), anys(picked)...)); err != nil {
+				return err
+			}
+		}
+		if len(ended) > 0 {
+			args := append(rowArgs, anys(ended)...)
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobAttemptsSQL, table, placeholders(len(ended))), args...); err != nil {
+				return fmt.Errorf("history: %w", err)
+			}
+		}
+	}
+	done := make(map[int64]bool, len(ended))
+	for _, id := range ended {
+		done[id] = true
+	}
+	var missing []int64
+	for _, r := range refs {
+		if !done[r.ID] {
+			missing = append(missing, r.ID)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	// Diagnosed by a locking read in this transaction: what the caller's
+	// snapshot shows may be older.
+	cur, err := collectJobs(tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id IN (`+
+		placeholders(len(missing))+`) LOCK IN SHARE MODE`, anys(missing)...))
+	if err != nil {
+		return fmt.Errorf("diagnose: %w", err)
+	}
+	byID := make(map[int64]*driver.JobRow, len(cur))
+	for _, j := range cur {
+		byID[j.ID] = j
+	}
+	for k, i := range at {
+		if !done[refs[k].ID] {
+			out[i] = driver.DiagnoseJob(refs[k], byID[refs[k].ID])
+		}
+	}
+	return nil
+}
+
+// endsTable is the derived table of ends[at...] and its arguments.
+func endsTable(ends []driver.JobEnd, at []int) (string, []any) {
+	rows := make([]string, len(at))
+	args := make([]any, 0, 7*len(at))
+	for k, i := range at {
+		e := ends[i]
+		var output any
+		if e.Output != nil {
+			output = string(e.Output)
+		}
+		rows[k] = jobEndsRowSQL
+		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard)
+	}
+	return strings.Join(rows, " UNION ALL "), args
+}

@@ -1,0 +1,190 @@
+package mysqldriver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// jobInsertSQL enqueues jobs, one VALUES row each (jobInsertRow).
+// Parameters per row: kind, queue, args, priority, run_at or NULL,
+// delay_us, max_attempts, idempotency key (empty for none).
+const (
+	jobInsertSQL = `
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
+VALUES `
+	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, NULLIF(?, ''), ` +
+		now + `, ` + now + `)`
+)
+
+// jobByKeySQL reads the job holding an idempotency key: a locking read, so
+// it sees the committed row of a concurrent enqueuer, whose commit the
+// failed insert waited for.
+const jobByKeySQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.idempotency_key = ? LOCK IN SHARE MODE`
+
+// Limits on one multiple-row INSERT, kept well under max_allowed_packet
+// though a job's args may be 1 MiB.
+const (
+	insertRunJobs  = 500
+	insertRunBytes = 4 << 20
+)
+
+// JobInsert implements driver.JobDriver: in one transaction (or the
+// caller's), the jobs inserted in input order, so their ids ascend in it,
+// then read back together.
+//
+// MySQL returns only the first id of a multiple-row INSERT. The ids of one
+// are consecutive (by auto_increment_increment) only when
+// innodb_autoinc_lock_mode is 0 or 1 (MariaDB's default): then runs of jobs
+// without an idempotency key go in one statement each. Otherwise (MySQL 8's
+// default of 2 interleaves concurrent inserts' ids), and for every job with
+// a key, one statement per job: a duplicate key fails the statement, and in
+// MySQL a failed statement undoes only itself, so the existing job is read
+// and the transaction, the caller's too, goes on.
+func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+	var out []driver.JobInsertResult
+	var err error
+	if tx != nil {
+		out, err = insertJobs(ctx, sqlOf(tx), jobs, d.consecutiveIDs)
+	} else {
+		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
+			out, err = insertJobs(ctx, tx, jobs, d.consecutiveIDs)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", err)
+	}
+	return out, nil
+}
+
+// inserter enqueues one batch in tx.
+type inserter struct {
+	tx       *sql.Tx
+	jobs     []driver.JobInsertParams
+	out      []driver.JobInsertResult
+	inserted map[int]int64 // index in jobs → id of the row inserted for it
+	step     int64         // auto_increment_increment, once read
+}
+
+func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams, consecutive bool) ([]driver.JobInsertResult, error) {
+	in := &inserter{tx: tx, jobs: jobs, out: make([]driver.JobInsertResult, len(jobs)), inserted: map[int]int64{}}
+	for i := 0; i < len(jobs); {
+		end := i + 1
+		if consecutive && jobs[i].IdempotencyKey == "" {
+			size := len(jobs[i].Args)
+			for end < len(jobs) && jobs[end].IdempotencyKey == "" && end-i < insertRunJobs && size < insertRunBytes {
+				size += len(jobs[end].Args)
+				end++
+			}
+		}
+		var err error
+		if end-i > 1 {
+			err = in.run(ctx, i, end)
+		} else {
+			err = in.one(ctx, i)
+		}
+		if err != nil {
+			return nil, err
+		}
+		i = end
+	}
+	if err := in.readBack(ctx); err != nil {
+		return nil, err
+	}
+	return in.out, nil
+}
+
+func (in *inserter) args(i int) []any {
+	p := in.jobs[i]
+	var runAt any
+	if !p.RunAt.IsZero() {
+		runAt = timeArg(p.RunAt)
+	}
+	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, p.IdempotencyKey}
+}
+
+// one inserts jobs[i], or finds the job holding its idempotency key.
+func (in *inserter) one(ctx context.Context, i int) error {
+	res, err := in.tx.ExecContext(ctx, jobInsertSQL+jobInsertRow, in.args(i)...)
+	if err == nil {
+		id, err := res.LastInsertId()
+		in.inserted[i] = id
+		return err
+	}
+	key := in.jobs[i].IdempotencyKey
+	if !isDuplicate(err) || key == "" {
+		return err
+	}
+	j, err := scanJob(in.tx.QueryRowContext(ctx, jobByKeySQL, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("idempotency key %q conflicted but its job was not found", key)
+	}
+	if err != nil {
+		return fmt.Errorf("read existing key %q: %w", key, err)
+	}
+	in.out[i] = driver.JobInsertResult{Job: j, Existing: true}
+	return nil
+}
+
+// run inserts jobs[from:to], none with an idempotency key, in one statement
+// whose ids are consecutive.
+func (in *inserter) run(ctx context.Context, from, to int) error {
+	rows := make([]string, 0, to-from)
+	var args []any
+	for i := from; i < to; i++ {
+		rows, args = append(rows, jobInsertRow), append(args, in.args(i)...)
+	}
+	res, err := in.tx.ExecContext(ctx, jobInsertSQL+strings.Join(rows, ", "), args...)
+	if err != nil {
+		return err
+	}
+	first, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	if in.step == 0 {
+		if err := in.tx.QueryRowContext(ctx, `SELECT @@SESSION.auto_increment_increment`).Scan(&in.step); err != nil {
+			return err
+		}
+	}
+	for i := from; i < to; i++ {
+		in.inserted[i] = first + int64(i-from)*in.step
+	}
+	return nil
+}
+
+// readBack reads the inserted rows, still locked by the transaction, and
+// checks each is the job it was inserted for.
+func (in *inserter) readBack(ctx context.Context) error {
+	ids := make([]int64, 0, len(in.inserted))
+	for _, id := range in.inserted {
+		ids = append(ids, id)
+	}
+	byID := map[int64]*driver.JobRow{}
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 1000)]
+		ids = ids[len(chunk):]
+		got, err := readJobs(ctx, in.tx, chunk)
+		if err != nil {
+			return fmt.Errorf("read back: %w", err)
+		}
+		for id, j := range got {
+			byID[id] = j
+		}
+	}
+	for i, id := range in.inserted {
+		j, p := byID[id], in.jobs[i]
+		if j == nil || j.Kind != p.Kind || j.Queue != p.Queue || j.Priority != p.Priority ||
+			j.MaxAttempts != p.MaxAttempts || j.IdempotencyKey != p.IdempotencyKey {
+			return fmt.Errorf("job %d read back is not the job inserted for it", id)
+		}
+		j.Now = j.CreatedAt // the insert's own clock reading
+		in.out[i] = driver.JobInsertResult{Job: j}
+	}
+	return nil
+}
