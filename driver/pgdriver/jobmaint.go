@@ -54,14 +54,17 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 
 // jobDeleteFinishedSQL deletes the oldest finished jobs. The outer WHERE
 // repeats the condition: a DELETE that waited for a row lock re-checks only
-// its own WHERE, and a job retried meanwhile is no longer finished.
+// its own WHERE, and a job retried meanwhile is no longer finished. The pick
+// is an ARRAY(...) so it runs once: as an IN subquery the planner may rescan
+// it per row, and each rescan no longer sees the rows already deleted, so
+// the LIMIT slid and one call deleted more than limit jobs.
 const jobDeleteFinishedSQL = `
 DELETE FROM fenced_jobs
-WHERE id IN (
+WHERE id = ANY(ARRAY(
     SELECT id FROM fenced_jobs
     WHERE finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'
     ORDER BY finished_at LIMIT $2
-    FOR UPDATE SKIP LOCKED)
+    FOR UPDATE SKIP LOCKED))
 AND state IN ('succeeded', 'failed', 'cancelled')
 AND finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'`
 

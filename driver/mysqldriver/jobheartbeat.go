@@ -1,0 +1,165 @@
+package mysqldriver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+)
+
+// jobHeartbeatPickSQL locks, in id order, the rows of the attempts given
+// that are still current, and skips rows another transaction holds (an open
+// JobTx of the attempt share-locks its row): one long transaction cannot
+// stall the heartbeat of every other job. Finishes lock in id order too, so
+// the two never wait for each other in a cycle. Parameters: the ids, then
+// the (id, fence) pairs.
+const jobHeartbeatPickSQL = `
+SELECT id, cancel_requested FROM fenced_jobs FORCE INDEX (PRIMARY)
+WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
+ORDER BY id
+FOR UPDATE SKIP LOCKED`
+
+// jobHeartbeatSQL extends the picked rows, re-checking the guard with its
+// own clock, which it hands back as the LAST_INSERT_ID (microseconds since
+// the epoch; see leaseRenewSQL). Parameters: ttl_us, the ids, then the
+// (id, fence) pairs.
+const jobHeartbeatSQL = `
+UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND
+WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
+    AND LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ` + now + `)) > 0`
+
+// jobCurrentSQL finds which attempts are still current. Parameters: the
+// ids, then the (id, fence) pairs.
+const jobCurrentSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard
+
+// JobHeartbeat implements driver.JobDriver, in one short transaction: the
+// current rows are locked, then extended by one statement. A picked row
+// whose lease ran out between the two statements is not extended; the rows
+// stay locked, so those the statement extended are exactly the picked rows
+// whose expiry is now past its clock reading. A job not picked is Lost
+// unless a read after the transaction shows its attempt current (another
+// transaction held its row): then it is Busy.
+func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+	refs = slices.Clone(refs)
+	slices.SortFunc(refs, func(a, b driver.JobRef) int { return cmp.Compare(a.ID, b.ID) })
+	res := &driver.HeartbeatResult{}
+	extended := map[int64]bool{}
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		*res, extended = driver.HeartbeatResult{}, map[int64]bool{}
+		query, args := withRefs(jobHeartbeatPickSQL, refs)
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		var picked []driver.JobRef
+		cancel := map[int64]bool{}
+		for rows.Next() {
+			var r driver.JobRef
+			var c bool
+			if err := rows.Scan(&r.ID, &c); err != nil {
+				rows.Close()
+				return err
+			}
+			picked, cancel[r.ID] = append(picked, r), c
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if len(picked) == 0 {
+			return nil
+		}
+		for i := range picked {
+			picked[i].Fence = fenceOf(refs, picked[i].ID)
+		}
+		query, args = withRefs(jobHeartbeatSQL, picked)
+		result, err := tx.ExecContext(ctx, query, append([]any{ttl.Microseconds()}, args...)...)
+		if err != nil {
+			return err
+		}
+		n, err := result.RowsAffected()
+		if err != nil || n == 0 {
+			return err
+		}
+		at, err := result.LastInsertId()
+		if err != nil {
+			return err
+		}
+		decided := time.UnixMicro(at).UTC()
+		res.ExpiresAt = decided.Add(time.Duration(ttl.Microseconds()) * time.Microsecond)
+		ids := make([]int64, len(picked))
+		for i, r := range picked {
+			ids[i] = r.ID
+		}
+		if n < int64(len(picked)) {
+			if ids, err = extendedSince(ctx, tx, ids, decided); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			extended[id] = true
+			res.Extended = append(res.Extended, id)
+			if cancel[id] {
+				res.CancelRequested = append(res.CancelRequested, id)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	var missing []driver.JobRef
+	for _, r := range refs {
+		if !extended[r.ID] {
+			missing = append(missing, r)
+		}
+	}
+	if len(missing) == 0 {
+		return res, nil
+	}
+	query, args := withRefs(jobCurrentSQL, missing)
+	current, err := collectIDs(d.db.QueryContext(ctx, query, args...))
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat: %w", err)
+	}
+	busy := map[int64]bool{}
+	for _, id := range current {
+		busy[id] = true
+	}
+	for _, r := range missing {
+		if busy[r.ID] {
+			res.Busy = append(res.Busy, r.ID)
+		} else {
+			res.Lost = append(res.Lost, r.ID)
+		}
+	}
+	return res, nil
+}
+
+// withRefs fills a query's (%s) IN lists for refs and returns its arguments:
+// the ids, then the (id, fence) pairs.
+func withRefs(query string, refs []driver.JobRef) (string, []any) {
+	args := make([]any, 0, 3*len(refs))
+	for _, r := range refs {
+		args = append(args, r.ID)
+	}
+	for _, r := range refs {
+		args = append(args, r.ID, r.Fence)
+	}
+	return fmt.Sprintf(query, placeholders(len(refs)), pairPlaceholders(len(refs))), args
+}
+
+func fenceOf(refs []driver.JobRef, id int64) int64 {
+	i, _ := slices.BinarySearchFunc(refs, id, func(r driver.JobRef, id int64) int { return cmp.Compare(r.ID, id) })
+	return refs[i].Fence
+}
+
+// extendedSince returns which of the locked rows ids a heartbeat whose
+// clock read decided extended: their lease now ends after that reading.
+func extendedSince(ctx context.Context, tx *sql.Tx, ids []int64, decided time.Time) ([]int64, error) {
+	return collectIDs(tx.QueryContext(ctx, `SELECT id FROM fenced_jobs WHERE id IN (`+placeholders(len(ids))+`)
+		AND lease_expires_at > ?`, append(anys(ids), timeArg(decided))...))
+}

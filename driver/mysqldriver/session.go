@@ -1,0 +1,120 @@
+package mysqldriver
+
+import (
+	"context"
+	"database/sql"
+	sqldriver "database/sql/driver"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/go-sql-driver/mysql"
+)
+
+// setReadCommitted is run on every new connection. The statement form works
+// on both servers; the variable is transaction_isolation on MySQL 8 but
+// tx_isolation on MariaDB before 11.1.
+const setReadCommitted = `SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`
+
+// sessionConnector runs init on every new connection: by default it makes
+// the session READ COMMITTED, which takes no gap locks, so a claim's scan or
+// a lookup of a missing lease name does not block inserts next to it, and
+// unlocks at once the rows an UPDATE examined but did not change.
+// Correctness never depends on it (see the package doc).
+type sessionConnector struct {
+	inner sqldriver.Connector
+	init  string
+}
+
+func (c sessionConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
+	conn, err := c.inner.Connect(ctx)
+	if err != nil {
+		// A dial cut off by the caller's deadline fails ("i/o timeout") the
+		// moment the deadline passes, possibly before the context records
+		// it; report the context's own error, so callers can tell.
+		if deadline, ok := ctx.Deadline(); ok && !time.Now().Before(deadline) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if c.init == "" {
+		return conn, nil
+	}
+	if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, c.init, nil); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+func (c sessionConnector) Driver() sqldriver.Driver { return c.inner.Driver() }
+
+// inTx runs fn in a transaction of the driver's own, committing when fn
+// returns nil. fn is driver code that can run again from the start: InnoDB
+// resolves a deadlock by rolling one transaction back whole, and that
+// transaction is retried after a short random pause, so the contenders do
+// not meet again in step.
+func (d *Driver) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := runTx(ctx, d.db, fn)
+		if !isDeadlock(err) || attempt == 50 {
+			return err
+		}
+		pause := time.Duration(rand.Int64N(int64(min(attempt, 10)) * int64(time.Millisecond)))
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// MySQL error numbers the driver handles.
+const (
+	errDupEntry = 1062 // ER_DUP_ENTRY
+	errDeadlock = 1213 // ER_LOCK_DEADLOCK: the transaction was rolled back
+)
+
+func isMySQLError(err error, number uint16) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == number
+}
+
+func isDeadlock(err error) bool { return isMySQLError(err, errDeadlock) }
+
+func isDuplicate(err error) bool { return isMySQLError(err, errDupEntry) }
+
+// execCount runs a statement and returns the rows it matched.
+func execCount(ctx context.Context, q querier, query string, args ...any) (int64, error) {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// isDiagnosis tells a diagnosed refusal from a failed read.
+func isDiagnosis(err error) bool {
+	return errors.Is(err, driver.ErrStale) || errors.Is(err, driver.ErrNotFound)
+}

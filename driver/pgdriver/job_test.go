@@ -1,0 +1,76 @@
+package pgdriver_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/pgdriver"
+	"github.com/fenced/fenced/internal/testdb"
+)
+
+// The attempt history has no foreign key (its per-row check was a tenth of
+// the work of a job); deleting or truncating jobs still removes it.
+func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pool := c.Driver().(*pgdriver.Driver).Pool()
+	history := func() (n int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM fenced_job_attempts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	finish := func(n int) {
+		t.Helper()
+		for range n {
+			if _, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, err := c.ClaimJobs(ctx, fenced.DefaultQueue, "A", n, time.Minute)
+		if err != nil || len(jobs) != n {
+			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+		}
+		for _, j := range jobs {
+			if err := c.CompleteJob(ctx, j.Ref(), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	finish(3)
+	if n := history(); n != 3 {
+		t.Fatalf("history rows = %d, want 3", n)
+	}
+	if n, err := c.DeleteFinishedJobs(ctx, nil, 0, 2); err != nil || n != 2 {
+		t.Fatalf("delete finished: %d, %v", n, err)
+	}
+	if n := history(); n != 1 {
+		t.Fatalf("history rows after retention = %d, want 1", n)
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM fenced_jobs`); err != nil {
+		t.Fatal(err)
+	}
+	if n := history(); n != 0 {
+		t.Fatalf("history rows after DELETE = %d, want 0", n)
+	}
+	finish(2)
+	if _, err := pool.Exec(ctx, `TRUNCATE fenced_jobs`); err != nil {
+		t.Fatal(err)
+	}
+	if n := history(); n != 0 {
+		t.Fatalf("history rows after TRUNCATE = %d, want 0", n)
+	}
+}
