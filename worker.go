@@ -33,7 +33,7 @@ type WorkerConfig struct {
 	// when nothing wakes it (PostgreSQL wakes it on enqueue). Default 1s.
 	PollInterval time.Duration
 	// FetchBatch caps the jobs one claim statement takes. Default the
-	// queue's concurrency, at most 100.
+	// queue's concurrency, at most DefaultFetchBatch.
 	FetchBatch int
 	// Backoff is the retry delay after a failed attempt. Default
 	// DefaultBackoff.
@@ -41,6 +41,13 @@ type WorkerConfig struct {
 	// Logger receives the worker's own errors. Default: discarded.
 	Logger *slog.Logger
 }
+
+// DefaultFetchBatch is the most jobs one claim takes when
+// WorkerConfig.FetchBatch is zero. A claim and an outcome batch each cost a
+// statement and a commit whatever their size, so a busy worker spends less
+// per job on larger ones: on "fenced bench" (2,000 no-op jobs at once) 300
+// works about a third more jobs a second than 100; 1,000 gains nothing more.
+const DefaultFetchBatch = 300
 
 // WorkerStats count what a worker did.
 type WorkerStats struct {

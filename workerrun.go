@@ -17,7 +17,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 	slots := make(chan struct{}, concurrency)
 	batch := w.cfg.FetchBatch
 	if batch <= 0 {
-		batch = min(concurrency, 100)
+		batch = min(concurrency, DefaultFetchBatch)
 	}
 	for {
 		select {
