@@ -39,14 +39,16 @@ UPDATE fenced_leases SET
     updated_at = ` + now + `
 WHERE name = ? AND (released OR expires_at <= ` + now + ` OR owner = ?)`
 
-// leaseInsertSQL creates the row of a name never acquired, starting above
-// the fence floor. The share lock on fenced_meta makes it wait for a fence
-// advance in progress, so it never starts below the new floor. Parameters:
-// name, owner, ttl_us.
+// leaseFloorSQL share-locks the fence floor until the transaction ends, so
+// the first row of a name waits for a fence advance in progress and never
+// starts below the new floor (a locking read: its value is the latest).
+const leaseFloorSQL = `SELECT fence_floor FROM fenced_meta WHERE id = 1 LOCK IN SHARE MODE`
+
+// leaseInsertSQL creates the row of a name never acquired, one above the
+// floor. Parameters: name, owner, floor, ttl_us.
 const leaseInsertSQL = `
 INSERT INTO fenced_leases (name, owner, fence, expires_at, released, updated_at)
-SELECT ?, ?, fence_floor + 1, ` + now + ` + INTERVAL ? MICROSECOND, FALSE, ` + now + `
-FROM fenced_meta WHERE id = 1 LOCK IN SHARE MODE`
+VALUES (?, ?, ? + 1, ` + now + ` + INTERVAL ? MICROSECOND, FALSE, ` + now + `)`
 
 // leaseRenewSQL extends the lease iff name, owner and fence match and it is
 // unreleased and unexpired. Its last condition hands the statement's clock
@@ -190,7 +192,11 @@ func (d *Driver) leaseTake(ctx context.Context, p driver.LeaseAcquireParams) (l,
 func (d *Driver) leaseCreate(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
 	var l *driver.LeaseRow
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, leaseInsertSQL, p.Name, p.Owner, p.TTL.Microseconds())
+		var floor int64
+		if err := tx.QueryRowContext(ctx, leaseFloorSQL).Scan(&floor); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, leaseInsertSQL, p.Name, p.Owner, floor, p.TTL.Microseconds())
 		if isDuplicate(err) {
 			return errRaced
 		}

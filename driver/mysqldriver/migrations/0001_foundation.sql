@@ -12,7 +12,8 @@ CREATE TABLE IF NOT EXISTS fenced_meta (
     -- every new lease row starts above this; raised by fence advance
     fence_floor BIGINT  NOT NULL DEFAULT 0 CHECK (fence_floor >= 0)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
-INSERT INTO fenced_meta (id) SELECT 1 FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM fenced_meta);
+-- IGNORE: the row exists when a migration cut short is run again.
+INSERT IGNORE INTO fenced_meta (id) VALUES (1);
 
 CREATE TABLE IF NOT EXISTS fenced_leases (
     name       VARBINARY(200) NOT NULL PRIMARY KEY CHECK (LENGTH(name) BETWEEN 1 AND 200),
