@@ -1,0 +1,146 @@
+package mysqldriver_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/mysqldriver"
+)
+
+// TestHeartbeatReportsEachJob: one statement extends a worker's jobs; the
+// read-back must tell the extended ones from a job still running under the
+// caller's fence whose lease already expired, and from a forged fence.
+func TestHeartbeatReportsEachJob(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	for range 3 {
+		_, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k"})
+		must(t, err, "enqueue")
+	}
+	live, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 2, time.Minute)
+	must(t, err, "claim")
+	late, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 1, 30*time.Millisecond)
+	must(t, err, "claim")
+	for {
+		j, _, err := c.Driver().JobGet(ctx(t), late[0].ID)
+		must(t, err, "get")
+		if j.State == fenced.JobRunning && !j.LeaseExpiresAt.After(j.Now) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	forged := live[1].Ref()
+	forged.Fence++
+	hb, err := c.HeartbeatJobs(ctx(t), []fenced.JobRef{late[0].Ref(), live[0].Ref(), forged}, time.Minute)
+	must(t, err, "heartbeat")
+	if len(hb.Extended) != 1 || hb.Extended[0] != live[0].ID || len(hb.Lost) != 2 ||
+		!hb.ExpiresAt.After(*live[0].LeaseExpiresAt) {
+		t.Fatalf("heartbeat = %+v, want only job %d extended", hb, live[0].ID)
+	}
+	if j, _, _ := c.GetJob(ctx(t), live[1].ID); !j.LeaseExpiresAt.Equal(*live[1].LeaseExpiresAt) {
+		t.Fatalf("the forged fence extended job %d", live[1].ID)
+	}
+}
+
+// TestHeartbeatSkipsARowHeldByItsJobTx: a job whose row an open JobTx of
+// its own attempt holds is reported Busy at once, not waited for, and the
+// other jobs of the heartbeat are extended.
+func TestHeartbeatSkipsARowHeldByItsJobTx(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	for range 2 {
+		_, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k"})
+		must(t, err, "enqueue")
+	}
+	jobs, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 2, time.Minute)
+	must(t, err, "claim")
+	held, release := make(chan struct{}), make(chan struct{})
+	txDone := make(chan error, 1)
+	go func() {
+		txDone <- c.JobTx(ctx(t), jobs[0].Ref(), func(fenced.Tx) error { close(held); <-release; return nil })
+	}()
+	<-held
+	start := time.Now()
+	hb, err := c.HeartbeatJobs(ctx(t), []fenced.JobRef{jobs[1].Ref(), jobs[0].Ref()}, time.Minute)
+	close(release)
+	must(t, err, "heartbeat")
+	must(t, <-txDone, "job tx")
+	if len(hb.Busy) != 1 || hb.Busy[0] != jobs[0].ID || len(hb.Extended) != 1 || hb.Extended[0] != jobs[1].ID || len(hb.Lost) != 0 {
+		t.Fatalf("heartbeat = %+v, want job %d busy and %d extended", hb, jobs[0].ID, jobs[1].ID)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Fatalf("the heartbeat waited %s for the transaction", waited)
+	}
+}
+
+// TestRetentionSkipsAJobBeingRetried: retention never deletes a job that a
+// concurrent transaction is taking out of its finished state.
+func TestRetentionSkipsAJobBeingRetried(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
+	must(t, err, "enqueue")
+	claimed, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 1, time.Minute)
+	must(t, err, "claim")
+	must(t, c.FailJob(ctx(t), claimed[0].Ref(), "x", 0, false), "fail")
+	tx, err := c.Driver().(*mysqldriver.Driver).DB().BeginTx(ctx(t), nil) // a retry in progress holds the row
+	must(t, err, "begin")
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx(t), `UPDATE fenced_jobs SET state = 'queued', finished_at = NULL WHERE id = ?`, j.ID)
+	must(t, err, "retry in a transaction")
+	n, err := c.DeleteFinishedJobs(ctx(t), nil, 0, 100)
+	if err != nil || n != 0 {
+		t.Fatalf("deleted %d (%v) while the job was being retried", n, err)
+	}
+	must(t, tx.Commit(), "commit")
+	if got, _, err := c.GetJob(ctx(t), j.ID); err != nil || got.State != fenced.JobQueued {
+		t.Fatalf("after the retry: %+v %v", got, err)
+	}
+}
+
+// TestConcurrentBatchEnqueuesGetTheirOwnJobs: batches inserted at once from
+// several clients (each run of jobs without a key goes in one multiple-row
+// INSERT when the server hands out consecutive ids) come back as the jobs
+// each caller asked for, in its order.
+func TestConcurrentBatchEnqueuesGetTheirOwnJobs(t *testing.T) {
+	t.Parallel()
+	url, _ := setup(t)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		c := open(t, url)
+		wg.Go(func() {
+			for round := range 3 {
+				ps := make([]fenced.EnqueueParams, 300)
+				for i := range ps {
+					ps[i] = fenced.EnqueueParams{Kind: fmt.Sprintf("k%d", g), Args: map[string]int{"g": g, "i": i}}
+					if i%50 == 7 {
+						ps[i].IdempotencyKey = fmt.Sprintf("g%d-r%d-%d", g, round, i)
+					}
+				}
+				res, err := c.EnqueueMany(ctx(t), nil, ps)
+				if err != nil {
+					t.Errorf("enqueue: %v", err)
+					return
+				}
+				last := int64(0)
+				for i, r := range res {
+					var got struct{ G, I int }
+					if err := json.Unmarshal(r.Job.Args, &got); err != nil || got.G != g || got.I != i {
+						t.Errorf("job %d of caller %d has args %s", i, g, r.Job.Args)
+						return
+					}
+					if r.Job.ID <= last {
+						t.Errorf("ids do not ascend in input order: %d after %d", r.Job.ID, last)
+						return
+					}
+					last = r.Job.ID
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,44 @@
+package mysqldriver_test
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/testdb"
+)
+
+func TestConcurrentMigrationsApplyOnce(t *testing.T) {
+	t.Parallel()
+	url := testdb.MySQL(t)
+	var mu sync.Mutex
+	applied := map[int]int{}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			c, err := fenced.Open(ctx(t), url, fenced.Config{})
+			if err != nil {
+				t.Errorf("open: %v", err)
+				return
+			}
+			defer c.Close()
+			vs, err := c.Migrate(ctx(t))
+			if err != nil {
+				t.Errorf("migrate: %v", err)
+				return
+			}
+			mu.Lock()
+			for _, v := range vs {
+				applied[v]++
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(applied) != 2 || applied[1] != 1 || applied[2] != 1 {
+		t.Fatalf("applied = %v, want versions 1 and 2 once each", applied)
+	}
+	if vs, err := open(t, url).Migrate(ctx(t)); err != nil || len(vs) != 0 {
+		t.Fatalf("migrate again = %v, %v", vs, err)
+	}
+}
