@@ -40,8 +40,8 @@
 //     idle workers poll.
 //   - A grant lost in a crash would be granted twice, so the server must
 //     commit durably: Open refuses a server whose
-//     innodb_flush_log_at_trx_commit is not 1 (the default; a session cannot
-//     set it, as PostgreSQL's synchronous_commit can be). Binary logging, if
+//     innodb_flush_log_at_trx_commit is not 1 (the default) or MariaDB's 3 (a
+//     session cannot set it, as PostgreSQL's synchronous_commit can be). Binary logging, if
 //     on, must be ROW or MIXED, as InnoDB requires for READ COMMITTED.
 package mysqldriver
 
@@ -136,7 +136,8 @@ func checkDurable(ctx context.Context, db *sql.DB) error {
 	if err := db.QueryRowContext(ctx, `SELECT @@GLOBAL.innodb_flush_log_at_trx_commit`).Scan(&flush); err != nil {
 		return fmt.Errorf("read innodb_flush_log_at_trx_commit: %w", err)
 	}
-	if flush.Valid && flush.Int64 != 1 {
+	// 3, MariaDB only, flushes at prepare and at commit: durable too.
+	if flush.Valid && flush.Int64 != 1 && flush.Int64 != 3 {
 		return fmt.Errorf("the server runs with innodb_flush_log_at_trx_commit=%d, so a commit can be lost in a crash "+
 			"and a fence granted twice; fenced needs it set to 1", flush.Int64)
 	}
