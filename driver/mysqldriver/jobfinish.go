@@ -105,6 +105,9 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 // named twice is ended by its first end, and its second finds it ended.
 func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
 	out := make([]error, len(ends))
+	if len(ends) == 0 {
+		return out, nil
+	}
 	order := make([]int, len(ends))
 	for i := range order {
 		order[i] = i

@@ -44,6 +44,9 @@ const jobCurrentSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id
 // unless a read after the transaction shows its attempt current (another
 // transaction held its row): then it is Busy.
 func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+	if len(refs) == 0 {
+		return &driver.HeartbeatResult{}, nil
+	}
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, func(a, b driver.JobRef) int { return cmp.Compare(a.ID, b.ID) })
 	res := &driver.HeartbeatResult{}
