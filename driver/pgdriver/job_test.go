@@ -73,4 +73,8 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 	if n := history(); n != 0 {
 		t.Fatalf("history rows after TRUNCATE = %d, want 0", n)
 	}
+	finish(1)
+	if _, err := pool.Exec(ctx, `TRUNCATE fenced_jobs, fenced_job_attempts`); err != nil {
+		t.Fatalf("truncate both: %v", err)
+	}
 }
