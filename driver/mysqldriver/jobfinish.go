@@ -12,9 +12,10 @@ import (
 )
 
 // JobFinish ends a batch of attempts with a few statements whatever its
-// size: the rows still current are locked (in id order), one UPDATE ends
-// them all, each by its own kind and guarded by its own fence, and one
-// INSERT records the ended attempts. The ends travel as a derived table of
+// size: the rows still current are locked (in id order; a single row is
+// not, the UPDATE alone deciding), one UPDATE ends them all, each by its own
+// kind and guarded by its own fence, and one INSERT records the ended
+// attempts. The ends travel as a derived table of
 // literal rows (UNION ALL), MySQL having nothing like PostgreSQL's unnest.
 
 // jobEndsRowSQL is one row of the ends' derived table. Parameters: id,
@@ -146,10 +147,15 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd, at []int
 	for k, i := range at {
 		refs[k] = ends[i].Ref
 	}
-	query, args := withRefs(jobEndPickSQL, refs)
-	picked, err := collectIDs(tx.QueryContext(ctx, query, args...))
-	if err != nil {
-		return err
+	// One row needs no lock first: there is no order to keep, and the UPDATE
+	// matching it or not says whether it ended.
+	picked := []int64{refs[0].ID}
+	if len(refs) > 1 {
+		query, args := withRefs(jobEndPickSQL, refs)
+		var err error
+		if picked, err = collectIDs(tx.QueryContext(ctx, query, args...)); err != nil {
+			return err
+		}
 	}
 	ended := picked
 	if len(picked) > 0 {
@@ -159,7 +165,10 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd, at []int
 		if err != nil {
 			return err
 		}
-		if n < int64(len(picked)) {
+		switch {
+		case len(refs) == 1 && n == 0:
+			ended = nil
+		case n < int64(len(picked)):
 			// A picked lease ran out between the two statements; the rows
 			// are locked, so those still running are the ones not ended.
 			if ended, err = collectIDs(tx.QueryContext(ctx, fmt.Sprintf(jobEndedSQL, placeholders(len(picked))), anys(picked)...)); err != nil {
