@@ -31,7 +31,7 @@ func runClockSkew(t *testing.T, b Backend) {
 			_, err := e.c.Renew(ctx(t), *a, long)
 			wantStale(t, err, 1, 2, "B", fenced.ReasonSuperseded)
 
-			ttl := time.Second
+			ttl := 3 * time.Second
 			k, err := e.c.Keep(ctx(t), "kept", "A", ttl, fenced.KeepOptions{})
 			wantNoErr(t, err, "keep")
 			l := e.waitDBPast(t, "kept", k.Lease().ExpiresAt.Add(ttl))

@@ -114,7 +114,7 @@ func runWorker(t *testing.T, b Backend) {
 		e := setup(t, b)
 		started := make(chan struct{}, 1)
 		cause := make(chan error, 1)
-		e.newWorker(t, fenced.WorkerConfig{LeaseTTL: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond}, map[string]fenced.Handler{
+		e.newWorker(t, fenced.WorkerConfig{LeaseTTL: 3 * time.Second, PollInterval: 10 * time.Millisecond}, map[string]fenced.Handler{
 			"wait": func(ctx context.Context, j *fenced.JobRun) error {
 				started <- struct{}{}
 				<-ctx.Done()
@@ -136,7 +136,7 @@ func runWorker(t *testing.T, b Backend) {
 		e := setup(t, b)
 		started := make(chan struct{}, 1)
 		cause := make(chan error, 1)
-		w := e.newWorker(t, fenced.WorkerConfig{LeaseTTL: 300 * time.Millisecond, PollInterval: 10 * time.Millisecond}, map[string]fenced.Handler{
+		w := e.newWorker(t, fenced.WorkerConfig{LeaseTTL: 3 * time.Second, PollInterval: 10 * time.Millisecond}, map[string]fenced.Handler{
 			"wait": func(ctx context.Context, j *fenced.JobRun) error {
 				started <- struct{}{}
 				<-ctx.Done()

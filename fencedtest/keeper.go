@@ -37,7 +37,7 @@ func waitDone(t *testing.T, k *fenced.Keeper) error {
 }
 
 func runKeeper(t *testing.T, b Backend) {
-	ttl := time.Second // generous: a loaded machine must not make a renewal miss the trust window
+	ttl := 3 * time.Second // generous: a loaded machine must not make a renewal miss the trust window
 	t.Run("KeepsTheLeasePastItsTTL", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
