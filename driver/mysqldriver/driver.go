@@ -77,7 +77,8 @@ var _ driver.Driver = (*Driver)(nil)
 // Parameters are go-sql-driver/mysql's DSN parameters (tls, timeout,
 // charset, …), where any other name sets a session variable (for example
 // time_zone=%27%2B05%3A00%27), plus pool_max_conns, the pool size (default
-// the larger of 4 and the number of CPUs). The driver always sets
+// the larger of 4 and the number of CPUs), and socket, a Unix socket to
+// connect through instead of host:port. The driver always sets
 // parseTime=true, clientFoundRows=true and loc=UTC, never multiStatements
 // (only the connection that migrates uses it), and interpolateParams=true
 // unless the URL says otherwise. Sessions run READ COMMITTED unless the URL

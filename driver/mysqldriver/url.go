@@ -15,7 +15,8 @@ import (
 
 // ParseURL turns a mysql:// (or mariadb://) URL into go-sql-driver/mysql's
 // configuration, with the settings the driver depends on, and the pool size
-// (pool_max_conns). Errors never quote the URL, which may hold a password.
+// (pool_max_conns). socket=/path connects through a Unix socket instead of
+// host:port. Errors never quote the URL, which may hold a password.
 func ParseURL(rawURL string) (cfg *mysql.Config, maxConns int, err error) {
 	invalid := func(format string, args ...any) error { return driver.Invalid("database url", format, args...) }
 	u, err := url.Parse(rawURL)
@@ -41,6 +42,8 @@ func ParseURL(rawURL string) (cfg *mysql.Config, maxConns int, err error) {
 		}
 	}
 	q.Del("pool_max_conns")
+	socket := q.Get("socket")
+	q.Del("socket")
 	interpolate := !q.Has("interpolateParams")
 	// The rest are go-sql-driver's own parameters, parsed by its parser.
 	if cfg, err = mysql.ParseDSN("/?" + q.Encode()); err != nil {
@@ -57,6 +60,9 @@ func ParseURL(rawURL string) (cfg *mysql.Config, maxConns int, err error) {
 		port = "3306"
 	}
 	cfg.Net, cfg.Addr = "tcp", net.JoinHostPort(host, port)
+	if socket != "" {
+		cfg.Net, cfg.Addr = "unix", socket
+	}
 	if interpolate {
 		// One round trip per statement instead of prepare, execute, close.
 		cfg.InterpolateParams = true

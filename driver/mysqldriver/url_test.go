@@ -23,6 +23,11 @@ func TestParseURL(t *testing.T) {
 	if !cfg.ClientFoundRows || !cfg.ParseTime || cfg.Loc != time.UTC || cfg.MultiStatements || !cfg.InterpolateParams {
 		t.Fatalf("the driver's settings were not enforced: %+v", cfg)
 	}
+	cfg, _, err = mysqldriver.ParseURL("mysql://root@localhost/test?socket=%2Frun%2Fmysqld%2Fmysqld.sock")
+	must(t, err, "parse")
+	if cfg.Net != "unix" || cfg.Addr != "/run/mysqld/mysqld.sock" || len(cfg.Params) != 0 {
+		t.Fatalf("cfg = %+v", cfg)
+	}
 	cfg, _, err = mysqldriver.ParseURL("mariadb://root@[::1]/test?interpolateParams=false")
 	must(t, err, "parse")
 	if cfg.Addr != "[::1]:3306" || cfg.InterpolateParams {
