@@ -16,11 +16,15 @@ import (
 // decision, as of before the wait: a grant queued behind the previous grant
 // would report an earlier decision than it. Run on a row already locked,
 // the deciding statement starts after any wait, like PostgreSQL's
-// clock_timestamp() read after the row lock. A renewal is one statement: if
-// it waited, it judged expiry earlier than it took effect, which can only
-// refuse more and extend less (the holder's trust window is measured from
-// before the call), and no one else can have been granted the lease in
-// between, since a grant updates the row it waited for.
+// clock_timestamp() read after the row lock.
+//
+// A renewal is one statement. If it waited for the row, it judges expiry
+// as of before the wait, so it may still renew a lease that ran out during
+// the wait: one no one else acquired meanwhile, since a grant must update
+// the row, and after its wait the renewal reads the row as any grant left
+// it, and refuses. It also extends from before the wait, so the lease is
+// never longer than asked (the holder's trust window is measured from
+// before its call, earlier still).
 
 // leaseLockSQL reads and locks the row until the transaction ends.
 const leaseLockSQL = leaseGetSQL + ` FOR UPDATE`
