@@ -18,8 +18,9 @@ func runClockSkew(t *testing.T, b Backend) {
 			cfg := fenced.Config{Now: func() time.Time { return time.Now().Add(skew) }}
 			e := &env{b: b, url: base.url, c: open(t, base.url, cfg)}
 
-			a := e.acquire(t, "job", "A", 100*time.Millisecond)
-			if d := a.ExpiresAt.Sub(a.DecidedAt); d != 100*time.Millisecond {
+			short := 2 * time.Second // long enough that B's attempt below runs before it ends
+			a := e.acquire(t, "job", "A", short)
+			if d := a.ExpiresAt.Sub(a.DecidedAt); d != short {
 				t.Fatalf("expiry - decision = %s, want the ttl", d)
 			}
 			if _, err := e.c.Acquire(ctx(t), "job", "B", long); err == nil {
