@@ -52,7 +52,7 @@ func runRecovery(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		done := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		a := e.claimOne(t, "A", 100*time.Millisecond)
+		a := e.claimOne(t, "A", 5*time.Second) // completed well within its lease
 		wantNoErr(t, e.c.CompleteJob(ctx(t), a.Ref(), nil), "complete")
 		other := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		e.claimOne(t, "A", 100*time.Millisecond)
