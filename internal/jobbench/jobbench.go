@@ -75,10 +75,14 @@ type Options struct {
 	ProgressEvery time.Duration
 }
 
-// Defaults of the worker side.
+// Defaults of the worker side. A worker holds one connection listening for
+// enqueues, and while busy one claiming and one writing outcomes; a
+// continuous run's producer holds a fourth. pgx's default pool (max(4,
+// NumCPU)) then leaves the heartbeat and any second statement waiting: on 2
+// cores a continuous run worked ~1.6x more jobs/s with 8 connections.
 const (
 	DefaultInstances = 1
-	DefaultPoolConns = 4
+	DefaultPoolConns = 8
 )
 
 func (o Options) withDefaults() Options {
