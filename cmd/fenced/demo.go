@@ -20,7 +20,8 @@ The database is --db or FENCED_DATABASE_URL; with neither, a fresh SQLite
 file in a temporary directory, removed afterwards. Exits 1 if any observed
 outcome differs from the expected one.`,
 		Example: `  fenced demo
-  fenced --db postgres://postgres@127.0.0.1:5432/test demo`,
+  fenced --db postgres://postgres@127.0.0.1:5432/test demo
+  fenced --db mysql://root@127.0.0.1:3306/test demo claim-race`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ok, err := demo.Run(cmd.Context(), demo.Options{URL: a.databaseURL(), Out: a.stdout}, args...)
 			if err != nil {

@@ -1,12 +1,11 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/fenced/fenced"
 )
 
 // heldRace: both run fenced's claim statement inside a transaction of their
@@ -19,28 +18,28 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 		return
 	}
 	t.add("—", fmt.Sprintf("enqueue job %d", j.ID), "queued", string(j.State))
-	pg := e.dialect == "postgres"
-	query, how, want := sqliteHeldClaimSQL, "BEGIN IMMEDIATE (one writer)",
-		"the other waits for the write lock, then finds nothing"
+	rowLocks := e.dialect != "sqlite" // PostgreSQL, MySQL: row locks; SQLite: one writer
+	how, want := "BEGIN IMMEDIATE (one writer)", "the other waits for the write lock, then finds nothing"
 	switch {
-	case pg && skipLocked:
-		query, how, want = pgHeldClaimPick+"FOR UPDATE SKIP LOCKED"+pgHeldClaimUpdate, "FOR UPDATE SKIP LOCKED, as ClaimJobs",
-			"the other skips the locked row: nothing, at once"
-	case pg:
-		query, how, want = pgHeldClaimPick+"FOR UPDATE"+pgHeldClaimUpdate, "plain FOR UPDATE, no SKIP LOCKED",
-			"the other blocks on the row lock, then finds it running: nothing"
+	case rowLocks && skipLocked:
+		how, want = "FOR UPDATE SKIP LOCKED, as ClaimJobs", "the other skips the locked row: nothing, at once"
+	case rowLocks:
+		how, want = "plain FOR UPDATE, no SKIP LOCKED", "the other blocks on the row lock, then finds it running: nothing"
 	}
+	claim := heldClaim(e.dialect, skipLocked)
 
-	// PostgreSQL's BEGIN takes no lock, so both transactions open before the
-	// race; SQLite's BEGIN IMMEDIATE takes the write lock, so it races too.
+	// PostgreSQL's and MySQL's BEGIN take no lock, so both transactions open
+	// before the race; SQLite's BEGIN IMMEDIATE takes the write lock, so it
+	// races too.
 	txs := make([]*txn, len(ps))
-	pids := make([]int32, len(ps))
+	pids := make([]int64, len(ps)) // each racer's server process or connection id
 	for i, p := range ps {
-		if !pg {
+		if !rowLocks {
 			break
 		}
 		if txs[i], err = begin(ctx, p.c); err == nil {
-			err = txs[i].QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pids[i])
+			err = txs[i].QueryRow(ctx, map[string]string{"postgres": `SELECT pg_backend_pid()`,
+				"mysql": `SELECT CONNECTION_ID()`}[e.dialect]).Scan(&pids[i])
 		}
 		if err != nil {
 			t.fail(p.name, "begin a transaction", "begun", err)
@@ -57,11 +56,11 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 	var seen string
 	var fns []func()
 	for i, p := range ps {
-		fns = append(fns, func() { rs[i] = claimHeld(ctx, p, i, txs[i], query, q, won) })
+		fns = append(fns, func() { rs[i] = claimHeld(ctx, p, i, txs[i], claim, q, won) })
 	}
-	watch := pg && !skipLocked
+	watch := rowLocks && !skipLocked
 	if watch {
-		fns = append(fns, func() { seen = watchLoser(ctx, e.c, ps, pids, won) })
+		fns = append(fns, func() { seen = watchLoser(ctx, e, ps, pids, won) })
 	}
 	together(fns...)
 
@@ -74,10 +73,10 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 	}
 	if watch {
 		t.check(strings.HasPrefix(seen, lose.who+" waiting on Lock"),
-			"—", "pg_stat_activity while the winner holds the row", "the loser waiting on a Lock", seen)
+			"—", lockView[e.dialect]+" while the winner holds the row", "the loser waiting on a Lock", seen)
 	}
 	timing := fmt.Sprintf("%s waited %s; %s held %s", lose.who, ms(lose.took), win.who, ms(win.held))
-	if pg && skipLocked {
+	if rowLocks && skipLocked {
 		t.check(didNotWait(lose.took, win.held), lose.who, "its claim's time vs the winner's hold",
 			"under half the hold: it never waited", timing)
 		return
@@ -89,7 +88,7 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 // claimHeld runs the claim in tx (nil: begin it now) after the release; on
 // winning it reports its index on won, holds the transaction open for
 // claimRaceHold, then commits.
-func claimHeld(ctx context.Context, p *peer, i int, tx *txn, query, q string, won chan<- int) *race {
+func claimHeld(ctx context.Context, p *peer, i int, tx *txn, claim claimFunc, q string, won chan<- int) *race {
 	r := &race{who: p.name, peer: p}
 	start := time.Now()
 	if tx == nil {
@@ -97,15 +96,16 @@ func claimHeld(ctx context.Context, p *peer, i int, tx *txn, query, q string, wo
 			return r
 		}
 	}
-	err := tx.QueryRow(ctx, query, q, p.name).Scan(&r.id, &r.fence)
+	var err error
+	r.id, r.fence, err = claim(ctx, tx, q, p.name)
 	r.took = time.Since(start)
 	claimedAt := time.Now()
-	if err != nil && !noRows(err) {
+	if err != nil {
 		tx.rollback(ctx)
 		r.err = err
 		return r
 	}
-	if err == nil {
+	if r.id != 0 {
 		won <- i
 		time.Sleep(claimRaceHold)
 	}
@@ -116,9 +116,19 @@ func claimHeld(ctx context.Context, p *peer, i int, tx *txn, query, q string, wo
 	return r
 }
 
-// watchLoser waits for a winner, then reads pg_stat_activity for the other
-// racer's backend until it is seen waiting on a lock or the hold is over.
-func watchLoser(ctx context.Context, c *fenced.Client, ps []*peer, pids []int32, won <-chan int) string {
+// lockView names where each backend shows a session waiting for a row lock.
+var lockView = map[string]string{"postgres": "pg_stat_activity", "mysql": "information_schema.INNODB_TRX"}
+
+// lockWaitSQL reads one session's wait: PostgreSQL's wait event (type
+// "Lock" for a row lock), or InnoDB's transaction state ("LOCK WAIT").
+var lockWaitSQL = map[string]string{
+	"postgres": `SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, '') FROM pg_stat_activity WHERE pid = $1`,
+	"mysql":    `SELECT trx_state, COALESCE(trx_operation_state, '') FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = $1`,
+}
+
+// watchLoser waits for a winner, then reads the other racer's session
+// until it is seen waiting on a lock or the hold is over.
+func watchLoser(ctx context.Context, e *env, ps []*peer, pids []int64, won <-chan int) string {
 	var w int
 	select {
 	case w = <-won:
@@ -129,14 +139,16 @@ func watchLoser(ctx context.Context, c *fenced.Client, ps []*peer, pids []int32,
 	state := "not waiting"
 	for deadline := time.Now().Add(claimRaceHold); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 		var typ, event string
-		err := scanSQL(ctx, c, `SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, '')
-FROM pg_stat_activity WHERE pid = $1`, []any{pids[l]}, &typ, &event)
+		err := scanSQL(ctx, e.c, lockWaitSQL[e.dialect], []any{pids[l]}, &typ, &event)
 		switch {
+		case noRows(err): // MySQL: no transaction begun yet
 		case err != nil:
 			return "error: " + err.Error()
-		case typ == "Lock":
+		case typ == "Lock": // PostgreSQL: event is the lock's kind, e.g. transactionid
 			return fmt.Sprintf("%s waiting on Lock (%s)", ps[l].name, event)
-		case typ != "":
+		case typ == "LOCK WAIT": // InnoDB: event is what the statement was doing
+			return fmt.Sprintf("%s waiting on Lock (InnoDB lock wait, %s)", ps[l].name, cmp.Or(event, "row lock"))
+		case typ != "" && typ != "RUNNING":
 			state = "waiting on " + typ + " (" + event + ")"
 		}
 	}

@@ -52,7 +52,7 @@ type env struct {
 	url     string
 	c       *fenced.Client
 	exe     string
-	dialect string // "postgres" or "sqlite"
+	dialect string // "postgres", "mysql" or "sqlite"
 }
 
 // Run runs the named scenarios (all when none are named) and reports whether

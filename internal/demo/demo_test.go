@@ -43,6 +43,7 @@ func runDemo(t *testing.T, url string, names ...string) string {
 var backends = map[string]func(testing.TB) string{
 	"SQLite":   testdb.SQLite,
 	"Postgres": testdb.Postgres,
+	"MariaDB":  testdb.MySQL,
 }
 
 func TestEveryScenarioAloneOnEachBackend(t *testing.T) {
@@ -77,6 +78,20 @@ func TestDemoOnPostgres(t *testing.T) {
 	out := runDemo(t, testdb.Postgres(t), demo.Names()...) // all of them in one schema
 	for _, want := range []string{
 		"waiting on Lock",
+		"the other skips the locked row: nothing, at once",
+		"rejected: stale (superseded, current fence 2, held by W2)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+func TestDemoOnMariaDB(t *testing.T) {
+	t.Parallel()
+	out := runDemo(t, testdb.MySQL(t), demo.Names()...) // all of them in one database
+	for _, want := range []string{
+		"waiting on Lock (InnoDB lock wait",
 		"the other skips the locked row: nothing, at once",
 		"rejected: stale (superseded, current fence 2, held by W2)",
 	} {

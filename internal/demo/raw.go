@@ -5,21 +5,29 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
 )
 
 // The SQL the demo runs itself — its own tables, and steps fenced's API
 // does not offer (a claim held open in a transaction) — goes through the
-// client's own connections: pgdriver's pool or sqlitedriver's database
-// handle. Placeholders are $1, $2…, which both backends accept.
+// client's own connections: pgdriver's pool, or sqlitedriver's or
+// mysqldriver's database handle. The demo writes placeholders as $1, $2…;
+// on MySQL and MariaDB they are rewritten to ? with the arguments reordered
+// to match (see rebind).
 
-// txn is a transaction the demo opened on a client's connection; its Tx can
-// be handed to fenced (CompleteJobTx).
+// txn is a transaction the demo opened on a client's connection. Its
+// methods take the demo's $n placeholders; raw is the driver's own
+// transaction, to hand to fenced (CompleteJobTx).
 type txn struct {
 	fenced.Tx
+	raw      fenced.Tx
 	commit   func(context.Context) error
 	rollback func(context.Context) error
 }
@@ -33,17 +41,77 @@ func begin(ctx context.Context, c *fenced.Client) (*txn, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &txn{Tx: pgdriver.WrapTx(tx), commit: tx.Commit, rollback: tx.Rollback}, nil
+		raw := pgdriver.WrapTx(tx)
+		return &txn{Tx: raw, raw: raw, commit: tx.Commit, rollback: tx.Rollback}, nil
 	case *sqlitedriver.Driver:
-		tx, err := d.DB().BeginTx(ctx, nil)
-		if err != nil {
-			return nil, err
-		}
-		return &txn{Tx: sqlitedriver.WrapTx(tx),
-			commit:   func(context.Context) error { return tx.Commit() },
-			rollback: func(context.Context) error { return tx.Rollback() }}, nil
+		return sqlTxn(ctx, d.DB(), func(tx *sql.Tx) fenced.Tx { return sqlitedriver.WrapTx(tx) }, false)
+	case *mysqldriver.Driver:
+		return sqlTxn(ctx, d.DB(), func(tx *sql.Tx) fenced.Tx { return mysqldriver.WrapTx(tx) }, true)
 	}
 	return nil, fmt.Errorf("demo: no raw access to a %s database", c.Driver().Dialect())
+}
+
+// sqlTxn begins a database/sql transaction on db and wraps it; with
+// questionMarks the demo's placeholders are rewritten for it.
+func sqlTxn(ctx context.Context, db *sql.DB, wrap func(*sql.Tx) fenced.Tx, questionMarks bool) (*txn, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	raw := wrap(tx)
+	t := &txn{Tx: raw, raw: raw,
+		commit:   func(context.Context) error { return tx.Commit() },
+		rollback: func(context.Context) error { return tx.Rollback() }}
+	if questionMarks {
+		t.Tx = reboundTx{raw}
+	}
+	return t, nil
+}
+
+// reboundTx rewrites the demo's $n placeholders to ? before passing a
+// statement on.
+type reboundTx struct{ tx fenced.Tx }
+
+func (r reboundTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	q, a := rebind(query, args)
+	return r.tx.Exec(ctx, q, a...)
+}
+
+func (r reboundTx) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
+	q, a := rebind(query, args)
+	return r.tx.Query(ctx, q, a...)
+}
+
+func (r reboundTx) QueryRow(ctx context.Context, query string, args ...any) driver.Row {
+	q, a := rebind(query, args)
+	return r.tx.QueryRow(ctx, q, a...)
+}
+
+// rebind turns each $n of query into ? and lists the arguments in the order
+// their placeholders appear, so "owner = $2 WHERE name = $1" with (name,
+// owner) becomes "owner = ? WHERE name = ?" with (owner, name). The demo's
+// statements hold no $ in literals.
+func rebind(query string, args []any) (string, []any) {
+	var b strings.Builder
+	var out []any
+	for i := 0; i < len(query); i++ {
+		j := i + 1
+		for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+			j++
+		}
+		if query[i] != '$' || j == i+1 {
+			b.WriteByte(query[i])
+			continue
+		}
+		n, err := strconv.Atoi(query[i+1 : j])
+		if err != nil || n < 1 || n > len(args) {
+			panic(fmt.Sprintf("demo: placeholder %s with %d arguments in %q", query[i:j], len(args), query))
+		}
+		b.WriteByte('?')
+		out = append(out, args[n-1])
+		i = j - 1
+	}
+	return b.String(), out
 }
 
 // withTx runs fn in a short transaction of its own, committed when fn
@@ -75,13 +143,14 @@ func scanSQL(ctx context.Context, c *fenced.Client, query string, args []any, de
 	return withTx(ctx, c, func(tx fenced.Tx) error { return tx.QueryRow(ctx, query, args...).Scan(dest...) })
 }
 
-// noRows reports a query that found nothing, on either backend.
+// noRows reports a query that found nothing, on any backend.
 func noRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
-// The demo's own tables: plain SQL both backends accept.
+// The demo's own tables: plain SQL every backend accepts (a key is a
+// VARCHAR: MySQL cannot index an unbounded TEXT).
 const (
 	naiveJobsDDL = `CREATE TABLE IF NOT EXISTS fenced_demo_naive_jobs (
-    name  TEXT PRIMARY KEY,
+    name  VARCHAR(200) PRIMARY KEY,
     state TEXT NOT NULL,
     owner TEXT)`
 	businessDDL = `CREATE TABLE IF NOT EXISTS fenced_demo_business (

@@ -20,7 +20,7 @@ const (
 )
 
 // skipLocked: two workers, released together, pull ten queued jobs in
-// batches. On PostgreSQL their claims run at the same time and each skips the
+// batches. On PostgreSQL and MySQL their claims run at the same time and each skips the
 // rows the other is claiming (FOR UPDATE SKIP LOCKED); on SQLite the claims
 // take turns at the single write lock. Either way they get different jobs:
 // no job is claimed twice and none is left behind.
@@ -49,7 +49,7 @@ func skipLocked(ctx context.Context, e *env) []Step {
 	together(fns...)
 
 	how := "one writer: claims take turns"
-	if e.dialect == "postgres" {
+	if e.dialect != "sqlite" {
 		how = "SKIP LOCKED: each skips the other's rows"
 	}
 	for i, p := range ps {

@@ -14,10 +14,12 @@ import (
 const staleCompletionTTL = 500 * time.Millisecond
 
 // Reads of the lease's expiry by the database clock, the clock fenced
-// judges it by (PostgreSQL clock_timestamp(); SQLite the host clock read in
-// the statement, as the SQLite driver reads it).
+// judges it by (PostgreSQL clock_timestamp(); MySQL UTC_TIMESTAMP(6); SQLite
+// the host clock read in the statement, as the SQLite driver reads it).
 const (
 	pgJobExpiredSQL = `SELECT lease_expires_at <= clock_timestamp()
+FROM fenced_jobs WHERE id = $1 AND state = 'running'`
+	mysqlJobExpiredSQL = `SELECT lease_expires_at <= UTC_TIMESTAMP(6)
 FROM fenced_jobs WHERE id = $1 AND state = 'running'`
 	sqliteJobExpiredSQL = `SELECT lease_expires_us <= ` + sqliteNow + `
 FROM fenced_jobs WHERE id = $1 AND state = 'running'`
@@ -89,9 +91,9 @@ func staleCompletion(ctx context.Context, e *env) []Step {
 
 // waitJobExpired polls the database clock until job id's lease has expired.
 func waitJobExpired(ctx context.Context, e *env, id int64) string {
-	query := sqliteJobExpiredSQL
-	if e.dialect == "postgres" {
-		query = pgJobExpiredSQL
+	query := map[string]string{"postgres": pgJobExpiredSQL, "mysql": mysqlJobExpiredSQL}[e.dialect]
+	if query == "" {
+		query = sqliteJobExpiredSQL
 	}
 	deadline := time.Now().Add(staleCompletionTTL + 30*time.Second)
 	for time.Now().Before(deadline) {
@@ -153,7 +155,7 @@ func completeWithBusiness(ctx context.Context, t *timeline, p *peer, ref fenced.
 	t.add(p.name, fmt.Sprintf("in one transaction: business INSERT (job %d, %s, fence %d)", ref.ID, p.name, ref.Fence),
 		"1 row inserted", inserted)
 	if err == nil {
-		err = p.c.CompleteJobTx(ctx, tx.Tx, ref, map[string]string{"by": p.name})
+		err = p.c.CompleteJobTx(ctx, tx.raw, ref, map[string]string{"by": p.name})
 		t.add(p.name, fmt.Sprintf("… and CompleteJobTx with fence %d", ref.Fence), wantComplete, jobOutcome(err))
 	}
 	end := "committed"
