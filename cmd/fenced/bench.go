@@ -37,11 +37,12 @@ to stderr). The jobs go to their own queue, which must hold no unfinished
 jobs, and are deleted at the end unless --keep.
 
 The database is --db or FENCED_DATABASE_URL; with neither, a fresh SQLite
-file in a temporary directory, removed afterwards. On PostgreSQL the pool
-holds --pool connections unless the URL sets pool_max_conns.`,
+file in a temporary directory, removed afterwards. On PostgreSQL and MySQL
+the pool holds --pool connections unless the URL sets pool_max_conns.`,
 		Example: `  fenced bench
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --jobs 100000 --workers 2000
-  fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 30s --json`,
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 30s --json
+  fenced --db mysql://root@127.0.0.1:3306/test bench --jobs 100000`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(cmd); err != nil {
@@ -58,7 +59,7 @@ holds --pool connections unless the URL sets pool_max_conns.`,
 	fl.BoolVar(&f.o.Keep, "keep", false, "keep the benchmark's jobs instead of deleting them")
 	fl.IntVar(&f.o.Instances, "instances", jobbench.DefaultInstances, "fenced workers sharing --workers, each with its own claim loop")
 	fl.IntVar(&f.o.FetchBatch, "fetch-batch", 0, "jobs one claim takes at most (default the worker's)")
-	fl.IntVar(&f.o.PoolConns, "pool", jobbench.DefaultPoolConns, "PostgreSQL connections, unless the URL sets pool_max_conns")
+	fl.IntVar(&f.o.PoolConns, "pool", jobbench.DefaultPoolConns, "PostgreSQL or MySQL connections, unless the URL sets pool_max_conns")
 	jsonFlag(cmd, &f.asJSON)
 	return cmd
 }

@@ -2,6 +2,7 @@ package jobbench
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/url"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,14 +20,14 @@ import (
 // directory of a fresh SQLite file if it made one.
 type benchDB struct {
 	c       *fenced.Client
-	backend string // "postgres" or "sqlite"
-	pool    int    // PostgreSQL pool size; 0 on SQLite
+	backend string // "postgres", "mysql" or "sqlite"
+	pool    int    // PostgreSQL or MySQL pool size; 0 on SQLite
 	tmpDir  string
 }
 
 // openDB opens and migrates the database; an empty url makes a fresh SQLite
-// file. On PostgreSQL every pooled connection is opened first, so the run
-// does not measure connecting.
+// file. On PostgreSQL and MySQL every pooled connection is opened first, so
+// the run does not measure connecting.
 func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error) {
 	db := &benchDB{}
 	if rawURL == "" {
@@ -41,7 +43,7 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 		db.close()
 		return nil, err
 	}
-	if kind == "postgres" {
+	if kind == "postgres" || kind == "mysql" {
 		rawURL = withPoolSize(rawURL, poolConns)
 	}
 	if db.c, err = fenced.Open(ctx, rawURL, fenced.Config{}); err != nil {
@@ -53,12 +55,17 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 		db.close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	if d, ok := db.c.Driver().(*pgdriver.Driver); ok {
-		if err := warm(ctx, d.Pool()); err != nil {
-			db.close()
-			return nil, err
-		}
+	switch d := db.c.Driver().(type) {
+	case *pgdriver.Driver:
 		db.pool = int(d.Pool().Config().MaxConns)
+		err = warm(ctx, d.Pool())
+	case *mysqldriver.Driver:
+		db.pool = d.DB().Stats().MaxOpenConnections
+		err = warmSQL(ctx, d.DB(), db.pool)
+	}
+	if err != nil {
+		db.close()
+		return nil, err
 	}
 	return db, nil
 }
@@ -88,6 +95,28 @@ func warm(ctx context.Context, pool *pgxpool.Pool) error {
 	}()
 	for range cap(conns) {
 		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("connect: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	return nil
+}
+
+// warmSQL opens n connections of a database/sql pool and leaves them idle
+// (the driver keeps as many idle as it may open).
+func warmSQL(ctx context.Context, sdb *sql.DB, n int) error {
+	conns := make([]*sql.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range n {
+		c, err := sdb.Conn(ctx)
+		if err == nil {
+			err = c.PingContext(ctx)
+		}
 		if err != nil {
 			return fmt.Errorf("connect: %w", err)
 		}
@@ -126,8 +155,8 @@ func (db *benchDB) checkQueue(ctx context.Context, queue string) error {
 
 // The benchmark deletes its own jobs (its kind, in its queue) at the end.
 // The library deletes finished jobs only by age, for all queues, so the
-// statement is the benchmark's own; attempts go with their jobs (ON DELETE
-// CASCADE).
+// statement is the benchmark's own; attempts go with their jobs (a foreign
+// key's ON DELETE CASCADE, or a delete trigger).
 const cleanupSQL = `DELETE FROM fenced_jobs WHERE queue = $1 AND kind = $2`
 
 // cleanup deletes the benchmark's jobs of queue, whatever their state: the
@@ -139,6 +168,10 @@ func (db *benchDB) cleanup(ctx context.Context, queue string) error {
 		_, err = d.Pool().Exec(ctx, cleanupSQL, queue, Kind)
 	case *sqlitedriver.Driver:
 		_, err = d.DB().ExecContext(ctx, `DELETE FROM fenced_jobs WHERE queue = ? AND kind = ?`, queue, Kind)
+	case *mysqldriver.Driver:
+		_, err = d.DB().ExecContext(ctx, `DELETE FROM fenced_jobs WHERE queue = ? AND kind = ?`, queue, Kind)
+	default:
+		err = fmt.Errorf("no cleanup for a %s database", db.backend)
 	}
 	if err != nil {
 		return fmt.Errorf("delete the benchmark's jobs: %w", err)

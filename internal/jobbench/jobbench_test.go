@@ -92,23 +92,31 @@ func TestBurnDownOnAFreshSQLiteFile(t *testing.T) {
 	}
 }
 
-func TestBurnDownOnPostgresCleansUpOnlyItsJobs(t *testing.T) {
+func TestBurnDownCleansUpOnlyItsJobs(t *testing.T) {
 	t.Parallel()
-	url := testdb.Postgres(t)
-	enqueue(t, url, fenced.EnqueueParams{Kind: "real"}) // another queue: untouched
-	res, err := Run(ctx(t), Options{URL: url, Jobs: 500, Concurrency: 50, Instances: 2, PoolConns: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantBurnDown(t, res, "postgres", 500)
-	if res.PoolConns != 3 || res.Instances != 2 {
-		t.Fatalf("result = %+v", res)
-	}
-	if n := counts(t, url, DefaultQueue); len(n) != 0 {
-		t.Fatalf("the benchmark's jobs were left behind: %v", n)
-	}
-	if n := counts(t, url, fenced.DefaultQueue); n[fenced.JobQueued] != 1 {
-		t.Fatalf("another queue's job was touched: %v", n)
+	for _, db := range []struct {
+		backend string
+		url     func(testing.TB) string
+	}{{"postgres", testdb.Postgres}, {"mysql", testdb.MySQL}} {
+		t.Run(db.backend, func(t *testing.T) {
+			t.Parallel()
+			url := db.url(t)
+			enqueue(t, url, fenced.EnqueueParams{Kind: "real"}) // another queue: untouched
+			res, err := Run(ctx(t), Options{URL: url, Jobs: 500, Concurrency: 50, Instances: 2, PoolConns: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantBurnDown(t, res, db.backend, 500)
+			if res.PoolConns != 3 || res.Instances != 2 {
+				t.Fatalf("result = %+v", res)
+			}
+			if n := counts(t, url, DefaultQueue); len(n) != 0 {
+				t.Fatalf("the benchmark's jobs were left behind: %v", n)
+			}
+			if n := counts(t, url, fenced.DefaultQueue); n[fenced.JobQueued] != 1 {
+				t.Fatalf("another queue's job was touched: %v", n)
+			}
+		})
 	}
 }
 
