@@ -59,10 +59,10 @@ func runLinearizability(t *testing.T, b Backend) {
 		})
 	}
 	t.Run("CheckerCatchesModelWhereRenewIgnoresFence", func(t *testing.T) {
-		wantIllegal(t, linModel(linSpec{renewIgnoresFence: true}), ops)
+		wantIllegal(t, linModel(linSpec{RenewIgnoresFence: true}), ops)
 	})
 	t.Run("CheckerCatchesModelWhereWriteIgnoresFence", func(t *testing.T) {
-		wantIllegal(t, linModel(linSpec{writeIgnoresFence: true}), ops)
+		wantIllegal(t, linModel(linSpec{WriteIgnoresFence: true}), ops)
 	})
 }
 

@@ -155,12 +155,18 @@ func TestLinearizabilityModel(t *testing.T) {
 			synOp(4, 5, synGet, linOutput{Result: linOK, Owner: "A", Fence: 1, ExpiresAt: synT0 + 60_000_000, DecidedAt: synT0 + 1, Held: true}),
 			synOp(6, 7, synAcqB, synGranted("B", 2, synT0+2, synTTL)),
 		}, porcupine.Ok},
-		{"ModelWhereRenewIgnoresFenceRejectsARealStaleRenew", linSpec{renewIgnoresFence: true}, []porcupine.Operation{
+		{"UnknownReadsChangeNothing", linSpec{}, []porcupine.Operation{
+			synOp(0, 1, synWrite(1, "a"), synWritten(1, 1)),
+			synOp(2, math.MaxInt64, synRead, synUnknown),
+			synOp(3, math.MaxInt64, synGet, synUnknown),
+			synOp(4, 5, synRead, linOutput{Result: linOK, Value: "a", Fence: 1, Version: 1}),
+		}, porcupine.Ok},
+		{"ModelWhereRenewIgnoresFenceRejectsARealStaleRenew", linSpec{RenewIgnoresFence: true}, []porcupine.Operation{
 			synOp(0, 1, synAcqA, synGranted("A", 1, synT0, synTTL)),
 			synOp(2, 3, synAcqB, synTakeoverB),
 			synOp(4, 5, synRenewA1, synStale(1, 2, "B", fenced.ReasonSuperseded)),
 		}, porcupine.Illegal},
-		{"ModelWhereWriteIgnoresFenceRejectsARealStaleWrite", linSpec{writeIgnoresFence: true}, []porcupine.Operation{
+		{"ModelWhereWriteIgnoresFenceRejectsARealStaleWrite", linSpec{WriteIgnoresFence: true}, []porcupine.Operation{
 			synOp(0, 1, synWrite(2, "b"), synWritten(2, 1)),
 			synOp(2, 3, synWrite(1, "a"), synStale(1, 2, "", fenced.ReasonSuperseded)),
 		}, porcupine.Illegal},
