@@ -51,6 +51,7 @@ manages the job queue, whose attempts are fenced the same way.
 
 The database is chosen by --db or FENCED_DATABASE_URL:
   postgres://user:pass@host:5432/db     PostgreSQL
+  mysql://user:pass@host:3306/db        MySQL 8 or MariaDB 10.6+ (also mariadb://)
   sqlite:///absolute/path/fenced.db     embedded SQLite
   sqlite:relative/path/fenced.db
 When neither is set, fenced uses the SQLite file fenced.db in the working
@@ -91,6 +92,8 @@ fence, 5 not found.`,
 		newBenchCmd(a),
 		newDemoCmd(a),
 		newDemoWorkerCmd(),
+		newChaosCmd(a),
+		newChaosWorkerCmd(),
 		newVersionCmd(),
 	)
 	return root

@@ -216,8 +216,8 @@ WITH e AS (
         lease_expires_at = NULL,
         updated_at = clock_timestamp()
     FROM e
-    WHERE j.id = e.id AND j.fence = e.fence AND ` + jobGuard + `
-    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error
+    WHERE j.id = e.id AND ` + finishFenceMatch + ` AND ` + jobGuard + `
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(),
@@ -226,7 +226,7 @@ WITH e AS (
         NULLIF(error, '')
     FROM j
 )
-SELECT id, fence FROM j`
+SELECT id, ` + finishReportedFence + ` FROM j`
 
 // JobFinish implements driver.JobDriver.
 func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
@@ -344,7 +344,7 @@ func (d *Driver) diagnoseJob(ctx context.Context, ref driver.JobRef) error {
 	return driver.DiagnoseJob(ref, j)
 }
 
-const jobGuardSQL = `SELECT 1 FROM fenced_jobs j WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard + ` FOR SHARE`
+const jobGuardSQL = `SELECT 1 FROM fenced_jobs j WHERE j.id = $1 AND ` + guardFenceMatch + ` AND ` + jobGuard + ` FOR SHARE`
 
 // JobTx implements driver.JobDriver.
 func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {

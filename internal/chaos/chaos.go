@@ -1,0 +1,419 @@
+// Package chaos is fenced's fault-injection suite: several worker OS
+// processes run a fenced job workload and a singleton-lease workload
+// against PostgreSQL while a seeded nemesis pauses them past their leases
+// (SIGSTOP), kills them (SIGKILL), kills their connections from the server
+// side (pg_terminate_backend), restarts PostgreSQL and skews their clocks.
+// Every operation is recorded; at the end checkers look for any stale write
+// that stuck, any job lost or run twice, and any history that is not
+// linearizable against the model of design §4–§5. See docs/chaos.md.
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// Options configure a chaos run. Zero fields take the defaults of the
+// short variant (DefaultOptions).
+type Options struct {
+	// URL of the PostgreSQL database; the run works in a schema of its own,
+	// dropped at the end unless Keep.
+	URL string
+	// Exe and ExeArgs start a worker process: Exe ExeArgs… --db … (default
+	// this executable, "chaos-worker").
+	Exe     string
+	ExeArgs []string
+	// Seed draws the fault schedule, clock offsets, keys and each worker's
+	// choices. Default: random.
+	Seed uint64
+	// Duration of the faulty phase; then faults and enqueueing stop and the
+	// remaining jobs drain.
+	Duration time.Duration
+	// Workers is the number of worker processes at any time.
+	Workers int
+	// Concurrency is each worker's jobs at once.
+	Concurrency int
+	// JobsPerSecond is the enqueue rate.
+	JobsPerSecond int
+	// Keys is the number of counters jobs increment.
+	Keys int
+	// Leases is the number of singleton leases.
+	Leases int
+	// JobTTL is the job lease; LeaseTTL the singleton leases' TTL.
+	JobTTL, LeaseTTL time.Duration
+	// Mean intervals between faults of each kind; 0 disables a kind.
+	PauseEvery, KillEvery, ConnKillEvery time.Duration
+	// RestartPostgres restarts PostgreSQL once, halfway, with
+	// RestartCommand (default pg_ctlcluster for the one cluster of
+	// /etc/postgresql).
+	RestartPostgres bool
+	RestartCommand  []string
+	// ClockSkew is the largest offset, either way, of a worker's clock.
+	ClockSkew time.Duration
+	// Drain bounds the wait for the last jobs after the faulty phase.
+	Drain time.Duration
+	// Dir receives the histories, the workers' stderr and the report.
+	// Default a temporary directory, removed unless Keep.
+	Dir string
+	// Keep keeps the schema and Dir.
+	Keep bool
+	// Log receives progress lines. Default discarded.
+	Log io.Writer
+}
+
+// DefaultOptions are the short variant's: 30 seconds, 3 workers.
+func DefaultOptions() Options {
+	return Options{
+		Duration: 30 * time.Second, Workers: 3, Concurrency: 16, JobsPerSecond: 60, Keys: 8, Leases: 4,
+		JobTTL: time.Second, LeaseTTL: time.Second,
+		PauseEvery: 2 * time.Second, KillEvery: 6 * time.Second, ConnKillEvery: 1500 * time.Millisecond,
+		ClockSkew: 2 * time.Hour, Drain: 2 * time.Minute,
+	}
+}
+
+// LongOptions are the long variant's: 10 minutes, 6 workers, one
+// PostgreSQL restart.
+func LongOptions() Options {
+	o := DefaultOptions()
+	o.Duration, o.Workers, o.JobsPerSecond = 10*time.Minute, 6, 100
+	o.PauseEvery, o.KillEvery, o.ConnKillEvery = 4*time.Second, 15*time.Second, 4*time.Second
+	o.RestartPostgres = true
+	return o
+}
+
+func (o *Options) fill() error {
+	d := DefaultOptions()
+	o.Duration = cmp.Or(o.Duration, d.Duration)
+	o.Workers = cmp.Or(o.Workers, d.Workers)
+	o.Concurrency = cmp.Or(o.Concurrency, d.Concurrency)
+	o.JobsPerSecond = cmp.Or(o.JobsPerSecond, d.JobsPerSecond)
+	o.Keys = cmp.Or(o.Keys, d.Keys)
+	o.Leases = cmp.Or(o.Leases, d.Leases)
+	o.JobTTL = cmp.Or(o.JobTTL, d.JobTTL)
+	o.LeaseTTL = cmp.Or(o.LeaseTTL, d.LeaseTTL)
+	o.Drain = cmp.Or(o.Drain, d.Drain)
+	if o.Seed == 0 {
+		var b [8]byte
+		rand.Read(b[:])
+		for _, x := range b {
+			o.Seed = o.Seed<<8 | uint64(x)
+		}
+		o.Seed = o.Seed>>1 | 1
+	}
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		o.Exe = exe
+	}
+	if o.ExeArgs == nil {
+		o.ExeArgs = []string{"chaos-worker"}
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.RestartPostgres && len(o.RestartCommand) == 0 {
+		vs, err := os.ReadDir("/etc/postgresql")
+		if err != nil || len(vs) != 1 {
+			return fmt.Errorf("restart: no RestartCommand and no single cluster in /etc/postgresql: %w", fenced.ErrInvalid)
+		}
+		o.RestartCommand = []string{"pg_ctlcluster", "--skip-systemctl-redirect", "--mode=fast", vs[0].Name(), "main", "restart"}
+	}
+	switch {
+	case o.Workers < 2 || o.Workers > 64:
+		return fmt.Errorf("workers: %d is outside 2 to 64: %w", o.Workers, fenced.ErrInvalid)
+	case o.Duration < 5*time.Second:
+		return fmt.Errorf("duration: %s is under 5s: %w", o.Duration, fenced.ErrInvalid)
+	case o.JobTTL < 100*time.Millisecond || o.LeaseTTL < 100*time.Millisecond:
+		return fmt.Errorf("ttl: job and lease TTLs must be at least 100ms: %w", fenced.ErrInvalid)
+	}
+	return nil
+}
+
+// Run runs a chaos run and checks it. The error is for a run that could
+// not be carried out; anomalies are in the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	kind, _, err := fenced.ParseDatabaseURL(o.URL)
+	if err != nil {
+		return nil, err
+	}
+	if kind != "postgres" {
+		return nil, fmt.Errorf("chaos runs against PostgreSQL (its nemesis kills server connections and restarts the server); got a %s URL: %w", kind, fenced.ErrInvalid)
+	}
+	r := &run{o: &o, started: time.Now()}
+	var b [4]byte
+	rand.Read(b[:])
+	r.id = hex.EncodeToString(b[:])
+	if o.Dir == "" {
+		if o.Dir, err = os.MkdirTemp("", "fenced-chaos-"); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if !o.Keep {
+				os.RemoveAll(o.Dir)
+			}
+		}()
+	} else if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
+	defer r.teardown()
+	rep, err := r.execute(ctx)
+	if rep != nil && rep.AnomalyCount > 0 {
+		o.Keep = true // keep the evidence: histories, logs, the schema
+		rep.Dir = o.Dir
+	}
+	return rep, err
+}
+
+// run is one chaos run in progress.
+type run struct {
+	o       *Options
+	id      string // names the schema and the workers' connections
+	schema  string
+	url     string // the run's schema
+	c       *fenced.Client
+	started time.Time
+
+	mu       sync.Mutex
+	workers  []*proc // by slot
+	spawned  int     // processes started
+	crashes  []string
+	stopping bool
+}
+
+func (r *run) logf(format string, args ...any) {
+	fmt.Fprintf(r.o.Log, "chaos %5.1fs  %s\n", time.Since(r.started).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// setup creates the run's schema and tables.
+func (r *run) setup(ctx context.Context) error {
+	r.schema = "fenced_chaos_" + r.id
+	base, err := fenced.Open(ctx, r.o.URL, fenced.Config{})
+	if err != nil {
+		return err
+	}
+	err = execSQL(ctx, base, `CREATE SCHEMA `+r.schema)
+	base.Close()
+	if err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	if r.url, err = withParams(r.o.URL, map[string]string{"search_path": r.schema,
+		"application_name": "fcc-" + r.id}); err != nil {
+		return err
+	}
+	if r.c, err = fenced.Open(ctx, r.url, fenced.Config{}); err != nil {
+		return err
+	}
+	if _, err := r.c.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, q := range schemaSQL(r.o) {
+		if err := execSQL(ctx, r.c, q); err != nil {
+			return fmt.Errorf("create the workload's tables: %w", err)
+		}
+	}
+	return nil
+}
+
+// teardown closes the client and drops the schema unless Keep.
+func (r *run) teardown() {
+	if r.c != nil {
+		r.c.Close()
+	}
+	if r.o.Keep || r.schema == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if base, err := fenced.Open(ctx, r.o.URL, fenced.Config{}); err == nil {
+		execSQL(ctx, base, `DROP SCHEMA `+r.schema+` CASCADE`)
+		base.Close()
+	}
+}
+
+// execute runs the workload under faults, drains, stops and checks.
+func (r *run) execute(ctx context.Context) (*Report, error) {
+	o := r.o
+	r.logf("seed %d, %d workers, %s, schema %s, histories in %s", o.Seed, o.Workers, o.Duration, r.schema, o.Dir)
+	for i := range o.Workers {
+		if err := r.start(i); err != nil {
+			r.stopAll()
+			return nil, err
+		}
+	}
+	m, err := r.c.StartMaintenance(context.Background(), fenced.MaintenanceConfig{
+		Owner: "chaos-maintainer", Every: 200 * time.Millisecond, LeaseTTL: 5 * time.Second, Retention: -1,
+		Backoff: fenced.Backoff{Base: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+	})
+	if err != nil {
+		r.stopAll()
+		return nil, err
+	}
+	defer m.Stop()
+
+	start := time.Now()
+	faulty, stopFaults := context.WithTimeout(ctx, o.Duration)
+	defer stopFaults()
+	n := &nemesis{r: r}
+	var wg sync.WaitGroup
+	var enq enqueuer
+	wg.Go(func() { n.run(faulty, start, schedule(o)) })
+	wg.Go(func() { enq.run(faulty, r) })
+	wg.Go(func() { r.progress(faulty, &enq, n) })
+	wg.Wait()
+	r.resumeAll()
+	if err := ctx.Err(); err != nil {
+		r.stopAll()
+		return nil, err
+	}
+	faultyFor := time.Since(start)
+	r.logf("faults stop: %v; enqueued %d; draining", n.count, enq.n.Load())
+	drained := r.drain(ctx)
+	r.stopAll()
+	m.Stop()
+
+	rep := &Report{Seed: o.Seed, Seconds: faultyFor.Seconds(), Workers: o.Workers, Enqueued: enq.n.Load(),
+		Pauses: n.count[faultPause], Kills: n.count[faultKill], ConnKills: n.count[faultConnKill],
+		Restarts: n.count[faultRestart], FaultsMissed: n.fails[faultPause] + n.fails[faultKill] + n.fails[faultConnKill] + n.fails[faultRestart]}
+	r.mu.Lock()
+	rep.Processes, rep.Crashes = r.spawned, len(r.crashes)
+	for _, c := range r.crashes {
+		rep.anomaly("worker exited on its own: %s", c)
+	}
+	r.mu.Unlock()
+	if drained != nil {
+		rep.anomaly("jobs did not drain: %v", drained)
+	}
+	if err := check(ctx, r, rep); err != nil {
+		return nil, err
+	}
+	rep.Reproduce = reproduce(o)
+	return rep, nil
+}
+
+// progress logs a line every few seconds.
+func (r *run) progress(ctx context.Context, enq *enqueuer, n *nemesis) {
+	t := time.NewTicker(5 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.logf("enqueued %d", enq.n.Load())
+		}
+	}
+}
+
+// drain waits until every job of the run has finished, or Drain passes.
+func (r *run) drain(ctx context.Context) error {
+	deadline := time.Now().Add(r.o.Drain)
+	var left int64
+	for time.Now().Before(deadline) {
+		counts, err := r.c.JobCounts(ctx)
+		if err == nil {
+			left = 0
+			for _, c := range counts {
+				if !c.State.Finished() {
+					left += c.Count
+				}
+			}
+			if left == 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%d jobs unfinished after %s", left, r.o.Drain)
+}
+
+// reproduce is the command that repeats a run (the run sets its own
+// search_path and application_name).
+func reproduce(o *Options) string {
+	u := redactURL(o.URL)
+	if p, err := url.Parse(u); err == nil {
+		q := p.Query()
+		q.Del("search_path")
+		q.Del("application_name")
+		p.RawQuery = q.Encode()
+		u = p.String()
+	}
+	s := fmt.Sprintf("fenced --db '%s' chaos --seed %d --duration %s --workers %d", u, o.Seed, o.Duration, o.Workers)
+	if o.RestartPostgres {
+		s += " --restart-postgres"
+	}
+	return s
+}
+
+// withParams sets query parameters of a URL.
+func withParams(raw string, params map[string]string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("database URL: %w", err)
+	}
+	q := u.Query()
+	for k, v := range params {
+		q.Set(k, v)
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// redactURL hides a password.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "URL"
+	}
+	return u.Redacted()
+}
+
+// execSQL runs one statement on c's pool.
+func execSQL(ctx context.Context, c *fenced.Client, query string, args ...any) error {
+	p, err := pool(c)
+	if err != nil {
+		return err
+	}
+	_, err = p.Exec(ctx, query, args...)
+	return err
+}
+
+var errNotPostgres = errors.New("chaos: not a PostgreSQL client")
+
+// paths of a worker process's files.
+func (r *run) historyPath(name string) string { return filepath.Join(r.o.Dir, name+".jsonl") }
+func (r *run) stderrPath(name string) string  { return filepath.Join(r.o.Dir, name+".stderr") }
+
+// sanitize makes s safe as a file or connection name.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}

@@ -1,0 +1,112 @@
+package chaos_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/internal/chaos"
+	"github.com/fenced/fenced/internal/testdb"
+)
+
+// TestMain lets this test binary act as the chaos worker process.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "chaos-worker" {
+		os.Exit(chaos.WorkerMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// logWriter sends progress lines to the test log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// TestShortChaosRunFindsNoAnomaly is the short variant: 30 seconds of
+// pauses, kills and connection kills against three worker processes. It
+// fails on any anomaly, and unless every kind of fault was injected and
+// some stale write was rejected (a run that injected nothing proved
+// nothing).
+func TestShortChaosRunFindsNoAnomaly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	url := testdb.Postgres(t)
+	o := chaos.DefaultOptions()
+	o.URL, o.Log = url, logWriter{t}
+	if os.Getenv("FENCED_CHAOS_DIR") != "" {
+		o.Dir, o.Keep = os.Getenv("FENCED_CHAOS_DIR"), true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	t.Log("\n" + table.String())
+	if rep.AnomalyCount != 0 {
+		t.Fatalf("%d anomalies", rep.AnomalyCount)
+	}
+	if rep.Pauses == 0 || rep.Kills == 0 || rep.ConnKills == 0 {
+		t.Errorf("faults injected: %d pauses, %d kills, %d connection kills; want some of each", rep.Pauses, rep.Kills, rep.ConnKills)
+	}
+	if rep.Jobs == 0 || rep.Succeeded == 0 || rep.LeaseOps == 0 || rep.Grants == 0 {
+		t.Errorf("workload: %d jobs, %d succeeded, %d lease calls, %d grants", rep.Jobs, rep.Succeeded, rep.LeaseOps, rep.Grants)
+	}
+	if rep.StaleRejected == 0 {
+		t.Error("no stale write was rejected: the faults never produced a stale writer")
+	}
+}
+
+// TestBrokenBuildIsCaught builds fenced with the tag fenced_broken (the
+// fence condition dropped from the statements that end an attempt and
+// guard its transaction), runs a short chaos run with it as the worker,
+// and passes only if the checkers report anomalies: proof that they can
+// fail.
+func TestBrokenBuildIsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	url := testdb.Postgres(t)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the broken binary with")
+	}
+	bin := filepath.Join(t.TempDir(), "fenced-broken")
+	build := exec.Command(goCmd, "build", "-tags", "fenced_broken", "-o", bin, "github.com/fenced/fenced/cmd/fenced")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the broken binary: %v\n%s", err, out)
+	}
+	o := BrokenOptions()
+	o.URL, o.Log, o.Exe = url, logWriter{t}, bin
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	t.Log("\n" + table.String())
+	if rep.AnomalyCount == 0 {
+		t.Fatal("the checkers found no anomaly in a build without the fence check")
+	}
+}
+
+// BrokenOptions are the broken-build run's: pauses often, so that paused
+// workers wake while their job's next owner is running it.
+func BrokenOptions() chaos.Options {
+	o := chaos.DefaultOptions()
+	o.Workers, o.Duration = 4, 40*time.Second
+	o.PauseEvery, o.KillEvery, o.ConnKillEvery = 700*time.Millisecond, 0, 3*time.Second
+	return o
+}

@@ -1,0 +1,133 @@
+package chaos
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"slices"
+	"time"
+)
+
+// A fault the nemesis injects.
+type faultKind string
+
+const (
+	faultPause    faultKind = "pause"     // SIGSTOP a worker past the job TTL, then SIGCONT
+	faultKill     faultKind = "kill"      // SIGKILL a worker and start a replacement
+	faultConnKill faultKind = "conn-kill" // pg_terminate_backend on a worker's connection
+	faultRestart  faultKind = "restart"   // restart PostgreSQL
+)
+
+// fault is one scheduled fault.
+type fault struct {
+	at     time.Duration // from the start of the run
+	kind   faultKind
+	pick   int           // which worker (or connection), modulo how many there are then
+	length time.Duration // pause: how long the worker stays stopped
+}
+
+// schedule draws the run's faults from its seed: for each kind, arrivals at
+// intervals drawn uniformly from half to one and a half times the kind's
+// mean (random, yet never a long gap with none), in
+// [settle, duration-settle);
+// at most one restart, in the middle. The same seed and options give the
+// same schedule.
+func schedule(o *Options) []fault {
+	rng := rand.New(rand.NewPCG(o.Seed, 0x6e656d65))
+	settle := min(2*time.Second, o.Duration/10)
+	var out []fault
+	arrivals := func(kind faultKind, mean time.Duration) {
+		if mean <= 0 {
+			return
+		}
+		for t := settle; ; {
+			t += mean/2 + time.Duration(rng.Int64N(int64(mean)))
+			if t >= o.Duration-settle {
+				return
+			}
+			f := fault{at: t, kind: kind, pick: rng.IntN(1 << 30)}
+			if kind == faultPause {
+				// past the job lease, by up to two more TTLs
+				f.length = o.JobTTL + o.JobTTL/4 + time.Duration(rng.Int64N(int64(2*o.JobTTL)))
+			}
+			out = append(out, f)
+		}
+	}
+	arrivals(faultPause, o.PauseEvery)
+	arrivals(faultKill, o.KillEvery)
+	arrivals(faultConnKill, o.ConnKillEvery)
+	if o.RestartPostgres {
+		out = append(out, fault{at: o.Duration / 2, kind: faultRestart})
+	}
+	slices.SortStableFunc(out, func(a, b fault) int { return cmp.Compare(a.at, b.at) })
+	return out
+}
+
+// nemesis runs the schedule against the run's workers and database.
+type nemesis struct {
+	r     *run
+	count map[faultKind]int
+	fails map[faultKind]int // faults that could not be injected (no target)
+}
+
+// run injects each fault at its time until the schedule ends or ctx does;
+// paused workers are resumed before it returns.
+func (n *nemesis) run(ctx context.Context, start time.Time, faults []fault) {
+	n.count, n.fails = map[faultKind]int{}, map[faultKind]int{}
+	for _, f := range faults {
+		t := time.NewTimer(time.Until(start.Add(f.at)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if err := n.inject(ctx, f); err != nil {
+			n.fails[f.kind]++
+			n.r.logf("nemesis: %s: %v", f.kind, err)
+			continue
+		}
+		n.count[f.kind]++
+	}
+}
+
+func (n *nemesis) inject(ctx context.Context, f fault) error {
+	switch f.kind {
+	case faultPause:
+		return n.r.pause(f.pick, f.length)
+	case faultKill:
+		return n.r.kill(f.pick)
+	case faultConnKill:
+		return n.r.killConnection(ctx, f.pick)
+	case faultRestart:
+		return n.restart(ctx)
+	}
+	return fmt.Errorf("unknown fault %q", f.kind)
+}
+
+// restart runs the PostgreSQL restart command and waits for the server to
+// accept connections again.
+func (n *nemesis) restart(ctx context.Context) error {
+	cmd := n.r.o.RestartCommand
+	if len(cmd) == 0 {
+		return fmt.Errorf("no restart command")
+	}
+	n.r.logf("nemesis: restarting PostgreSQL: %v", cmd)
+	out, err := exec.CommandContext(ctx, cmd[0], cmd[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %v: %s", cmd, err, out)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := n.r.c.DatabaseTime(ctx)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL did not come back: %w", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,269 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/pgdriver"
+)
+
+// proc is one worker process.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool // stopped by the nemesis, to be resumed
+	killed bool // killed or stopped on purpose: its exit is expected
+}
+
+// start starts the worker process of slot i, a new incarnation.
+func (r *run) start(slot int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping {
+		return nil
+	}
+	r.spawned++
+	inc := r.spawned
+	name := fmt.Sprintf("w%d.%d", slot, inc)
+	url, err := withParams(r.url, map[string]string{"application_name": "fcw-" + r.id + "-" + name})
+	if err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewPCG(r.o.Seed, uint64(inc)))
+	a := workerArgs{url: url, proc: name, history: r.historyPath(name), queue: queue,
+		jobTTL: r.o.JobTTL, concurrency: r.o.Concurrency, leases: r.o.Leases, leaseTTL: r.o.LeaseTTL,
+		seed: rng.Uint64()}
+	offset := time.Duration(0)
+	if r.o.ClockSkew > 0 {
+		offset = time.Duration(rng.Int64N(int64(2*r.o.ClockSkew))) - r.o.ClockSkew
+	}
+	stderr, err := os.Create(r.stderrPath(name))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(r.o.Exe, append(append([]string{}, r.o.ExeArgs...), a.flags()...)...)
+	cmd.Env = append(os.Environ(), ClockOffsetEnv+"="+offset.String())
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Start(); err != nil {
+		stderr.Close()
+		return fmt.Errorf("start worker %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, exited: make(chan struct{})}
+	for len(r.workers) <= slot {
+		r.workers = append(r.workers, nil)
+	}
+	r.workers[slot] = p
+	go func() {
+		err := cmd.Wait()
+		stderr.Close()
+		close(p.exited)
+		r.exitedOnItsOwn(slot, p, err)
+	}()
+	return nil
+}
+
+// exitedOnItsOwn records a worker that exited without being killed or
+// stopped, and starts a replacement.
+func (r *run) exitedOnItsOwn(slot int, p *proc, err error) {
+	r.mu.Lock()
+	expected := p.killed || r.stopping
+	if !expected {
+		msg, _ := os.ReadFile(r.stderrPath(p.name))
+		r.crashes = append(r.crashes, fmt.Sprintf("%s: %v: %s", p.name, err, tail(string(msg), 500)))
+	}
+	r.mu.Unlock()
+	if !expected {
+		r.logf("worker %s exited on its own: %v", p.name, err)
+		if err := r.start(slot); err != nil {
+			r.logf("restart worker: %v", err)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// alive lists the slots whose process runs (paused or not when
+// withPaused).
+func (r *run) alive(withPaused bool) []int {
+	var out []int
+	for i, p := range r.workers {
+		if p == nil || p.killed {
+			continue
+		}
+		select {
+		case <-p.exited:
+			continue
+		default:
+		}
+		if p.paused && !withPaused {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// pause stops a running worker for d, then resumes it.
+func (r *run) pause(pick int, d time.Duration) error {
+	r.mu.Lock()
+	slots := r.alive(false)
+	if len(slots) <= r.o.Workers/2 {
+		// Keep at least half the workers running: a paused worker's job
+		// must be taken over, by someone, while the worker still believes
+		// it holds it.
+		r.mu.Unlock()
+		return errors.New("half the workers are paused already")
+	}
+	p := r.workers[slots[pick%len(slots)]]
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	p.paused = true
+	r.mu.Unlock()
+	r.logf("nemesis: SIGSTOP %s for %s", p.name, d.Round(time.Millisecond))
+	go func() {
+		select {
+		case <-time.After(d):
+		case <-p.exited:
+		}
+		r.resume(p)
+	}()
+	return nil
+}
+
+// resume sends SIGCONT to p if it is paused.
+func (r *run) resume(p *proc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p.paused {
+		p.paused = false
+		p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+}
+
+// resumeAll resumes every paused worker.
+func (r *run) resumeAll() {
+	r.mu.Lock()
+	ps := append([]*proc{}, r.workers...)
+	r.mu.Unlock()
+	for _, p := range ps {
+		if p != nil {
+			r.resume(p)
+		}
+	}
+}
+
+// kill SIGKILLs a worker (paused or not) and starts its replacement.
+func (r *run) kill(pick int) error {
+	r.mu.Lock()
+	slots := r.alive(true)
+	if len(slots) == 0 {
+		r.mu.Unlock()
+		return errors.New("no worker to kill")
+	}
+	slot := slots[pick%len(slots)]
+	p := r.workers[slot]
+	p.killed = true
+	err := p.cmd.Process.Signal(syscall.SIGKILL)
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	<-p.exited
+	r.logf("nemesis: SIGKILL %s", p.name)
+	return r.start(slot)
+}
+
+// killConnection terminates one of the workers' database connections
+// from the server side.
+func (r *run) killConnection(ctx context.Context, pick int) error {
+	p, err := pool(r.c)
+	if err != nil {
+		return err
+	}
+	rows, err := p.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity
+WHERE application_name LIKE $1 ORDER BY pid`, "fcw-"+r.id+"-%")
+	if err != nil {
+		return err
+	}
+	var pids []int32
+	var names []string
+	for rows.Next() {
+		var pid int32
+		var name string
+		if err := rows.Scan(&pid, &name); err != nil {
+			rows.Close()
+			return err
+		}
+		pids, names = append(pids, pid), append(names, name)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(pids) == 0 {
+		return errors.New("no worker connection to kill")
+	}
+	i := pick % len(pids)
+	var ok bool
+	if err := p.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pids[i]).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("backend %d was gone", pids[i])
+	}
+	r.logf("nemesis: pg_terminate_backend(%d) of %s", pids[i], names[i])
+	return nil
+}
+
+// stopAll stops every worker gracefully (SIGTERM), then kills what is left
+// after a grace period.
+func (r *run) stopAll() {
+	r.mu.Lock()
+	r.stopping = true
+	ps := append([]*proc{}, r.workers...)
+	r.mu.Unlock()
+	r.resumeAll()
+	for _, p := range ps {
+		if p != nil {
+			p.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	grace := time.After(20 * time.Second)
+	for _, p := range ps {
+		if p == nil {
+			continue
+		}
+		select {
+		case <-p.exited:
+		case <-grace:
+			p.cmd.Process.Kill()
+			<-p.exited
+		}
+	}
+}
+
+// pool is the pgx pool of a PostgreSQL client.
+func pool(c *fenced.Client) (*pgxpool.Pool, error) {
+	d, ok := c.Driver().(*pgdriver.Driver)
+	if !ok {
+		return nil, errNotPostgres
+	}
+	return d.Pool(), nil
+}

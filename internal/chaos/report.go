@@ -1,0 +1,108 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// maxAnomalies is how many anomalies a report lists; the count is exact.
+const maxAnomalies = 50
+
+// Report is the outcome of a chaos run: what ran, what was injected, and
+// what the checkers found.
+type Report struct {
+	Seed      uint64  `json:"seed"`
+	Seconds   float64 `json:"duration_s"` // the faulty phase
+	Workers   int     `json:"workers"`    // worker processes at any time
+	Processes int     `json:"processes"`  // worker processes started, replacements included
+
+	Enqueued  int64 `json:"enqueued"` // jobs the enqueuer was told were inserted
+	Jobs      int64 `json:"jobs"`     // jobs in the database
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	Attempts  int64 `json:"attempts"` // attempts in the jobs' histories
+
+	Operations    int            `json:"operations"` // lease and resource calls plus job attempt writes
+	LeaseOps      int            `json:"lease_ops"`
+	JobWrites     int            `json:"job_writes"`
+	Grants        int            `json:"lease_grants"`
+	Unknown       int            `json:"unknown_outcomes"`
+	UnknownCauses map[string]int `json:"unknown_causes,omitempty"`
+
+	Pauses       int `json:"pauses"`
+	Kills        int `json:"kills"`
+	ConnKills    int `json:"connection_kills"`
+	Restarts     int `json:"restarts"`
+	FaultsMissed int `json:"faults_missed"` // scheduled faults with no target at the time
+	Crashes      int `json:"crashes"`       // workers that exited on their own
+
+	StaleRejected int            `json:"stale_writes_rejected"`
+	Stale         map[string]int `json:"stale_by_kind"`
+
+	Linearizable string   `json:"linearizable"` // ok, illegal, unknown
+	CheckSeconds float64  `json:"check_s"`
+	AnomalyCount int      `json:"anomaly_count"`
+	Anomalies    []string `json:"anomalies"`
+	Reproduce    string   `json:"reproduce"`
+	Dir          string   `json:"dir,omitempty"` // kept when there are anomalies
+}
+
+func (r *Report) anomaly(format string, args ...any) {
+	r.AnomalyCount++
+	if len(r.Anomalies) < maxAnomalies {
+		r.Anomalies = append(r.Anomalies, fmt.Sprintf(format, args...))
+	}
+}
+
+// JSON is the report as indented JSON.
+func (r *Report) JSON() []byte {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return append(b, '\n')
+}
+
+// WriteTable prints the report as a table.
+func (r *Report) WriteTable(w io.Writer) {
+	row := func(k string, v any) { fmt.Fprintf(w, "  %-26s %v\n", k, v) }
+	fmt.Fprintln(w, "== chaos run")
+	row("seed", r.Seed)
+	row("duration (faulty phase)", fmt.Sprintf("%.1fs", r.Seconds))
+	row("worker processes", fmt.Sprintf("%d at a time, %d started", r.Workers, r.Processes))
+	row("jobs", fmt.Sprintf("%d (%d succeeded, %d failed), %d attempts", r.Jobs, r.Succeeded, r.Failed, r.Attempts))
+	row("operations", fmt.Sprintf("%d (%d lease/resource calls, %d job attempt writes)", r.Operations, r.LeaseOps, r.JobWrites))
+	row("unknown outcomes", r.Unknown)
+	row("pauses past the TTL", r.Pauses)
+	row("kills", r.Kills)
+	row("connection kills", r.ConnKills)
+	row("PostgreSQL restarts", r.Restarts)
+	if r.FaultsMissed > 0 {
+		row("faults skipped", fmt.Sprintf("%d (no target then: half the workers paused, or none connected)", r.FaultsMissed))
+	}
+	row("stale writes rejected", fmt.Sprintf("%d %s", r.StaleRejected, kinds(r.Stale)))
+	row("linearizability", fmt.Sprintf("%s (%.1fs)", r.Linearizable, r.CheckSeconds))
+	row("anomalies", r.AnomalyCount)
+	for _, a := range r.Anomalies {
+		fmt.Fprintf(w, "    - %s\n", a)
+	}
+	if r.AnomalyCount > len(r.Anomalies) {
+		fmt.Fprintf(w, "    … and %d more\n", r.AnomalyCount-len(r.Anomalies))
+	}
+	row("reproduce", r.Reproduce)
+	if r.Dir != "" {
+		row("evidence kept in", r.Dir)
+	}
+}
+
+func kinds(m map[string]int) string {
+	if len(m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}

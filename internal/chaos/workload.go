@@ -1,0 +1,82 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// queue is the run's job queue.
+const queue = "chaos"
+
+// jobAttempts is each job's max_attempts: high, since a job can lose many
+// attempts to pauses and kills, and one that exhausts them is failed (and
+// must then have no effect).
+const jobAttempts = 50
+
+// schemaSQL creates the workload's business tables in the run's schema:
+// per-key counters that jobs increment, the ledger of each increment, and a
+// counter per singleton lease bumped in fenced transactions.
+func schemaSQL(o *Options) []string {
+	qs := []string{
+		`CREATE TABLE chaos_counters (key text PRIMARY KEY, n bigint NOT NULL)`,
+		`CREATE TABLE chaos_ledger (
+    id      bigserial PRIMARY KEY,
+    job_id  bigint NOT NULL,
+    fence   bigint NOT NULL,
+    key     text   NOT NULL,
+    before  bigint NOT NULL,
+    proc    text   NOT NULL,
+    at      timestamptz NOT NULL DEFAULT clock_timestamp())`,
+		`CREATE INDEX chaos_ledger_job ON chaos_ledger (job_id)`,
+		`CREATE TABLE chaos_lease_counters (name text PRIMARY KEY, n bigint NOT NULL)`,
+	}
+	for i := range o.Keys {
+		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_counters VALUES ('%s', 0)`, counterKey(i)))
+	}
+	for i := range o.Leases {
+		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_lease_counters VALUES ('%s', 0)`, leaseName(i)))
+	}
+	return qs
+}
+
+func counterKey(i int) string { return fmt.Sprintf("k%02d", i) }
+
+// enqueuer enqueues the run's jobs at the configured rate, in batches every
+// tenth of a second, until ctx ends. A batch that fails (the server is
+// restarting) is retried by the next tick: the checkers count jobs in the
+// database, not what the enqueuer believes it inserted.
+type enqueuer struct {
+	n atomic.Int64
+}
+
+func (e *enqueuer) run(ctx context.Context, r *run) {
+	rng := rand.New(rand.NewPCG(r.o.Seed, 0x656e71))
+	per := max(1, r.o.JobsPerSecond/10)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ps := make([]fenced.EnqueueParams, per)
+		for i := range ps {
+			ps[i] = fenced.EnqueueParams{Kind: JobKind, Queue: queue, MaxAttempts: jobAttempts,
+				Args: jobArgs{Key: counterKey(rng.IntN(r.o.Keys))}}
+		}
+		ectx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := r.c.EnqueueMany(ectx, nil, ps)
+		cancel()
+		if err != nil {
+			r.logf("enqueue: %v", err)
+			continue
+		}
+		e.n.Add(int64(len(res)))
+	}
+}
