@@ -63,7 +63,10 @@
 //
 // # Backends
 //
-// PostgreSQL through pgx v5 (driver/pgdriver) and embedded SQLite through the
-// pure-Go modernc.org/sqlite (driver/sqlitedriver). Open picks one from a URL:
-// postgres://…, sqlite:///abs/path or sqlite:rel/path.
+// PostgreSQL through pgx v5 (driver/pgdriver), embedded SQLite through the
+// pure-Go modernc.org/sqlite (driver/sqlitedriver), and MySQL 8 or MariaDB
+// 10.6+ through go-sql-driver/mysql (driver/mysqldriver). Open picks one from
+// a URL: postgres://…, mysql://user:pass@host:3306/db (also mariadb://),
+// sqlite:///abs/path or sqlite:rel/path. All three pass the same conformance
+// suite (package fencedtest).
 package fenced

@@ -8,13 +8,15 @@ import (
 
 // Tx is the handle inside a fenced transaction: Exec, Query and QueryRow in
 // the backend's own SQL dialect. The backend's native transaction is
-// reachable through the driver's Tx type (pgdriver.Tx.Pgx, sqlitedriver.Tx.SQL).
+// reachable through the driver's Tx type (pgdriver.Tx.Pgx, sqlitedriver.Tx.SQL,
+// mysqldriver.Tx.SQL).
 type Tx = driver.Tx
 
 // LeaseTx runs fn in a transaction that commits only under generation l.
 //
 // The transaction first locks the lease row in share mode (PostgreSQL
-// SELECT … FOR SHARE; on SQLite it is a write transaction) and checks owner,
+// SELECT … FOR SHARE, MySQL and MariaDB SELECT … LOCK IN SHARE MODE; on
+// SQLite it is a write transaction) and checks owner,
 // fence and expiry by the database clock. If l is no longer current, fn is not
 // called and a *StaleError is returned. While the transaction is open a
 // takeover waits for it, so what commits was written under a generation that

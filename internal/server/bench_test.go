@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,18 +21,29 @@ import (
 
 // The benchmarks compare the same operations through the library and
 // over HTTP on loopback with keep-alive, on both backends, each from
-// parallel clients (b.RunParallel: GOMAXPROCS goroutines):
+// benchClients concurrent clients (b.RunParallel goroutines):
 //
 //	go test ./internal/server -run XXX -bench . -benchtime 3s
 //
 // Renew renews one lease per client; ClaimComplete claims one job and
 // completes it (the queue is filled beforehand, outside the timing).
 
+// benchClients is how many clients run at once on each side: as many as
+// the lease benchmarks' concurrent case, so that a server has requests to
+// overlap (a client waits for each answer before it sends its next).
+var benchClients = envInt("FENCED_BENCH_CLIENTS", 16)
+
+// parallel runs body on benchClients goroutines.
+func parallel(b *testing.B, body func(*testing.PB)) {
+	b.SetParallelism((benchClients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.RunParallel(body)
+}
+
 func BenchmarkRenew(b *testing.B) {
 	eachBackend(b, func(b *testing.B, c *fenced.Client, ts *httptest.Server) {
 		var n atomic.Int64
 		b.Run("Library", func(b *testing.B) {
-			b.RunParallel(func(pb *testing.PB) {
+			parallel(b, func(pb *testing.PB) {
 				l, err := c.Acquire(context.Background(), fmt.Sprint("lib-", n.Add(1)), "o", time.Minute)
 				if err != nil {
 					b.Error(err)
@@ -44,7 +58,7 @@ func BenchmarkRenew(b *testing.B) {
 			})
 		})
 		b.Run("HTTP", func(b *testing.B) {
-			b.RunParallel(func(pb *testing.PB) {
+			parallel(b, func(pb *testing.PB) {
 				name := fmt.Sprint("http-", n.Add(1))
 				var l struct{ Fence int64 }
 				if !post(b, ts, "/v1/leases/"+name+"/acquire", `{"owner": "o", "ttl_ms": 60000}`, &l) {
@@ -80,7 +94,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			queue := fmt.Sprint("lib", b.N)
 			fill(queue, b.N+1000)
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
+			parallel(b, func(pb *testing.PB) {
 				for pb.Next() {
 					jobs, err := c.ClaimJobs(context.Background(), queue, "w", 1, time.Minute)
 					if err != nil || len(jobs) != 1 {
@@ -98,7 +112,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 			queue := fmt.Sprint("http", b.N)
 			fill(queue, b.N+1000)
 			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
+			parallel(b, func(pb *testing.PB) {
 				for pb.Next() {
 					var claim struct {
 						Jobs []struct{ ID, Fence int64 }
@@ -170,4 +184,11 @@ func post(b *testing.B, ts *httptest.Server, path, body string, out any) bool {
 		}
 	}
 	return true
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
 }
