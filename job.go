@@ -118,7 +118,10 @@ type EnqueueParams struct {
 	// Kind selects the handler. Required.
 	Kind string
 	// Args are the handler's arguments: json.RawMessage or []byte are taken
-	// as JSON text; anything else is marshalled. Nil means {}.
+	// as JSON text; anything else is marshalled. Nil means {}. At most
+	// MaxArgsBytes, and JSON every backend can store: UTF-8, nested at most
+	// MaxJSONDepth deep, no \u0000 or unpaired surrogate escape, numbers
+	// within a float64.
 	Args any
 	// Queue is the queue to join. Default DefaultQueue.
 	Queue string
@@ -183,7 +186,8 @@ func (p EnqueueParams) validate() (driver.JobInsertParams, error) {
 	return out, err
 }
 
-// jsonArg turns a value into JSON text of at most MaxArgsBytes; nil gives def.
+// jsonArg turns a value into JSON text of at most MaxArgsBytes that every
+// backend can store (see checkStorableJSON); nil gives def.
 func jsonArg(field string, v any, def []byte) ([]byte, error) {
 	var b []byte
 	switch x := v.(type) {
@@ -202,8 +206,8 @@ func jsonArg(field string, v any, def []byte) ([]byte, error) {
 	if len(b) > MaxArgsBytes {
 		return nil, driver.Invalid(field, "is %d bytes, the limit is %d", len(b), MaxArgsBytes)
 	}
-	if !json.Valid(b) {
-		return nil, driver.Invalid(field, "is not valid JSON")
+	if err := validJSON(field, b); err != nil {
+		return nil, err
 	}
 	return b, nil
 }

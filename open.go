@@ -77,11 +77,12 @@ func ParseDatabaseURL(url string) (kind, target string, err error) {
 			// sqlite:///abs/path has an empty host; sqlite://host/… is not a file.
 			path = path[2:]
 			if !strings.HasPrefix(path, "/") {
-				return "", "", driver.Invalid("database url", "%q: use sqlite:///absolute/path or sqlite:relative/path", url)
+				// The URL is not quoted back: it may hold a password.
+				return "", "", driver.Invalid("database url", "sqlite://HOST/… names no file: use sqlite:///absolute/path or sqlite:relative/path")
 			}
 		}
 		if path == "" || strings.ContainsAny(path, "?#\x00") {
-			return "", "", driver.Invalid("database url", "%q: want sqlite:PATH with no query", url)
+			return "", "", driver.Invalid("database url", "want sqlite:PATH with no query, fragment or NUL byte")
 		}
 		return "sqlite", filepath.Clean(path), nil
 	default:

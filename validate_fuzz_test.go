@@ -18,6 +18,7 @@ import (
 	"math/big"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,9 +174,6 @@ func FuzzValidName(f *testing.F) {
 				t.Fatalf("%s: ReadResource(%q) key %q", b.name, s, r.Key)
 			}
 
-			if reason := knownKeyBug(b.name, s); reason != "" {
-				t.Skipf("KNOWN BUG (%s): %s", b.name, reason)
-			}
 			j, _, err := b.c.Enqueue(ctx, EnqueueParams{Kind: s, IdempotencyKey: s})
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Enqueue(kind=key=%q)", s))
 			if j.Kind != s || j.IdempotencyKey != s {
@@ -381,7 +379,7 @@ func FuzzEnqueueParams(f *testing.F) {
 			} else {
 				p.Args = b
 			}
-			wantArgs, argsOK = b, len(b) <= MaxArgsBytes && json.Valid(b)
+			wantArgs, argsOK = b, len(b) <= MaxArgsBytes && json.Valid(b) && storableRule(b)
 		case argsString, argsMap:
 			var v any = string(raw)
 			if mode%argsModes == argsMap {
@@ -392,7 +390,7 @@ func FuzzEnqueueParams(f *testing.F) {
 			if wantArgs, err = json.Marshal(v); err != nil {
 				t.Fatalf("marshal: %v", err)
 			}
-			argsOK = len(wantArgs) <= MaxArgsBytes
+			argsOK = len(wantArgs) <= MaxArgsBytes && storableRule(wantArgs)
 		}
 
 		// The rule, field by field, in validate's order.
@@ -441,24 +439,7 @@ func FuzzEnqueueParams(f *testing.F) {
 		}
 
 		ctx := fuzzCtx(t)
-		var known []string
 		for _, b := range backends {
-			if reason := knownArgsBug(b.name, out.Args); reason != "" {
-				// KNOWN BUG (issue 5 report): jsonArg accepts these args and
-				// the database then refuses them with a driver error that is
-				// not ErrInvalid. Check that it is at least an error, not a
-				// panic or a half-written job.
-				_, err := b.c.EnqueueMany(ctx, nil, []EnqueueParams{p})
-				if err == nil || errors.Is(err, ErrInvalid) {
-					t.Fatalf("%s: known bug %q no longer reproduces (err %v): update knownArgsBug", b.name, reason, err)
-				}
-				known = append(known, b.name+": "+reason)
-				continue
-			}
-			if reason := knownKeyBug(b.name, key); reason != "" {
-				known = append(known, b.name+": "+reason)
-				continue
-			}
 			res, err := b.c.EnqueueMany(ctx, nil, []EnqueueParams{p})
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Enqueue(kind %q queue %q key %q args %.300q)", kind, out.Queue, key, out.Args))
 			j := res[0].Job
@@ -472,9 +453,6 @@ func FuzzEnqueueParams(f *testing.F) {
 			if !sameJSON(t, j.Args, out.Args) {
 				t.Fatalf("%s: args %.300q read back as %.300q", b.name, out.Args, j.Args)
 			}
-		}
-		if len(known) > 0 {
-			t.Skipf("KNOWN BUG, accepted input refused by the database: %s", strings.Join(known, "; "))
 		}
 	})
 }
@@ -491,7 +469,7 @@ func FuzzJSONArg(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte, pad uint32) {
 		pad %= 2 * MaxArgsBytes
 		b := append(bytes.Clone(raw), bytes.Repeat([]byte("\n"), int(pad))...)
-		want := len(b) <= MaxArgsBytes && json.Valid(b)
+		want := len(b) <= MaxArgsBytes && json.Valid(b) && storableRule(b)
 		for _, v := range []any{json.RawMessage(b), b} {
 			got, err := jsonArg("args", v, nil)
 			if (err == nil) != want {
@@ -505,7 +483,7 @@ func FuzzJSONArg(f *testing.F) {
 		}
 		got, err := jsonArg("args", string(b), nil)
 		m, _ := json.Marshal(string(b))
-		if (err == nil) != (len(m) <= MaxArgsBytes) {
+		if (err == nil) != (len(m) <= MaxArgsBytes && storableRule(m)) {
 			t.Fatalf("jsonArg(string %q) = %v", b, err)
 		}
 		if err == nil && !json.Valid(got) {
@@ -595,62 +573,18 @@ func jsonEqual(a, b any) bool {
 	}
 }
 
-// knownKeyBug says why a backend fails an idempotency key that validName
-// accepts, or "". MySQL/MariaDB: jobInsertRow in driver/mysqldriver/jobinsert.go
-// stores NULLIF(?, ”), and under the connection's PAD SPACE collation a key
-// of only spaces equals ”, so the key is dropped (stored NULL) and the
-// enqueue fails with "job N read back is not the job inserted for it".
-func knownKeyBug(backend, key string) string {
-	if backend == "mysql" && key != "" && strings.Trim(key, " ") == "" {
-		return "an idempotency key of only spaces is stored as NULL by NULLIF(?, '') under PAD SPACE (driver/mysqldriver/jobinsert.go)"
-	}
-	return ""
-}
-
-// knownArgsBug says why a backend refuses JSON that jsonArg (json.Valid)
-// accepts, or "" when it should not. Each is a bug: jsonArg lets through
-// args that the database then refuses with a driver error that is not
-// ErrInvalid (see the issue 5 report), instead of rejecting them before any
-// statement runs.
-func knownArgsBug(backend string, args []byte) string {
-	st := scanJSON(args)
-	var why []string
-	switch backend {
-	case "postgres":
-		if !utf8.Valid(args) {
-			why = append(why, "invalid UTF-8 (22021)")
-		}
-		if st.nulEscape {
-			why = append(why, `\u0000 escape (jsonb: unsupported Unicode escape sequence, 22P05)`)
-		}
-		if st.loneSurrogate {
-			why = append(why, "lone UTF-16 surrogate escape (jsonb: invalid input syntax, 22P02)")
-		}
-		if st.numericOverflow {
-			why = append(why, "number outside numeric's range (value overflows numeric format, 22003)")
-		}
-	case "mysql":
-		if !utf8.Valid(args) {
-			why = append(why, "invalid UTF-8")
-		}
-		if st.loneSurrogate {
-			why = append(why, "lone UTF-16 surrogate escape (JSON_VALID is false)")
-		}
-		if st.depth >= 32 {
-			// MariaDB's JSON_VALID refuses 32 levels; MySQL 8 allows 100.
-			why = append(why, fmt.Sprintf("nesting depth %d (MariaDB JSON_VALID refuses >= 32, MySQL >100)", st.depth))
-		}
-	case "sqlite":
-		if st.depth > 1000 {
-			why = append(why, fmt.Sprintf("nesting depth %d (json_valid refuses > 1000)", st.depth))
-		}
-	}
-	return strings.Join(why, "; ")
+// storableRule is the rule jsonArg applies beyond json.Valid, stated
+// here on its own: every backend can store the text (UTF-8, nesting at most
+// MaxJSONDepth, no \u0000 escape, no unpaired surrogate escape, every
+// number a finite float64 that does not round to zero).
+func storableRule(b []byte) bool {
+	st := scanJSON(b)
+	return utf8.Valid(b) && st.depth <= MaxJSONDepth && !st.nulEscape && !st.loneSurrogate && !st.badNumber
 }
 
 type jsonStats struct {
-	depth                                     int
-	nulEscape, loneSurrogate, numericOverflow bool
+	depth                               int
+	nulEscape, loneSurrogate, badNumber bool
 }
 
 // scanJSON measures valid JSON text: maximum nesting depth, \u0000 escapes,
@@ -721,8 +655,8 @@ func scanJSON(b []byte) jsonStats {
 			for j < len(b) && strings.IndexByte("+-0123456789.eE", b[j]) >= 0 {
 				j++
 			}
-			if numericOverflows(string(b[i:j])) {
-				st.numericOverflow = true
+			if !float64Number(string(b[i:j])) {
+				st.badNumber = true
 			}
 			i = j
 		default:
@@ -732,20 +666,13 @@ func scanJSON(b []byte) jsonStats {
 	return st
 }
 
-func numericOverflows(num string) bool {
-	num = strings.TrimPrefix(num, "-")
-	mant, expPart, _ := strings.Cut(strings.ToLower(num), "e")
-	intPart, frac, _ := strings.Cut(mant, ".")
-	exp := new(big.Int)
-	if expPart != "" {
-		exp.SetString(strings.TrimPrefix(expPart, "+"), 10)
+// float64Number: the number is a finite float64, and nonzero if any digit
+// of its mantissa is.
+func float64Number(num string) bool {
+	f, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return false
 	}
-	intPart = strings.TrimLeft(intPart, "0")
-	if strings.Trim(intPart+frac, "0") == "" {
-		return false // zero
-	}
-	// Integer digits: len(intPart)+exp; fractional digits: len(frac)-exp.
-	intDigits := new(big.Int).Add(big.NewInt(int64(len(intPart))), exp)
-	fracDigits := new(big.Int).Sub(big.NewInt(int64(len(frac))), exp)
-	return intDigits.Cmp(big.NewInt(131072)) > 0 || fracDigits.Cmp(big.NewInt(16383)) > 0
+	mant, _, _ := strings.Cut(strings.ToLower(num), "e")
+	return f != 0 || strings.Trim(mant, "-+0.") == ""
 }

@@ -12,12 +12,12 @@ import (
 
 // jobInsertSQL enqueues jobs, one VALUES row each (jobInsertRow).
 // Parameters per row: kind, queue, args, priority, run_at or NULL,
-// delay_us, max_attempts, idempotency key (empty for none).
+// delay_us, max_attempts, idempotency key (NULL for none).
 const (
 	jobInsertSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
 VALUES `
-	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, NULLIF(?, ''), ` +
+	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ` +
 		now + `, ` + now + `)`
 )
 
@@ -105,7 +105,13 @@ func (in *inserter) args(i int) []any {
 	if !p.RunAt.IsZero() {
 		runAt = timeArg(p.RunAt)
 	}
-	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, p.IdempotencyKey}
+	// No key is NULL, decided here: in SQL, NULLIF(?, '') would compare under
+	// the connection's PAD SPACE collation, where a key of spaces equals ''.
+	var key any
+	if p.IdempotencyKey != "" {
+		key = []byte(p.IdempotencyKey)
+	}
+	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, key}
 }
 
 // one inserts jobs[i], or finds the job holding its idempotency key.
