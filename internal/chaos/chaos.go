@@ -19,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -279,7 +278,7 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	var enq enqueuer
 	wg.Go(func() { n.run(faulty, start, schedule(o)) })
 	wg.Go(func() { enq.run(faulty, r) })
-	wg.Go(func() { r.progress(faulty, &enq, n) })
+	wg.Go(func() { r.progress(faulty, &enq) })
 	wg.Wait()
 	r.resumeAll()
 	if err := ctx.Err(); err != nil {
@@ -312,7 +311,7 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 }
 
 // progress logs a line every few seconds.
-func (r *run) progress(ctx context.Context, enq *enqueuer, n *nemesis) {
+func (r *run) progress(ctx context.Context, enq *enqueuer) {
 	t := time.NewTicker(5 * time.Second)
 	defer t.Stop()
 	for {
@@ -407,13 +406,3 @@ var errNotPostgres = errors.New("chaos: not a PostgreSQL client")
 // paths of a worker process's files.
 func (r *run) historyPath(name string) string { return filepath.Join(r.o.Dir, name+".jsonl") }
 func (r *run) stderrPath(name string) string  { return filepath.Join(r.o.Dir, name+".stderr") }
-
-// sanitize makes s safe as a file or connection name.
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' {
-			return r
-		}
-		return '_'
-	}, s)
-}

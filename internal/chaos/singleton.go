@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -204,5 +203,3 @@ func nap(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	}
 }
-
-func decodeArgs(raw json.RawMessage, v any) error { return json.Unmarshal(raw, v) }

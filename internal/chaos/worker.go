@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -152,7 +153,7 @@ func (h *jobHandler) draw(f func(*rand.Rand)) {
 
 func (h *jobHandler) handle(ctx context.Context, run *fenced.JobRun) error {
 	var args jobArgs
-	if err := decodeArgs(run.Args, &args); err != nil {
+	if err := json.Unmarshal(run.Args, &args); err != nil {
 		return fenced.Discard(err)
 	}
 	var work time.Duration

@@ -76,27 +76,30 @@ func BenchmarkRenew(b *testing.B) {
 }
 
 func BenchmarkClaimComplete(b *testing.B) {
-	eachBackend(b, func(b *testing.B, c *fenced.Client, ts *httptest.Server) {
-		fill := func(queue string, n int) {
-			ps := make([]fenced.EnqueueParams, n)
-			for i := range ps {
-				ps[i] = fenced.EnqueueParams{Kind: "k", Queue: queue}
-			}
-			for len(ps) > 0 {
-				k := min(len(ps), 1000)
-				if _, err := c.EnqueueMany(context.Background(), nil, ps[:k]); err != nil {
-					b.Fatal(err)
-				}
-				ps = ps[k:]
-			}
+	fill := func(b *testing.B, c *fenced.Client, queue string, n int) {
+		ps := make([]fenced.EnqueueParams, n)
+		for i := range ps {
+			ps[i] = fenced.EnqueueParams{Kind: "k", Queue: queue}
 		}
+		for len(ps) > 0 {
+			k := min(len(ps), 1000)
+			if _, err := c.EnqueueMany(context.Background(), nil, ps[:k]); err != nil {
+				b.Fatal(err)
+			}
+			ps = ps[k:]
+		}
+	}
+	// Each run gets a database of its own: claims slow down as a queue's
+	// table fills with finished jobs and dead rows, and the side measured
+	// second must not pay for the first.
+	eachFresh(b, func(b *testing.B, fresh func(*testing.B) (*fenced.Client, *httptest.Server)) {
 		b.Run("Library", func(b *testing.B) {
-			queue := fmt.Sprint("lib", b.N)
-			fill(queue, b.N+1000)
+			c, _ := fresh(b)
+			fill(b, c, "q", b.N+1000)
 			b.ResetTimer()
 			parallel(b, func(pb *testing.PB) {
 				for pb.Next() {
-					jobs, err := c.ClaimJobs(context.Background(), queue, "w", 1, time.Minute)
+					jobs, err := c.ClaimJobs(context.Background(), "q", "w", 1, time.Minute)
 					if err != nil || len(jobs) != 1 {
 						b.Errorf("claim: %v, %d jobs", err, len(jobs))
 						return
@@ -109,15 +112,15 @@ func BenchmarkClaimComplete(b *testing.B) {
 			})
 		})
 		b.Run("HTTP", func(b *testing.B) {
-			queue := fmt.Sprint("http", b.N)
-			fill(queue, b.N+1000)
+			c, ts := fresh(b)
+			fill(b, c, "q", b.N+1000)
 			b.ResetTimer()
 			parallel(b, func(pb *testing.PB) {
 				for pb.Next() {
 					var claim struct {
 						Jobs []struct{ ID, Fence int64 }
 					}
-					if !post(b, ts, "/v1/queues/"+queue+"/claim", `{"owner": "w", "lease_ms": 60000}`, &claim) {
+					if !post(b, ts, "/v1/queues/q/claim", `{"owner": "w", "lease_ms": 60000}`, &claim) {
 						return
 					}
 					if len(claim.Jobs) != 1 {
@@ -134,32 +137,53 @@ func BenchmarkClaimComplete(b *testing.B) {
 	})
 }
 
+// benchDB is a database of each backend for the benchmarks.
+var benchDBs = []struct {
+	name string
+	url  func(testing.TB) string
+}{{"SQLite", testdb.SQLite}, {"PostgreSQL", testdb.Postgres}}
+
 // eachBackend runs bench on a server over SQLite and one over PostgreSQL.
 func eachBackend(b *testing.B, bench func(*testing.B, *fenced.Client, *httptest.Server)) {
-	for _, db := range []struct {
-		name string
-		url  func(testing.TB) string
-	}{{"SQLite", testdb.SQLite}, {"PostgreSQL", testdb.Postgres}} {
+	for _, db := range benchDBs {
 		b.Run(db.name, func(b *testing.B) {
-			ctx := context.Background()
-			c, err := fenced.Open(ctx, db.url(b), fenced.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer c.Close()
-			if _, err := c.Migrate(ctx); err != nil {
-				b.Fatal(err)
-			}
-			srv, err := New(c, Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			ts := httptest.NewServer(srv)
-			defer func() { srv.Close(); ts.Close() }()
-			ts.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+			c, ts := serve(b, db.url(b))
 			bench(b, c, ts)
 		})
 	}
+}
+
+// eachFresh runs bench per backend with fresh, which opens a new database
+// of that backend, a client and a server on it, closed when the (sub-)
+// benchmark calling it ends.
+func eachFresh(b *testing.B, bench func(*testing.B, func(*testing.B) (*fenced.Client, *httptest.Server))) {
+	for _, db := range benchDBs {
+		b.Run(db.name, func(b *testing.B) {
+			bench(b, func(b *testing.B) (*fenced.Client, *httptest.Server) { return serve(b, db.url(b)) })
+		})
+	}
+}
+
+// serve opens and migrates url and serves it on a test server, both
+// closed at the end of b.
+func serve(b *testing.B, url string) (*fenced.Client, *httptest.Server) {
+	ctx := context.Background()
+	c, err := fenced.Open(ctx, url, fenced.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	if _, err := c.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := New(c, Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := httptest.NewServer(srv)
+	b.Cleanup(func() { srv.Close(); ts.Close() })
+	ts.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+	return c, ts
 }
 
 // post sends a JSON body and decodes a 200 answer into out (if not nil);
