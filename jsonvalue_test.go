@@ -19,13 +19,13 @@ func TestCheckStorableJSON(t *testing.T) {
 		{nest(MaxJSONDepth + 1), false},
 		{`"\u0000"`, false},
 		{`{"k": "a\u0000b"}`, false},
-		{`"\ud800"`, false},        // high surrogate alone
-		{`"\udc00"`, false},        // low surrogate alone
-		{`"\ud800\u0041"`, false},  // high surrogate, then not a low one
-		{`"\\u0000"`, true},        // an escaped backslash, then text
-		{"\"\xff\"", false},        // not UTF-8
-		{`1e1000000`, false},       // beyond a float64 (PostgreSQL: numeric overflow)
-		{`[1e-16384]`, false},      // rounds to zero
+		{`"\ud800"`, false},       // high surrogate alone
+		{`"\udc00"`, false},       // low surrogate alone
+		{`"\ud800\u0041"`, false}, // high surrogate, then not a low one
+		{`"\\u0000"`, true},       // an escaped backslash, then text
+		{"\"\xff\"", false},       // not UTF-8
+		{`1e1000000`, false},      // beyond a float64 (PostgreSQL: numeric overflow)
+		{`[1e-16384]`, false},     // rounds to zero
 		{`{"n": 1e309}`, false},
 	} {
 		err := validJSON("args", []byte(c.json))
