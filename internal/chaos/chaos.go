@@ -179,7 +179,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep, err := r.execute(ctx)
 	if rep != nil && rep.AnomalyCount > 0 {
 		o.Keep = true // keep the evidence: histories, logs, the schema
-		rep.Dir = o.Dir
+		rep.Dir, rep.Schema = o.Dir, r.schema
 	}
 	return rep, err
 }

@@ -48,7 +48,8 @@ type Report struct {
 	AnomalyCount int      `json:"anomaly_count"`
 	Anomalies    []string `json:"anomalies"`
 	Reproduce    string   `json:"reproduce"`
-	Dir          string   `json:"dir,omitempty"` // kept when there are anomalies
+	Dir          string   `json:"dir,omitempty"`    // kept when there are anomalies
+	Schema       string   `json:"schema,omitempty"` // kept when there are anomalies
 }
 
 func (r *Report) anomaly(format string, args ...any) {
@@ -92,7 +93,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	row("reproduce", r.Reproduce)
 	if r.Dir != "" {
-		row("evidence kept in", r.Dir)
+		row("evidence kept in", fmt.Sprintf("%s and schema %s", r.Dir, r.Schema))
 	}
 }
 
