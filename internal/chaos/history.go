@@ -37,7 +37,9 @@ type record struct {
 	Err  string           `json:"err,omitempty"`  // ret: the error behind an unknown outcome
 	Proc string           `json:"proc,omitempty"` // the process (worker incarnation)
 
-	// job: one protected write of a job attempt and what became of it.
+	// job: one protected write of a job attempt (its transaction, which
+	// completes the job) and what became of it; At is its return.
+	Call   int64  `json:"call,omitempty"` // wall clock at the call, Unix nanoseconds
 	Job    int64  `json:"job,omitempty"`
 	Fence  int64  `json:"fence,omitempty"`
 	Result string `json:"result,omitempty"` // ok, stale, not_found, unknown, failed
@@ -97,9 +99,9 @@ func (r *recorder) ret(id int64, out linmodel.Output, err error) {
 	r.write(rec)
 }
 
-// job logs the outcome of a job attempt's protected write.
-func (r *recorder) job(id, fence int64, result string) {
-	r.write(record{T: "job", Job: id, Fence: fence, Result: result, At: time.Now().UnixNano(), Proc: r.proc})
+// job logs the outcome of a job attempt's protected write, called at call.
+func (r *recorder) job(id, fence int64, call time.Time, result string) {
+	r.write(record{T: "job", Job: id, Fence: fence, Result: result, Call: call.UnixNano(), At: time.Now().UnixNano(), Proc: r.proc})
 }
 
 func (r *recorder) close() error { return r.f.Close() }

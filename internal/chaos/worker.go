@@ -167,8 +167,9 @@ func (h *jobHandler) handle(ctx context.Context, run *fenced.JobRun) error {
 		ctx = context.WithoutCancel(ctx)
 	}
 	time.Sleep(work) // the work itself; a pause here outlives the lease
+	call := time.Now()
 	if fail {
-		h.rec.job(run.ID, run.Fence, jobFailed)
+		h.rec.job(run.ID, run.Fence, call, jobFailed)
 		return errors.New("chaos: a failure on purpose")
 	}
 	err := run.Tx(ctx, func(tx fenced.Tx) error {
@@ -185,7 +186,7 @@ func (h *jobHandler) handle(ctx context.Context, run *fenced.JobRun) error {
 		}
 		return run.CompleteTx(ctx, tx, map[string]int64{"before": n})
 	})
-	h.rec.job(run.ID, run.Fence, jobResult(err))
+	h.rec.job(run.ID, run.Fence, call, jobResult(err))
 	return err
 }
 
