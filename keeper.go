@@ -107,7 +107,8 @@ func (k *Keeper) Stop() {
 // Release stops renewing and releases the lease.
 func (k *Keeper) Release(ctx context.Context) error {
 	k.Stop()
-	return k.c.Release(ctx, k.Lease())
+	_, err := k.c.Release(ctx, k.Lease())
+	return err
 }
 
 func (k *Keeper) run(start time.Time) {

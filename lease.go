@@ -81,13 +81,18 @@ func (c *Client) Renew(ctx context.Context, l Lease, ttl time.Duration) (*Lease,
 // Release gives up the generation l. The row and its fence stay, so the next
 // grant continues the sequence. Releasing a generation that is already
 // released, or that expired with no takeover, succeeds; after a takeover it
-// returns a *StaleError.
-func (c *Client) Release(ctx context.Context, l Lease) error {
+// returns a *StaleError. The lease returned is the released generation:
+// Released is set, and ExpiresAt is when it stopped being held (the release,
+// or its earlier expiry).
+func (c *Client) Release(ctx context.Context, l Lease) (*Lease, error) {
 	if err := validRef(l); err != nil {
-		return err
+		return nil, err
 	}
-	_, err := c.d.LeaseRelease(ctx, l.ref())
-	return err
+	row, err := c.d.LeaseRelease(ctx, l.ref())
+	if err != nil {
+		return nil, err
+	}
+	return leaseFrom(row), nil
 }
 
 // Get reads the named lease; Held says whether it is held now by the

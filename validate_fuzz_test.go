@@ -164,7 +164,8 @@ func FuzzValidName(f *testing.F) {
 			wantNoDBError(t, err, b.name, fmt.Sprintf("LeaseTx(%q)", s))
 			_, err = b.c.Renew(ctx, *l, time.Minute)
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Renew(%q)", s))
-			wantNoDBError(t, b.c.Release(ctx, *l), b.name, fmt.Sprintf("Release(%q)", s))
+			_, err = b.c.Release(ctx, *l)
+			wantNoDBError(t, err, b.name, fmt.Sprintf("Release(%q)", s))
 
 			_, err = b.c.WriteResource(ctx, s, []byte(s), 0, WriteOptions{OperationID: s})
 			wantNoDBError(t, err, b.name, fmt.Sprintf("WriteResource(%q)", s))
@@ -219,7 +220,7 @@ func FuzzValidTTL(f *testing.F) {
 				// A 1 ms lease may expire before the renew: stale, not invalid.
 				wantNoDBError(t, err, b.name, fmt.Sprintf("Renew(ttl=%v)", ttl))
 			}
-			if err := b.c.Release(ctx, *l); err != nil && !errors.Is(err, ErrStale) {
+			if _, err := b.c.Release(ctx, *l); err != nil && !errors.Is(err, ErrStale) {
 				wantNoDBError(t, err, b.name, "Release")
 			}
 		}
@@ -269,7 +270,7 @@ func FuzzValidRef(f *testing.F) {
 			if _, err := b.c.Renew(ctx, l, time.Second); !lease(err) {
 				t.Fatalf("%s: Renew(%q, %q, %d): %v", b.name, name, owner, fence, err)
 			}
-			if err := b.c.Release(ctx, l); !lease(err) {
+			if _, err := b.c.Release(ctx, l); !lease(err) {
 				t.Fatalf("%s: Release(%q, %q, %d): %v", b.name, name, owner, fence, err)
 			}
 			if err := b.c.LeaseTx(ctx, l, func(Tx) error { return nil }); !lease(err) {

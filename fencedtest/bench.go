@@ -59,7 +59,8 @@ var benchOps = []benchOp{
 			if err != nil {
 				return err
 			}
-			return e.c.Release(ctx, *l)
+			_, err = e.c.Release(ctx, *l)
+			return err
 		}
 	}},
 	{"Renew", func(b *testing.B, e *benchEnv, w int) func(context.Context) error {

@@ -62,7 +62,7 @@ func runContention(t *testing.T, b Backend) {
 					}
 					mu.Unlock()
 					if i%3 != 0 { // else let it expire
-						if err := c.Release(ctx(t), *l); err != nil && !errors.Is(err, fenced.ErrStale) {
+						if _, err := c.Release(ctx(t), *l); err != nil && !errors.Is(err, fenced.ErrStale) {
 							t.Errorf("release: %v", err)
 							return
 						}

@@ -19,7 +19,7 @@ func runFenceAdvance(t *testing.T, b Backend) {
 			t.Helper()
 			l, err := c.Acquire(ctx(t), name, owner, long)
 			wantNoErr(t, err, "acquire")
-			wantNoErr(t, c.Release(ctx(t), *l), "release")
+			wantNoErr(t, errOf(c.Release(ctx(t), *l)), "release")
 			return l.Fence
 		}
 		grant(c, "a", "w")

@@ -109,7 +109,7 @@ func runLease(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, e.c.Release(ctx(t), *a), "release")
+		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "release")
 		_, err := e.c.Renew(ctx(t), *a, long)
 		wantStale(t, err, 1, 1, "", fenced.ReasonReleased)
 	})
@@ -117,7 +117,12 @@ func runLease(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, e.c.Release(ctx(t), *a), "release")
+		rel, err := e.c.Release(ctx(t), *a)
+		wantNoErr(t, err, "release")
+		if rel.Held || !rel.Released || rel.Owner != "A" || rel.Fence != 1 || rel.ExpiresAt.After(a.ExpiresAt) ||
+			rel.ExpiresAt.Before(a.DecidedAt) {
+			t.Fatalf("release returned %+v; want released, no longer held, expiry between %v and %v", rel, a.DecidedAt, a.ExpiresAt)
+		}
 		cur, err := e.c.Get(ctx(t), "job")
 		wantNoErr(t, err, "get after release")
 		if cur.Held || !cur.Released || cur.Fence != 1 {
@@ -130,15 +135,15 @@ func runLease(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, e.c.Release(ctx(t), *a), "release")
+		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "release")
 		wantFence(t, e.acquire(t, "job", "A", long), 2)
 	})
 	t.Run("ReleaseTwiceIsFine", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, e.c.Release(ctx(t), *a), "first release")
-		wantNoErr(t, e.c.Release(ctx(t), *a), "second release")
+		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "first release")
+		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "second release")
 	})
 	t.Run("ReleaseAfterTakeoverIsStale", func(t *testing.T) {
 		t.Parallel()
@@ -146,7 +151,7 @@ func runLease(t *testing.T, b Backend) {
 		a := e.acquire(t, "job", "A", 50*time.Millisecond)
 		e.waitExpired(t, "job")
 		e.acquire(t, "job", "B", long)
-		wantStale(t, e.c.Release(ctx(t), *a), 1, 2, "B", fenced.ReasonSuperseded)
+		wantStale(t, errOf(e.c.Release(ctx(t), *a)), 1, 2, "B", fenced.ReasonSuperseded)
 		cur, _ := e.c.Get(ctx(t), "job")
 		if !cur.Held || cur.Owner != "B" {
 			t.Fatalf("stale release freed the new owner's lease: %+v", cur)
@@ -158,7 +163,7 @@ func runLease(t *testing.T, b Backend) {
 		a := e.acquire(t, "job", "A", long)
 		forged := *a
 		forged.Owner = "B"
-		wantStale(t, e.c.Release(ctx(t), forged), 1, 1, "A", fenced.ReasonSuperseded)
+		wantStale(t, errOf(e.c.Release(ctx(t), forged)), 1, 1, "A", fenced.ReasonSuperseded)
 	})
 	t.Run("UnknownLeaseIsNotFound", func(t *testing.T) {
 		t.Parallel()
@@ -166,7 +171,7 @@ func runLease(t *testing.T, b Backend) {
 		ghost := fenced.Lease{Name: "ghost", Owner: "A", Fence: 1}
 		_, err := e.c.Renew(ctx(t), ghost, long)
 		wantErrIs(t, err, fenced.ErrNotFound)
-		wantErrIs(t, e.c.Release(ctx(t), ghost), fenced.ErrNotFound)
+		wantErrIs(t, errOf(e.c.Release(ctx(t), ghost)), fenced.ErrNotFound)
 		_, err = e.c.Get(ctx(t), "ghost")
 		wantErrIs(t, err, fenced.ErrNotFound)
 	})
@@ -175,7 +180,7 @@ func runLease(t *testing.T, b Backend) {
 		e := setup(t, b)
 		e.acquire(t, "b", "B", long)
 		a := e.acquire(t, "a", "A", long)
-		wantNoErr(t, e.c.Release(ctx(t), *a), "release")
+		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "release")
 		ls, err := e.c.List(ctx(t))
 		wantNoErr(t, err, "list")
 		if len(ls) != 2 || ls[0].Name != "a" || ls[1].Name != "b" || ls[0].Held || !ls[1].Held {

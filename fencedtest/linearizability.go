@@ -369,7 +369,8 @@ func (w *linWorker) renew(l fenced.Lease) {
 func (w *linWorker) release(l fenced.Lease) {
 	in := linInput{Kind: linRelease, Name: l.Name, Owner: l.Owner, Fence: l.Fence}
 	w.call(in, func(ctx context.Context) (linOutput, error) {
-		return linOutput{Result: linOK}, w.c.Release(ctx, l)
+		_, err := w.c.Release(ctx, l)
+		return linOutput{Result: linOK}, err
 	})
 	w.lose(l) // released, stale or unknown: not to be relied on again
 }

@@ -140,6 +140,9 @@ func wantErrIs(t *testing.T, err, target error) {
 	}
 }
 
+// errOf is the error of a call that also returns a lease.
+func errOf(_ *fenced.Lease, err error) error { return err }
+
 func wantNoErr(t *testing.T, err error, what string) {
 	t.Helper()
 	if err != nil {

@@ -36,8 +36,8 @@ func runValidation(t *testing.T, b Backend) {
 			_, err := e.c.Renew(ctx(t), with(func(l *fenced.Lease) { l.Owner = bad }), time.Second)
 			return err
 		},
-		"ReleaseEmptyName":     func() error { return e.c.Release(ctx(t), with(func(l *fenced.Lease) { l.Name = "" })) },
-		"ReleaseNegativeFence": func() error { return e.c.Release(ctx(t), with(func(l *fenced.Lease) { l.Fence = -5 })) },
+		"ReleaseEmptyName":     func() error { return errOf(e.c.Release(ctx(t), with(func(l *fenced.Lease) { l.Name = "" }))) },
+		"ReleaseNegativeFence": func() error { return errOf(e.c.Release(ctx(t), with(func(l *fenced.Lease) { l.Fence = -5 }))) },
 		"LeaseTxNegativeFence": func() error {
 			return e.c.LeaseTx(ctx(t), with(func(l *fenced.Lease) { l.Fence = -1 }), func(fenced.Tx) error { return nil })
 		},

@@ -127,8 +127,8 @@ with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`
 				return err
 			}
 			defer c.Close()
-			l := &fenced.Lease{Name: args[0], Owner: owner, Fence: fence, Released: true}
-			if err := c.Release(cmd.Context(), *l); err != nil {
+			l, err := c.Release(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
+			if err != nil {
 				return notFound("lease", args[0], err)
 			}
 			return printLease(cmd, "released", l, asJSON)

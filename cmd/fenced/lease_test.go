@@ -65,8 +65,8 @@ func TestLeaseLifecycleJSON(t *testing.T) {
 
 		var released leaseOutput
 		c.json(&released, "lease", "release", "job", "--owner", "A", "--fence", "1", "--json")
-		if released.Name != "job" || released.Fence != 1 || released.Held {
-			t.Errorf("release: %+v, want job fence 1 not held", released)
+		if released.Name != "job" || released.Owner != "A" || released.Fence != 1 || released.Held || released.ExpiresAt.IsZero() {
+			t.Errorf("release: %+v, want job, owner A, fence 1, not held, with expires_at", released)
 		}
 		c.ok("lease", "release", "job", "--owner", "A", "--fence", "1") // idempotent
 		if l := showLease(c, "job"); l.Held || l.Fence != 1 {

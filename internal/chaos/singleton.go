@@ -145,7 +145,8 @@ func (s *singleton) renew(l fenced.Lease) (*fenced.Lease, linmodel.Output) {
 func (s *singleton) release(l fenced.Lease) {
 	s.do(linmodel.Input{Kind: linmodel.Release, Name: l.Name, Owner: l.Owner, Fence: l.Fence},
 		func(ctx context.Context) (linmodel.Output, error) {
-			return linmodel.Output{Result: linmodel.OK}, s.c.Release(ctx, l)
+			_, err := s.c.Release(ctx, l)
+			return linmodel.Output{Result: linmodel.OK}, err
 		})
 }
 

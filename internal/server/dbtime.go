@@ -9,14 +9,14 @@ import (
 // reading of the database clock, the clock every expiry is judged by, never
 // the server's own:
 //
-//   - lease acquire, renew, get, list: the reading the deciding statement
-//     made (Lease.DecidedAt; a new expiry is db_time + ttl);
+//   - lease acquire, renew, release, get, list: the reading the deciding
+//     statement made (Lease.DecidedAt; a new expiry is db_time + ttl);
 //   - enqueue, claim (when it returns jobs), cancel, job get, job list
 //     (when not empty): the reading of the statement that returned the
 //     jobs (Job.DecidedAt);
 //   - heartbeat: the new lease expiry minus lease_ms, the reading the
 //     extension was computed from;
-//   - release, resource write and read, complete, fail, snooze, progress,
+//   - resource write and read, complete, fail, snooze, progress,
 //     an empty claim or list, /healthz, and the errors the database decided
 //     (lease_held, stale_fence, conflict, not_found): the library returns
 //     no reading there, so the server reads the database clock right after

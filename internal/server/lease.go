@@ -81,8 +81,8 @@ type releaseRequest struct {
 }
 
 // release: POST /v1/leases/{name}/release {owner, fence} → the released
-// generation (held false, no expiry); releasing it again succeeds; 409
-// stale_fence after a takeover.
+// generation (held false, expires_at when it stopped being held); releasing
+// it again succeeds; 409 stale_fence after a takeover.
 func (s *Server) release(r *http.Request) (*reply, error) {
 	var req releaseRequest
 	if err := decodeBody(r, &req, false); err != nil {
@@ -92,12 +92,11 @@ func (s *Server) release(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := fenced.Lease{Name: r.PathValue("name"), Owner: req.Owner, Fence: fence}
-	if err := s.c.Release(r.Context(), l); err != nil {
+	l, err := s.c.Release(r.Context(), fenced.Lease{Name: r.PathValue("name"), Owner: req.Owner, Fence: fence})
+	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
-	t := s.dbNow(r.Context())
-	return ok(leaseReply{wire.LeaseFrom(&l), t}, t), nil
+	return ok(leaseReply{wire.LeaseFrom(l), l.DecidedAt.UTC()}, l.DecidedAt), nil
 }
 
 // getLease: GET /v1/leases/{name} → the lease, held by the database clock.
