@@ -29,8 +29,10 @@ type ResourceWrite struct {
 // WriteOptions are optional inputs of WriteResource.
 type WriteOptions struct {
 	// OperationID names one logical operation. A repeat with the same id (for
-	// the same key) returns the first outcome — accepted or stale — and
-	// applies nothing. Empty means no deduplication.
+	// the same key), fence and value returns the first outcome — accepted or
+	// stale — and applies nothing; the same id with another fence or value is
+	// an invalid-input error (*InvalidError), and applies nothing either.
+	// Empty means no deduplication.
 	OperationID string
 }
 

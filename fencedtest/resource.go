@@ -72,7 +72,7 @@ func runResource(t *testing.T, b Backend) {
 		e := setup(t, b)
 		first, err := write(t, e, "k", "v1", 1, "op-1")
 		wantNoErr(t, err, "first write")
-		again, err := write(t, e, "k", "v1-retry", 1, "op-1")
+		again, err := write(t, e, "k", "v1", 1, "op-1")
 		wantNoErr(t, err, "repeat write")
 		if !again.Replayed || again.Version != first.Version || again.Fence != first.Fence {
 			t.Fatalf("repeat = %+v, first = %+v", again, first)
@@ -97,6 +97,24 @@ func runResource(t *testing.T, b Backend) {
 		wantNoErr(t, err, "write 9")
 		_, err = write(t, e, "k", "old", 4, "op-x")
 		wantStale(t, err, 4, 5, "", fenced.ReasonSuperseded) // the first outcome, recorded
+	})
+	t.Run("OperationIDReusedForAnotherWriteIsInvalid", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		_, err := write(t, e, "k", "v1", 1, "op-1")
+		wantNoErr(t, err, "first write")
+		_, err = write(t, e, "k", "v2", 1, "op-1") // another value
+		wantErrIs(t, err, fenced.ErrInvalid)
+		_, err = write(t, e, "k", "v1", 2, "op-1") // another fence
+		wantErrIs(t, err, fenced.ErrInvalid)
+		if r := read(t, e, "k"); string(r.Value) != "v1" || r.Fence != 1 || r.Version != 1 {
+			t.Fatalf("a refused repeat changed the resource: %+v", r)
+		}
+		again, err := write(t, e, "k", "v1", 1, "op-1") // the true repeat still replays
+		wantNoErr(t, err, "repeat")
+		if !again.Replayed || again.Version != 1 {
+			t.Fatalf("repeat = %+v", again)
+		}
 	})
 	t.Run("OperationIDsAreScopedByKey", func(t *testing.T) {
 		t.Parallel()

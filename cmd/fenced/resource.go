@@ -32,8 +32,10 @@ func newResourceWriteCmd(a *app) *cobra.Command {
 store the fence with it; a lower fence fails as stale (exit 4) and changes
 nothing. Prints the key, the fence stored and the new version.
 
---op names one logical operation: repeating it (a retry after a lost reply)
-returns the first outcome, marked replayed, and applies nothing again.`,
+--op names one logical operation: repeating it (a retry after a lost reply,
+same fence and value) returns the first outcome, marked replayed, and
+applies nothing again; the same id with another fence or value is refused
+(exit 2).`,
 		Example: `  fenced resource write invoice-42 --fence 7 --value paid
   fenced resource write invoice-42 --fence "$FENCED_FENCE" --value paid --op pay-42 --json`,
 		Args: exactArgs("KEY"),

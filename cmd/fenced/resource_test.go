@@ -66,12 +66,15 @@ func TestResourceOperationReplay(t *testing.T) {
 	eachDB(t, func(t *testing.T, c cli) {
 		var first, again writeOutput
 		c.json(&first, "resource", "write", "k", "--fence", "1", "--value", "a", "--op", "op-1", "--json")
-		c.json(&again, "resource", "write", "k", "--fence", "1", "--value", "b", "--op", "op-1", "--json")
+		c.json(&again, "resource", "write", "k", "--fence", "1", "--value", "a", "--op", "op-1", "--json")
 		if first.Replayed || !again.Replayed || again.Version != first.Version || again.Fence != first.Fence {
 			t.Errorf("replay: first %+v, again %+v; want the first outcome, replayed", first, again)
 		}
-		out := c.ok("resource", "write", "k", "--fence", "1", "--value", "b", "--op", "op-1")
+		out := c.ok("resource", "write", "k", "--fence", "1", "--value", "a", "--op", "op-1")
 		contains(t, "write", out, "replayed")
+		// The same operation id for another value is refused (exit 2).
+		res := c.fails(2, "resource", "write", "k", "--fence", "1", "--value", "b", "--op", "op-1")
+		contains(t, "stderr", res.stderr, "another fence or value")
 		var r resourceOutput
 		c.json(&r, "resource", "show", "k", "--json")
 		if r.Value != "a" || r.Version != 1 {

@@ -31,11 +31,11 @@ const resourceFenceSQL = "SELECT fence FROM fenced_resources WHERE `key` = ? LOC
 // resourceOpClaimSQL records the operation id first; a concurrent repeat
 // waits on the primary key and then fails as a duplicate, and reads the
 // recorded outcome.
-const resourceOpClaimSQL = "INSERT INTO fenced_resource_ops (`key`, op_id, fence, created_at) VALUES (?, ?, ?, " + now + ")"
+const resourceOpClaimSQL = "INSERT INTO fenced_resource_ops (`key`, op_id, fence, digest, created_at) VALUES (?, ?, ?, ?, " + now + ")"
 
 const resourceOpRecordSQL = "UPDATE fenced_resource_ops SET accepted = ?, version = ?, current_fence = ? WHERE `key` = ? AND op_id = ?"
 
-const resourceOpGetSQL = "SELECT fence, accepted, version, current_fence FROM fenced_resource_ops WHERE `key` = ? AND op_id = ? LOCK IN SHARE MODE"
+const resourceOpGetSQL = "SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE `key` = ? AND op_id = ? LOCK IN SHARE MODE"
 
 const resourceGetSQL = "SELECT `key`, value, fence, version, updated_at FROM fenced_resources WHERE `key` = ?"
 
@@ -72,11 +72,15 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 	var res outcome
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		res = outcome{}
-		_, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence)
+		_, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
 		if isDuplicate(err) {
 			res.replayed = true
-			return tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-				Scan(&res.fence, &res.accepted, &res.version, &res.current)
+			var digest []byte
+			if err := tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
+				Scan(&res.fence, &res.accepted, &res.version, &res.current, &digest); err != nil {
+				return err
+			}
+			return driver.CheckReplay(p, digest)
 		}
 		if err != nil {
 			return err

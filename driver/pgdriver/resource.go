@@ -22,7 +22,7 @@ RETURNING r.fence, r.version`
 // resourceOpClaimSQL records the operation id first; a concurrent repeat
 // waits on the unique key and then finds the recorded outcome.
 const resourceOpClaimSQL = `
-INSERT INTO fenced_resource_ops (key, op_id, fence) VALUES ($1, $2, $3)
+INSERT INTO fenced_resource_ops (key, op_id, fence, digest) VALUES ($1, $2, $3, $4)
 ON CONFLICT (key, op_id) DO NOTHING`
 
 const resourceOpRecordSQL = `
@@ -30,7 +30,7 @@ UPDATE fenced_resource_ops SET accepted = $3, version = $4, current_fence = $5
 WHERE key = $1 AND op_id = $2`
 
 const resourceOpGetSQL = `
-SELECT fence, accepted, version, current_fence FROM fenced_resource_ops WHERE key = $1 AND op_id = $2`
+SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE key = $1 AND op_id = $2`
 
 const resourceGetSQL = `SELECT key, value, fence, version, updated_at FROM fenced_resources WHERE key = $1`
 
@@ -51,14 +51,18 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 	}
 	var res outcome
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence)
+		tag, err := tx.Exec(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
 			res.replayed = true
-			return tx.QueryRow(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-				Scan(&res.fence, &res.accepted, &res.version, &res.current)
+			var digest []byte
+			if err := tx.QueryRow(ctx, resourceOpGetSQL, p.Key, p.OperationID).
+				Scan(&res.fence, &res.accepted, &res.version, &res.current, &digest); err != nil {
+				return err
+			}
+			return driver.CheckReplay(p, digest)
 		}
 		if res, err = d.resourceWrite(ctx, tx, p); err != nil {
 			return err

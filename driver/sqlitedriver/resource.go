@@ -21,7 +21,7 @@ WHERE r.fence <= excluded.fence
 RETURNING fence, version`
 
 const resourceOpClaimSQL = `
-INSERT INTO fenced_resource_ops (key, op_id, fence, created_us) VALUES (?1, ?2, ?3, ` + nowUS + `)
+INSERT INTO fenced_resource_ops (key, op_id, fence, digest, created_us) VALUES (?1, ?2, ?3, ?4, ` + nowUS + `)
 ON CONFLICT (key, op_id) DO NOTHING`
 
 const resourceOpRecordSQL = `
@@ -29,7 +29,7 @@ UPDATE fenced_resource_ops SET accepted = ?3, version = ?4, current_fence = ?5
 WHERE key = ?1 AND op_id = ?2`
 
 const resourceOpGetSQL = `
-SELECT fence, accepted, version, current_fence FROM fenced_resource_ops WHERE key = ?1 AND op_id = ?2`
+SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE key = ?1 AND op_id = ?2`
 
 // outcome is what a resource write decided, as recorded for replay.
 type outcome struct {
@@ -53,14 +53,18 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 	var res outcome
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		if p.OperationID != "" {
-			r, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence)
+			r, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
 			if err != nil {
 				return err
 			}
 			if n, err := r.RowsAffected(); err != nil || n == 0 {
 				res.replayed = true
-				return tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-					Scan(&res.fence, &res.accepted, &res.version, &res.current)
+				var digest []byte
+				if err := tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
+					Scan(&res.fence, &res.accepted, &res.version, &res.current, &digest); err != nil {
+					return err
+				}
+				return driver.CheckReplay(p, digest)
 			}
 		}
 		var err error

@@ -1,0 +1,31 @@
+package driver
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+)
+
+// ResourceDigest is what a resource write's operation id is recorded with:
+// a SHA-256 of the write's fence and value. A repeat of the id must carry
+// the same fence and value.
+func ResourceDigest(p ResourceWriteParams) []byte {
+	h := sha256.New()
+	var f [8]byte
+	binary.BigEndian.PutUint64(f[:], uint64(p.Fence))
+	h.Write(f[:])
+	h.Write(p.Value)
+	return h.Sum(nil)
+}
+
+// CheckReplay refuses a repeat of an operation id whose fence or value
+// differ from its first use, whose digest is stored (nil: an id recorded
+// before digests were kept, not checked). It is an invalid-input error: the
+// caller reused an id for another operation, and returning the first
+// outcome would hide that.
+func CheckReplay(p ResourceWriteParams, stored []byte) error {
+	if stored == nil || bytes.Equal(stored, ResourceDigest(p)) {
+		return nil
+	}
+	return Invalid("operation id", "%q was first used on resource %q with another fence or value", p.OperationID, p.Key)
+}
