@@ -53,6 +53,11 @@ func TestResources(t *testing.T) {
 			if again.body["replayed"] != true || num(again, "version") != num(first, "version") {
 				t.Fatalf("repeat = %s, first %s", again.raw, first.raw)
 			}
+			r := e.fails(http.StatusBadRequest, codeInvalid, "PUT", "/v1/resources/k",
+				map[string]any{"value": "v2", "fence": 1, "operation_id": "op-1"})
+			if r.body["field"] != "operation_id" {
+				t.Fatalf("the same operation id for another value = %s, want invalid operation id", r.raw)
+			}
 		})
 		t.Run("NonTextValuesAreRefused", func(t *testing.T) {
 			t.Parallel()
