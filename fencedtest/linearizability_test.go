@@ -7,6 +7,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/linmodel"
 )
 
 // These histories are written by hand, with no database: each pins one rule
@@ -155,6 +156,16 @@ func TestLinearizabilityModel(t *testing.T) {
 			synOp(4, 5, synGet, linOutput{Result: linOK, Owner: "A", Fence: 1, ExpiresAt: synT0 + 60_000_000, DecidedAt: synT0 + 1, Held: true}),
 			synOp(6, 7, synAcqB, synGranted("B", 2, synT0+2, synTTL)),
 		}, porcupine.Ok},
+		{"CounterShowsEveryCommittedTx", linSpec{}, []porcupine.Operation{
+			synOp(0, 1, synAcqA, synGranted("A", 1, synT0, synTTL)),
+			synOp(2, 3, synTxA1, linOutput{Result: linOK, Counter: 1}),
+			synOp(4, 5, linInput{Kind: linmodel.Counter, Name: "job"}, linOutput{Result: linOK, Counter: 1}),
+		}, porcupine.Ok},
+		{"CounterMissingACommittedTxIsCaught", linSpec{}, []porcupine.Operation{
+			synOp(0, 1, synAcqA, synGranted("A", 1, synT0, synTTL)),
+			synOp(2, 3, synTxA1, linOutput{Result: linOK, Counter: 1}),
+			synOp(4, 5, linInput{Kind: linmodel.Counter, Name: "job"}, linOutput{Result: linOK, Counter: 0}),
+		}, porcupine.Illegal},
 		{"UnknownReadsChangeNothing", linSpec{}, []porcupine.Operation{
 			synOp(0, 1, synWrite(1, "a"), synWritten(1, 1)),
 			synOp(2, math.MaxInt64, synRead, synUnknown),

@@ -46,7 +46,7 @@ gives the same fault schedule. Exits 1 on any anomaly.`,
 	}
 	d := chaos.DefaultOptions()
 	fl := cmd.Flags()
-	fl.BoolVar(&f.long, "long", false, "the long variant: 10 minutes, 6 workers, faults more often, one PostgreSQL restart (other flags override it)")
+	fl.BoolVar(&f.long, "long", false, "the long variant: 10 minutes, 6 workers, 100 jobs a second, one PostgreSQL restart (other flags override it)")
 	fl.Uint64Var(&f.o.Seed, "seed", 0, "seed of the fault schedule and the workload (default random)")
 	fl.DurationVar(&f.o.Duration, "duration", d.Duration, "length of the faulty phase")
 	fl.IntVar(&f.o.Workers, "workers", d.Workers, "worker processes")

@@ -25,8 +25,10 @@ import (
 	"github.com/fenced/fenced"
 )
 
-// Options configure a chaos run. Zero fields take the defaults of the
-// short variant (DefaultOptions).
+// Options configure a chaos run. Start from DefaultOptions or LongOptions:
+// zero sizes and TTLs take the short variant's defaults, but a zero fault
+// interval (PauseEvery, KillEvery, ConnKillEvery) or ClockSkew disables that
+// fault.
 type Options struct {
 	// URL of the PostgreSQL database; the run works in a schema of its own,
 	// dropped at the end unless Keep.
@@ -64,8 +66,9 @@ type Options struct {
 	ClockSkew time.Duration
 	// Drain bounds the wait for the last jobs after the faulty phase.
 	Drain time.Duration
-	// Dir receives the histories, the workers' stderr and the report.
-	// Default a temporary directory, removed unless Keep.
+	// Dir receives, in a subdirectory run-ID of its own, the histories and
+	// the workers' stderr. Default a temporary directory, removed unless
+	// Keep or the run found an anomaly.
 	Dir string
 	// Keep keeps the schema and Dir.
 	Keep bool
@@ -169,17 +172,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				os.RemoveAll(o.Dir)
 			}
 		}()
-	} else if err := os.MkdirAll(o.Dir, 0o755); err != nil {
+	}
+	r.dir = filepath.Join(o.Dir, "run-"+r.id)
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := r.setup(ctx); err != nil {
+		r.teardown()
 		return nil, err
 	}
 	defer r.teardown()
 	rep, err := r.execute(ctx)
 	if rep != nil && rep.AnomalyCount > 0 {
 		o.Keep = true // keep the evidence: histories, logs, the schema
-		rep.Dir, rep.Schema = o.Dir, r.schema
+		rep.Dir, rep.Schema = r.dir, r.schema
 	}
 	return rep, err
 }
@@ -187,7 +193,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 // run is one chaos run in progress.
 type run struct {
 	o       *Options
-	id      string // names the schema and the workers' connections
+	id      string // names the schema, the directory and the workers' connections
+	dir     string // histories and logs of this run
 	schema  string
 	url     string // the run's schema
 	c       *fenced.Client
@@ -253,7 +260,7 @@ func (r *run) teardown() {
 // execute runs the workload under faults, drains, stops and checks.
 func (r *run) execute(ctx context.Context) (*Report, error) {
 	o := r.o
-	r.logf("seed %d, %d workers, %s, schema %s, histories in %s", o.Seed, o.Workers, o.Duration, r.schema, o.Dir)
+	r.logf("seed %d, %d workers, %s, schema %s, histories in %s", o.Seed, o.Workers, o.Duration, r.schema, r.dir)
 	for i := range o.Workers {
 		if err := r.start(i); err != nil {
 			r.stopAll()
@@ -290,6 +297,9 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	drained := r.drain(ctx)
 	r.stopAll()
 	m.Stop()
+	if err := r.finalReads(); err != nil {
+		return nil, err
+	}
 
 	rep := &Report{Seed: o.Seed, Seconds: faultyFor.Seconds(), Workers: o.Workers, Enqueued: enq.n.Load(),
 		Pauses: n.count[faultPause], Kills: n.count[faultKill], ConnKills: n.count[faultConnKill],
@@ -297,13 +307,16 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	r.mu.Lock()
 	rep.Processes, rep.Crashes = r.spawned, len(r.crashes)
 	for _, c := range r.crashes {
-		rep.anomaly("worker exited on its own: %s", c)
+		rep.anomaly(anomalyCrash, "worker exited on its own: %s", c)
 	}
 	r.mu.Unlock()
 	if drained != nil {
-		rep.anomaly("jobs did not drain: %v", drained)
+		rep.anomaly(anomalyDrain, "jobs did not drain: %v", drained)
 	}
-	if err := check(ctx, r, rep); err != nil {
+	if o.RestartPostgres && n.count[faultRestart] == 0 {
+		rep.anomaly(anomalyNemesis, "PostgreSQL was not restarted: %s", n.lastErr[faultRestart])
+	}
+	if err := check(ctx, r, rep, enq.confirmed()); err != nil {
 		return nil, err
 	}
 	rep.Reproduce = reproduce(o)
@@ -350,8 +363,28 @@ func (r *run) drain(ctx context.Context) error {
 	return fmt.Errorf("%d jobs unfinished after %s", left, r.o.Drain)
 }
 
+// finalReads reads, once every worker has stopped, each lease, its resource
+// and its counter, recorded as the coordinator's history: a stale write that
+// stuck after the workers' last reads shows there.
+func (r *run) finalReads() error {
+	rec, err := newRecorder(r.historyPath("final"), "final")
+	if err != nil {
+		return err
+	}
+	defer rec.close()
+	s := &singleton{c: r.c, rec: rec, owner: "final"}
+	for i := range r.o.Leases {
+		name := leaseName(i)
+		s.get(name)
+		s.read(name)
+		s.counter(name)
+	}
+	return nil
+}
+
 // reproduce is the command that repeats a run (the run sets its own
-// search_path and application_name).
+// search_path and application_name): every option the schedule and the
+// workload depend on.
 func reproduce(o *Options) string {
 	u := redactURL(o.URL)
 	if p, err := url.Parse(u); err == nil {
@@ -361,7 +394,9 @@ func reproduce(o *Options) string {
 		p.RawQuery = q.Encode()
 		u = p.String()
 	}
-	s := fmt.Sprintf("fenced --db '%s' chaos --seed %d --duration %s --workers %d", u, o.Seed, o.Duration, o.Workers)
+	s := fmt.Sprintf("fenced --db '%s' chaos --seed %d --duration %s --workers %d --rate %d --job-ttl %s"+
+		" --pause-every %s --kill-every %s --conn-kill-every %s --clock-skew %s",
+		u, o.Seed, o.Duration, o.Workers, o.JobsPerSecond, o.JobTTL, o.PauseEvery, o.KillEvery, o.ConnKillEvery, o.ClockSkew)
 	if o.RestartPostgres {
 		s += " --restart-postgres"
 	}
@@ -404,5 +439,5 @@ func execSQL(ctx context.Context, c *fenced.Client, query string, args ...any) e
 var errNotPostgres = errors.New("chaos: not a PostgreSQL client")
 
 // paths of a worker process's files.
-func (r *run) historyPath(name string) string { return filepath.Join(r.o.Dir, name+".jsonl") }
-func (r *run) stderrPath(name string) string  { return filepath.Join(r.o.Dir, name+".stderr") }
+func (r *run) historyPath(name string) string { return filepath.Join(r.dir, name+".jsonl") }
+func (r *run) stderrPath(name string) string  { return filepath.Join(r.dir, name+".stderr") }

@@ -19,12 +19,19 @@ const linTimeout = 5 * time.Minute
 
 // check runs every checker over the histories and the database, adding its
 // counts and anomalies to rep.
-func check(ctx context.Context, r *run, rep *Report) error {
-	h, err := readHistories(r.o.Dir)
+func check(ctx context.Context, r *run, rep *Report, enqueued []int64) error {
+	h, err := readHistories(r.dir)
 	if err != nil {
 		return fmt.Errorf("read histories: %w", err)
 	}
-	rep.LeaseOps, rep.JobWrites, rep.Unknown = len(h.ops), len(h.jobs), h.unknown
+	rep.LeaseOps, rep.Unknown = len(h.ops), h.unknown
+	for _, j := range h.jobs {
+		if j.Result == jobFailed {
+			rep.Deliberate++
+		} else {
+			rep.JobWrites++
+		}
+	}
 	rep.Operations = rep.LeaseOps + rep.JobWrites
 	rep.UnknownCauses = h.errs
 	rep.Stale = map[string]int{}
@@ -40,12 +47,12 @@ func check(ctx context.Context, r *run, rep *Report) error {
 			rep.Stale["job"]++
 			rep.StaleRejected++
 		case jobNotFound:
-			rep.anomaly("job %d: the write of attempt fence %d was rejected as not found, not stale", j.Job, j.Fence)
+			rep.anomaly(anomalyNotFound, "job %d: the write of attempt fence %d was rejected as not found, not stale", j.Job, j.Fence)
 		}
 	}
 	checkLeaseFences(h.ops, rep)
 	checkLinearizable(r, h.ops, rep)
-	return checkJobs(ctx, r, h, rep)
+	return checkJobs(ctx, r, h, rep, enqueued)
 }
 
 // checkLinearizable checks the lease and resource history against the
@@ -60,15 +67,15 @@ func checkLinearizable(r *run, ops []porcupine.Operation, rep *Report) {
 		rep.Linearizable = "ok"
 	case porcupine.Illegal:
 		rep.Linearizable = "illegal"
-		path := filepath.Join(r.o.Dir, "linearizability.html")
+		path := filepath.Join(r.dir, "linearizability.html")
 		if err := porcupine.VisualizePath(model, info, path); err == nil {
-			rep.anomaly("the lease and resource history is not linearizable (see %s)", path)
+			rep.anomaly(anomalyLin, "the lease and resource history is not linearizable (see %s)", path)
 		} else {
-			rep.anomaly("the lease and resource history is not linearizable")
+			rep.anomaly(anomalyLin, "the lease and resource history is not linearizable")
 		}
 	default:
 		rep.Linearizable = "unknown"
-		rep.anomaly("the linearizability check did not finish in %s", linTimeout)
+		rep.anomaly(anomalyLin, "the linearizability check did not finish in %s", linTimeout)
 	}
 }
 
@@ -92,14 +99,14 @@ func checkLeaseFences(ops []porcupine.Operation, rep *Report) {
 		owner := map[int64]string{}
 		for _, g := range gs {
 			if o, ok := owner[g.fence]; ok && o != g.owner {
-				rep.anomaly("lease %s: fence %d granted to both %s and %s", name, g.fence, o, g.owner)
+				rep.anomaly(anomalyLeaseFence, "lease %s: fence %d granted to both %s and %s", name, g.fence, o, g.owner)
 			}
 			owner[g.fence] = g.owner
 		}
 		slices.SortStableFunc(gs, func(a, b grant) int { return cmp.Compare(a.decided, b.decided) })
 		for i := 1; i < len(gs); i++ {
 			if gs[i].fence < gs[i-1].fence {
-				rep.anomaly("lease %s: fence %d granted after fence %d", name, gs[i].fence, gs[i-1].fence)
+				rep.anomaly(anomalyLeaseFence, "lease %s: fence %d granted after fence %d", name, gs[i].fence, gs[i-1].fence)
 			}
 		}
 	}
@@ -108,7 +115,7 @@ func checkLeaseFences(ops []porcupine.Operation, rep *Report) {
 // jobRow is what the checker reads of one job.
 type jobRow struct {
 	id, fence         int64
-	state             string
+	state, lastError  string
 	ledger            int64 // ledger rows (effects)
 	ledgerFenceMin    int64
 	ledgerFenceMax    int64
@@ -117,7 +124,7 @@ type jobRow struct {
 }
 
 const jobsCheckSQL = `
-SELECT j.id, j.state, j.fence,
+SELECT j.id, j.state, j.fence, coalesce(j.last_error, ''),
     count(l.id), coalesce(min(l.fence), 0), coalesce(max(l.fence), 0),
     (SELECT count(*) FROM fenced_job_attempts a WHERE a.job_id = j.id AND a.outcome = 'succeeded'),
     (SELECT coalesce(max(a.fence), 0) FROM fenced_job_attempts a WHERE a.job_id = j.id AND a.outcome = 'succeeded')
@@ -125,11 +132,17 @@ FROM fenced_jobs j LEFT JOIN chaos_ledger l ON l.job_id = j.id
 WHERE j.queue = $1
 GROUP BY j.id`
 
-// checkJobs: every job ended once, succeeded or failed; each succeeded job
-// has exactly one effect, written under its succeeding fence, and no failed
-// job has one; counters equal their ledgers with no increment lost; attempt
-// fences increase; and no worker saw a write succeed that did not stick.
-func checkJobs(ctx context.Context, r *run, h *history, rep *Report) error {
+// orphanLedgerSQL counts effects whose job does not exist.
+const orphanLedgerSQL = `SELECT count(*) FROM chaos_ledger l WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs j WHERE j.id = l.job_id)`
+
+// checkJobs: every job the enqueuer was told about exists, and every job
+// ended once, succeeded or failed (failed only by running out of attempts
+// the workload failed on purpose, which a correct run all but never does);
+// each succeeded job has exactly one effect, written under its succeeding
+// fence, a failed job none, and no effect lacks its job; counters equal
+// their ledgers with no increment lost; attempt fences increase; and no
+// worker saw a write succeed that did not stick.
+func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []int64) error {
 	p, err := pool(r.c)
 	if err != nil {
 		return err
@@ -141,7 +154,7 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report) error {
 	jobs := map[int64]*jobRow{}
 	for rows.Next() {
 		j := &jobRow{}
-		if err := rows.Scan(&j.id, &j.state, &j.fence, &j.ledger, &j.ledgerFenceMin, &j.ledgerFenceMax,
+		if err := rows.Scan(&j.id, &j.state, &j.fence, &j.lastError, &j.ledger, &j.ledgerFenceMin, &j.ledgerFenceMax,
 			&j.succeededAttempts, &j.succeededFence); err != nil {
 			rows.Close()
 			return err
@@ -158,33 +171,48 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report) error {
 		case "succeeded":
 			rep.Succeeded++
 			if j.ledger != 1 {
-				rep.anomaly("job %d succeeded with %d effects in the ledger, not 1", j.id, j.ledger)
+				rep.anomaly(anomalyJobEffect, "job %d succeeded with %d effects in the ledger, not 1", j.id, j.ledger)
 			} else if j.ledgerFenceMin != j.fence {
-				rep.anomaly("job %d: its effect was written under fence %d, but it succeeded under fence %d", j.id, j.ledgerFenceMin, j.fence)
+				rep.anomaly(anomalyJobEffect, "job %d: its effect was written under fence %d, but it succeeded under fence %d", j.id, j.ledgerFenceMin, j.fence)
 			}
 			if j.succeededAttempts != 1 || j.succeededFence != j.fence {
-				rep.anomaly("job %d: %d succeeded attempts in its history (fence %d), want 1 with fence %d",
+				rep.anomaly(anomalyJobEffect, "job %d: %d succeeded attempts in its history (fence %d), want 1 with fence %d",
 					j.id, j.succeededAttempts, j.succeededFence, j.fence)
 			}
 		case "failed":
 			rep.Failed++
+			if j.lastError != errDeliberate {
+				rep.anomaly(anomalyJobEnd, "job %d failed, its last error %q", j.id, j.lastError)
+			}
 			if j.ledger != 0 {
-				rep.anomaly("job %d failed but has %d effects in the ledger", j.id, j.ledger)
+				rep.anomaly(anomalyJobEffect, "job %d failed but has %d effects in the ledger", j.id, j.ledger)
 			}
 		default:
-			rep.anomaly("job %d ended %s, not succeeded or failed", j.id, j.state)
+			rep.anomaly(anomalyJobEnd, "job %d ended %s, not succeeded or failed", j.id, j.state)
 		}
+	}
+	for _, id := range enqueued {
+		if jobs[id] == nil {
+			rep.anomaly(anomalyJobLost, "job %d was enqueued but is not in the database", id)
+		}
+	}
+	var orphans int64
+	if err := p.QueryRow(ctx, orphanLedgerSQL).Scan(&orphans); err != nil {
+		return fmt.Errorf("read ledger: %w", err)
+	}
+	if orphans > 0 {
+		rep.anomaly(anomalyJobLost, "%d effects in the ledger belong to no job", orphans)
 	}
 	for _, rec := range h.jobs {
 		j := jobs[rec.Job]
 		switch {
 		case j == nil:
-			rep.anomaly("job %d, worked by %s, is not in the database", rec.Job, rec.Proc)
+			rep.anomaly(anomalyJobLost, "job %d, worked by %s, is not in the database", rec.Job, rec.Proc)
 		case rec.Result == jobOK && (j.state != "succeeded" || j.fence != rec.Fence):
-			rep.anomaly("job %d: %s's attempt (fence %d) was told it committed, but the job is %s under fence %d",
+			rep.anomaly(anomalyJobTold, "job %d: %s's attempt (fence %d) was told it committed, but the job is %s under fence %d",
 				rec.Job, rec.Proc, rec.Fence, j.state, j.fence)
 		case rec.Result == jobStale && j.state == "succeeded" && j.fence == rec.Fence:
-			rep.anomaly("job %d: %s's attempt (fence %d) was rejected as stale, yet the job succeeded under it",
+			rep.anomaly(anomalyJobTold, "job %d: %s's attempt (fence %d) was rejected as stale, yet the job succeeded under it",
 				rec.Job, rec.Proc, rec.Fence)
 		}
 	}
@@ -214,10 +242,10 @@ FROM chaos_counters c LEFT JOIN chaos_ledger l ON l.key = c.key GROUP BY c.key, 
 			return err
 		}
 		if n != ledger {
-			rep.anomaly("counter %s is %d but its ledger holds %d increments", key, n, ledger)
+			rep.anomaly(anomalyCounter, "counter %s is %d but its ledger holds %d increments", key, n, ledger)
 		}
 		if distinct != ledger || maxBefore != ledger-1 {
-			rep.anomaly("counter %s: %d increments read %d distinct values up to %d: an update was lost", key, ledger, distinct, maxBefore)
+			rep.anomaly(anomalyCounter, "counter %s: %d increments read %d distinct values up to %d: an update was lost", key, ledger, distinct, maxBefore)
 		}
 	}
 	return rows.Err()
@@ -244,7 +272,7 @@ JOIN fenced_jobs j ON j.id = a.job_id WHERE j.queue = $1 ORDER BY a.job_id, a.at
 		}
 		rep.Attempts++
 		if job == prevJob && (attempt <= prevAttempt || fence <= prevFence) {
-			rep.anomaly("job %d: attempt %d has fence %d after attempt %d with fence %d", job, attempt, fence, prevAttempt, prevFence)
+			rep.anomaly(anomalyAttempt, "job %d: attempt %d has fence %d after attempt %d with fence %d", job, attempt, fence, prevAttempt, prevFence)
 		}
 		prevJob, prevAttempt, prevFence = job, attempt, fence
 	}

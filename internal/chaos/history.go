@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +76,12 @@ func (r *recorder) write(rec record) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.f.Write(append(b, '\n'))
+	if _, err := r.f.Write(append(b, '\n')); err != nil {
+		// A history with a hole would be checked as if the call never
+		// happened: better no history than a wrong one.
+		fmt.Fprintf(os.Stderr, "chaos: %s: write history: %v\n", r.proc, err)
+		os.Exit(3)
+	}
 }
 
 // call logs a call and returns its id.
@@ -112,7 +116,6 @@ type history struct {
 	jobs    []record              // job attempt outcomes
 	unknown int                   // operations whose outcome is unknown
 	errs    map[string]int        // the errors behind unknown outcomes, by message, a few
-	torn    int                   // lines cut short by a kill
 	clients int                   // processes read, each a porcupine client
 }
 
@@ -146,9 +149,9 @@ func (h *history) read(path string) error {
 	for {
 		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			if len(strings.TrimSpace(string(line))) > 0 {
-				h.torn++ // the process was killed while writing it
-			}
+			// A last line without its newline was cut short by a kill: a
+			// call line means the call was never made, a return line that
+			// the call's outcome is unknown, as it is left.
 			break
 		}
 		if err != nil {

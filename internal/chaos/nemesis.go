@@ -67,15 +67,17 @@ func schedule(o *Options) []fault {
 
 // nemesis runs the schedule against the run's workers and database.
 type nemesis struct {
-	r     *run
-	count map[faultKind]int
-	fails map[faultKind]int // faults that could not be injected (no target)
+	r       *run
+	count   map[faultKind]int
+	fails   map[faultKind]int    // faults that could not be injected (no target, or an error)
+	lastErr map[faultKind]string // why, the last time
 }
 
-// run injects each fault at its time until the schedule ends or ctx does;
-// paused workers are resumed before it returns.
+// run injects each fault at its time until the schedule ends or ctx does.
+// Workers it paused resume at the end of their pause (the run resumes any
+// still paused when the faulty phase ends).
 func (n *nemesis) run(ctx context.Context, start time.Time, faults []fault) {
-	n.count, n.fails = map[faultKind]int{}, map[faultKind]int{}
+	n.count, n.fails, n.lastErr = map[faultKind]int{}, map[faultKind]int{}, map[faultKind]string{}
 	for _, f := range faults {
 		t := time.NewTimer(time.Until(start.Add(f.at)))
 		select {
@@ -86,6 +88,7 @@ func (n *nemesis) run(ctx context.Context, start time.Time, faults []fault) {
 		}
 		if err := n.inject(ctx, f); err != nil {
 			n.fails[f.kind]++
+			n.lastErr[f.kind] = err.Error()
 			n.r.logf("nemesis: %s: %v", f.kind, err)
 			continue
 		}
@@ -115,19 +118,23 @@ func (n *nemesis) restart(ctx context.Context) error {
 		return fmt.Errorf("no restart command")
 	}
 	n.r.logf("nemesis: restarting PostgreSQL: %v", cmd)
-	out, err := exec.CommandContext(ctx, cmd[0], cmd[1:]...).CombinedOutput()
+	// Its own deadline: the end of the faulty phase must not kill a restart
+	// halfway.
+	rctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(rctx, cmd[0], cmd[1:]...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%v: %v: %s", cmd, err, out)
 	}
-	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, err := n.r.c.DatabaseTime(ctx)
+		_, err := n.r.c.DatabaseTime(rctx)
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-rctx.Done():
 			return fmt.Errorf("PostgreSQL did not come back: %w", err)
+		case <-time.After(200 * time.Millisecond):
 		}
-		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -22,7 +22,8 @@ type proc struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	paused bool // stopped by the nemesis, to be resumed
-	killed bool // killed or stopped on purpose: its exit is expected
+	killed bool // sent SIGKILL by the nemesis: its death by that signal is expected
+	forced bool // killed after it outlived the graceful stop's grace period
 }
 
 // start starts the worker process of slot i, a new incarnation.
@@ -72,18 +73,24 @@ func (r *run) start(slot int) error {
 	return nil
 }
 
-// exitedOnItsOwn records a worker that exited without being killed or
-// stopped, and starts a replacement.
+// exitedOnItsOwn records a worker whose exit was not the nemesis's SIGKILL
+// nor a clean graceful stop, as a crash; during the run it starts a
+// replacement.
 func (r *run) exitedOnItsOwn(slot int, p *proc, err error) {
+	ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 	r.mu.Lock()
-	expected := p.killed || r.stopping
-	if !expected {
-		msg, _ := os.ReadFile(r.stderrPath(p.name))
-		r.crashes = append(r.crashes, fmt.Sprintf("%s: %v: %s", p.name, err, tail(string(msg), 500)))
-	}
+	stopping := r.stopping
+	expected := p.killed && ws.Signaled() && ws.Signal() == syscall.SIGKILL || stopping && (err == nil || p.forced)
 	r.mu.Unlock()
-	if !expected {
-		r.logf("worker %s exited on its own: %v", p.name, err)
+	if expected {
+		return
+	}
+	msg, _ := os.ReadFile(r.stderrPath(p.name))
+	r.mu.Lock()
+	r.crashes = append(r.crashes, fmt.Sprintf("%s: %v: %s", p.name, err, tail(string(msg), 500)))
+	r.mu.Unlock()
+	r.logf("worker %s exited on its own: %v", p.name, err)
+	if !stopping {
 		if err := r.start(slot); err != nil {
 			r.logf("restart worker: %v", err)
 		}
@@ -123,9 +130,9 @@ func (r *run) pause(pick int, d time.Duration) error {
 	r.mu.Lock()
 	slots := r.alive(false)
 	if len(slots) <= r.o.Workers/2 {
-		// Keep at least half the workers running: a paused worker's job
-		// must be taken over, by someone, while the worker still believes
-		// it holds it.
+		// Keep Workers/2 (rounded down) or more running: a paused worker's
+		// job must be taken over, by someone, while the worker still
+		// believes it holds it.
 		r.mu.Unlock()
 		return errors.New("half the workers are paused already")
 	}
@@ -179,8 +186,10 @@ func (r *run) kill(pick int) error {
 	}
 	slot := slots[pick%len(slots)]
 	p := r.workers[slot]
-	p.killed = true
 	err := p.cmd.Process.Signal(syscall.SIGKILL)
+	if err == nil {
+		p.killed = true
+	}
 	r.mu.Unlock()
 	if err != nil {
 		return err
@@ -245,14 +254,18 @@ func (r *run) stopAll() {
 			p.cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}
-	grace := time.After(20 * time.Second)
+	grace, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	for _, p := range ps {
 		if p == nil {
 			continue
 		}
 		select {
 		case <-p.exited:
-		case <-grace:
+		case <-grace.Done():
+			r.mu.Lock()
+			p.forced = true
+			r.mu.Unlock()
 			p.cmd.Process.Kill()
 			<-p.exited
 		}

@@ -37,22 +37,44 @@ type Report struct {
 	Kills        int `json:"kills"`
 	ConnKills    int `json:"connection_kills"`
 	Restarts     int `json:"restarts"`
-	FaultsMissed int `json:"faults_missed"` // scheduled faults with no target at the time
-	Crashes      int `json:"crashes"`       // workers that exited on their own
+	FaultsMissed int `json:"faults_missed"`       // scheduled faults with no target at the time
+	Crashes      int `json:"crashes"`             // workers that exited on their own
+	Deliberate   int `json:"deliberate_failures"` // attempts the workload failed on purpose
 
 	StaleRejected int            `json:"stale_writes_rejected"`
 	Stale         map[string]int `json:"stale_by_kind"`
 
-	Linearizable string   `json:"linearizable"` // ok, illegal, unknown
-	CheckSeconds float64  `json:"check_s"`
-	AnomalyCount int      `json:"anomaly_count"`
-	Anomalies    []string `json:"anomalies"`
-	Reproduce    string   `json:"reproduce"`
-	Dir          string   `json:"dir,omitempty"`    // kept when there are anomalies
-	Schema       string   `json:"schema,omitempty"` // kept when there are anomalies
+	Linearizable string         `json:"linearizable"` // ok, illegal, unknown
+	CheckSeconds float64        `json:"check_s"`
+	AnomalyCount int            `json:"anomaly_count"`
+	AnomalyKinds map[string]int `json:"anomaly_kinds,omitempty"` // by checker
+	Anomalies    []string       `json:"anomalies"`
+	Reproduce    string         `json:"reproduce"`
+	Dir          string         `json:"dir,omitempty"`    // kept when there are anomalies
+	Schema       string         `json:"schema,omitempty"` // kept when there are anomalies
 }
 
-func (r *Report) anomaly(format string, args ...any) {
+// Kinds of anomaly, by the checker that found it.
+const (
+	anomalyCrash      = "crash"           // a worker process exited on its own
+	anomalyNemesis    = "nemesis"         // a fault asked for could not be injected (the restart)
+	anomalyDrain      = "drain"           // jobs still unfinished after the drain
+	anomalyLin        = "linearizability" // the lease and resource history
+	anomalyLeaseFence = "lease-fence"     // a fence granted twice or going down
+	anomalyJobLost    = "job-lost"        // an enqueued job missing, or an effect without its job
+	anomalyJobEnd     = "job-end"         // a job not succeeded or failed, or failed for no reason
+	anomalyJobEffect  = "job-effect"      // effects not exactly one, or under another fence
+	anomalyJobTold    = "job-told"        // a worker's outcome contradicted by the final state
+	anomalyNotFound   = "not-found"       // a refusal as not found instead of stale
+	anomalyCounter    = "counter"         // a counter not equal to its ledger, a lost update
+	anomalyAttempt    = "attempt-fence"   // attempt fences not increasing
+)
+
+func (r *Report) anomaly(kind, format string, args ...any) {
+	if r.AnomalyKinds == nil {
+		r.AnomalyKinds = map[string]int{}
+	}
+	r.AnomalyKinds[kind]++
 	r.AnomalyCount++
 	if len(r.Anomalies) < maxAnomalies {
 		r.Anomalies = append(r.Anomalies, fmt.Sprintf(format, args...))
@@ -79,12 +101,13 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("kills", r.Kills)
 	row("connection kills", r.ConnKills)
 	row("PostgreSQL restarts", r.Restarts)
+	row("worker crashes", r.Crashes)
 	if r.FaultsMissed > 0 {
-		row("faults skipped", fmt.Sprintf("%d (no target then: half the workers paused, or none connected)", r.FaultsMissed))
+		row("faults skipped", fmt.Sprintf("%d (no target then, e.g. half the workers paused, or an error)", r.FaultsMissed))
 	}
 	row("stale writes rejected", fmt.Sprintf("%d %s", r.StaleRejected, kinds(r.Stale)))
 	row("linearizability", fmt.Sprintf("%s (%.1fs)", r.Linearizable, r.CheckSeconds))
-	row("anomalies", r.AnomalyCount)
+	row("anomalies", fmt.Sprintf("%d %s", r.AnomalyCount, kinds(r.AnomalyKinds)))
 	for _, a := range r.Anomalies {
 		fmt.Fprintf(w, "    - %s\n", a)
 	}

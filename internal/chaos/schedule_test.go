@@ -1,9 +1,6 @@
 package chaos
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 func TestScheduleIsReproducibleAndHasEveryKind(t *testing.T) {
 	o := DefaultOptions()
@@ -49,5 +46,4 @@ func TestScheduleIsReproducibleAndHasEveryKind(t *testing.T) {
 	if n != 1 {
 		t.Errorf("%d restarts scheduled, want 1", n)
 	}
-	_ = time.Second
 }

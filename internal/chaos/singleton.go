@@ -186,6 +186,19 @@ func (s *singleton) read(name string) {
 	})
 }
 
+// counter reads the lease's counter (outside any fenced transaction).
+func (s *singleton) counter(name string) {
+	s.do(linmodel.Input{Kind: linmodel.Counter, Name: name}, func(ctx context.Context) (linmodel.Output, error) {
+		p, err := pool(s.c)
+		if err != nil {
+			return linmodel.Output{}, err
+		}
+		var n int64
+		err = p.QueryRow(ctx, `SELECT n FROM chaos_lease_counters WHERE name = $1`, name).Scan(&n)
+		return linmodel.Output{Result: linmodel.OK, Counter: n}, err
+	})
+}
+
 func (s *singleton) get(name string) {
 	s.do(linmodel.Input{Kind: linmodel.Get, Name: name}, func(ctx context.Context) (linmodel.Output, error) {
 		l, err := s.c.Get(ctx, name)

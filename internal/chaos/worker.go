@@ -128,6 +128,9 @@ func runWorker(ctx context.Context, a workerArgs) error {
 // JobKind is the kind of the chaos workload's jobs.
 const JobKind = "chaos.count"
 
+// errDeliberate is the error of an attempt the workload fails on purpose.
+const errDeliberate = "chaos: a failure on purpose"
+
 // jobArgs are a chaos job's arguments.
 type jobArgs struct {
 	Key string `json:"key"`
@@ -170,7 +173,7 @@ func (h *jobHandler) handle(ctx context.Context, run *fenced.JobRun) error {
 	call := time.Now()
 	if fail {
 		h.rec.job(run.ID, run.Fence, call, jobFailed)
-		return errors.New("chaos: a failure on purpose")
+		return errors.New(errDeliberate)
 	}
 	err := run.Tx(ctx, func(tx fenced.Tx) error {
 		var n int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,10 +49,20 @@ func counterKey(i int) string { return fmt.Sprintf("k%02d", i) }
 
 // enqueuer enqueues the run's jobs at the configured rate, in batches every
 // tenth of a second, until ctx ends. A batch that fails (the server is
-// restarting) is retried by the next tick: the checkers count jobs in the
-// database, not what the enqueuer believes it inserted.
+// restarting) is dropped and the next tick enqueues a new one; its jobs may
+// or may not exist, so the checkers hold every job in the database to the
+// rules, and require every job the enqueuer was told about to be there.
 type enqueuer struct {
-	n atomic.Int64
+	n   atomic.Int64
+	mu  sync.Mutex
+	ids []int64 // jobs whose enqueue was confirmed
+}
+
+// confirmed returns the ids of the jobs whose enqueue returned them.
+func (e *enqueuer) confirmed() []int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]int64{}, e.ids...)
 }
 
 func (e *enqueuer) run(ctx context.Context, r *run) {
@@ -78,5 +89,10 @@ func (e *enqueuer) run(ctx context.Context, r *run) {
 			continue
 		}
 		e.n.Add(int64(len(res)))
+		e.mu.Lock()
+		for _, x := range res {
+			e.ids = append(e.ids, x.Job.ID)
+		}
+		e.mu.Unlock()
 	}
 }

@@ -2,8 +2,8 @@
 // fenced transactions and resource store (design §4–§5) that recorded
 // histories are checked against with porcupine: one lease, the counter its
 // holders bump in fenced transactions, and the resource written under its
-// fences. A history
-// is partitioned by lease name, so each partition has exactly that state.
+// fences. A history is partitioned by lease name, so each partition has
+// exactly that state.
 //
 // Expiry is judged by the database clock, which the model cannot read. An
 // operation that reports the database's decision time (Acquire, Renew, Get:
@@ -41,10 +41,11 @@ const (
 	Write                   // WriteResource(key of Name, Value, Fence)
 	Read                    // ReadResource(key of Name)
 	Get                     // Get(Name)
+	Counter                 // read the counter the holders' Tx bump
 )
 
 var kindNames = map[Kind]string{Acquire: "acquire", Renew: "renew", Release: "release",
-	Tx: "tx", Write: "write", Read: "read", Get: "get"}
+	Tx: "tx", Write: "write", Read: "read", Get: "get", Counter: "counter"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -195,7 +196,7 @@ func describeOK(k Kind, out Output) string {
 			s += " not held"
 		}
 		return s
-	case Tx:
+	case Tx, Counter:
 		return fmt.Sprintf(" counter %d", out.Counter)
 	case Write:
 		return fmt.Sprintf(" version %d", out.Version)
@@ -223,6 +224,8 @@ func (spec Spec) step(s State, in Input, out Output) []State {
 		return s.read(out)
 	case Get:
 		return s.get(out)
+	case Counter:
+		return s.counter(out)
 	}
 	return nil
 }
@@ -407,6 +410,17 @@ func (s State) read(out Output) []State {
 	case NotFound:
 		return when(!s.ResExists, s)
 	case Unknown: // a read changes nothing, whatever it returned
+		return []State{s}
+	}
+	return nil
+}
+
+// counter reads the counter: it shows every Tx that committed.
+func (s State) counter(out Output) []State {
+	switch out.Result {
+	case OK:
+		return when(out.Counter == s.Counter, s)
+	case Unknown:
 		return []State{s}
 	}
 	return nil
