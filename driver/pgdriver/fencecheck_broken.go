@@ -6,9 +6,10 @@ package pgdriver
 // which only the chaos suite's checker test uses: an attempt's outcome and
 // its job-fenced transaction are guarded by the job's state and lease alone,
 // not by the attempt's fence, and an ended attempt is reported done under
-// the caller's fence (as a queue that completes by id and state does). A worker whose job was recovered and claimed again can then
-// complete it and commit its business writes; the chaos checkers must
-// report it. Never ship a binary built with this tag.
+// the caller's fence (as a queue that completes by id and state does). A
+// worker whose job was recovered and claimed again can then complete it and
+// commit its business writes; the chaos checkers must report it. Never ship
+// a binary built with this tag.
 const (
 	// finishReportedFence is the fence jobFinishSQL reports an ended
 	// attempt under, which the driver matches against the caller's.
