@@ -29,3 +29,23 @@ func CheckReplay(p ResourceWriteParams, stored []byte) error {
 	}
 	return Invalid("operation id", "%q was first used on resource %q with another fence or value", p.OperationID, p.Key)
 }
+
+// ResourceOutcome is what a resource write decided, as a driver records it
+// for replay under an operation id.
+type ResourceOutcome struct {
+	Accepted bool
+	Replayed bool  // the outcome of an earlier write with the same operation id
+	Fence    int64 // the writer's fence
+	Version  int64 // the version created, when accepted
+	Current  int64 // the stored fence that refused it, otherwise
+}
+
+// Result is the outcome as ResourceWrite returns it: the write, or a
+// *StaleError naming the stored fence.
+func (o ResourceOutcome) Result(p ResourceWriteParams) (*ResourceWriteResult, error) {
+	if !o.Accepted {
+		return nil, &StaleError{Kind: "resource", Name: p.Key, Fence: o.Fence,
+			CurrentFence: o.Current, Reason: ReasonSuperseded}
+	}
+	return &ResourceWriteResult{Key: p.Key, Fence: o.Fence, Version: o.Version, Replayed: o.Replayed}, nil
+}

@@ -39,23 +39,6 @@ const resourceOpGetSQL = "SELECT fence, accepted, version, current_fence, digest
 
 const resourceGetSQL = "SELECT `key`, value, fence, version, updated_at FROM fenced_resources WHERE `key` = ?"
 
-// outcome is what a resource write decided, as recorded for replay.
-type outcome struct {
-	accepted bool
-	replayed bool
-	fence    int64 // the writer's fence
-	version  int64 // version created when accepted
-	current  int64 // stored fence that refused it otherwise
-}
-
-func (o outcome) result(p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
-	if !o.accepted {
-		return nil, &driver.StaleError{Kind: "resource", Name: p.Key, Fence: o.fence,
-			CurrentFence: o.current, Reason: driver.ReasonSuperseded}
-	}
-	return &driver.ResourceWriteResult{Key: p.Key, Fence: o.fence, Version: o.version, Replayed: o.replayed}, nil
-}
-
 // ResourceWrite implements driver.Driver. Without an operation id it runs
 // outside a transaction: each statement decides on its own.
 func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
@@ -67,17 +50,17 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 		if err != nil {
 			return nil, fmt.Errorf("write resource %q: %w", p.Key, err)
 		}
-		return res.result(p)
+		return res.Result(p)
 	}
-	var res outcome
+	var res driver.ResourceOutcome
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		res = outcome{}
+		res = driver.ResourceOutcome{}
 		_, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
 		if isDuplicate(err) {
-			res.replayed = true
+			res.Replayed = true
 			var digest []byte
 			if err := tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-				Scan(&res.fence, &res.accepted, &res.version, &res.current, &digest); err != nil {
+				Scan(&res.Fence, &res.Accepted, &res.Version, &res.Current, &digest); err != nil {
 				return err
 			}
 			return driver.CheckReplay(p, digest)
@@ -88,34 +71,34 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 		if res, err = resourceWrite(ctx, tx, p); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, resourceOpRecordSQL, res.accepted, res.version, res.current, p.Key, p.OperationID)
+		_, err = tx.ExecContext(ctx, resourceOpRecordSQL, res.Accepted, res.Version, res.Current, p.Key, p.OperationID)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write resource %q op %q: %w", p.Key, p.OperationID, err)
 	}
-	return res.result(p)
+	return res.Result(p)
 }
 
 // resourceWrite decides one write: the conditional update, or for a new key
 // the insert. A refusal is read back as the stored fence, which can only
 // have grown since; if the key appeared or its fence is not above the
 // writer's after all (the row was created in between), it decides again.
-func resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams) (outcome, error) {
-	o := outcome{fence: p.Fence}
+func resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams) (driver.ResourceOutcome, error) {
+	o := driver.ResourceOutcome{Fence: p.Fence}
 	for range 100 {
 		res, err := q.ExecContext(ctx, resourceUpdateSQL, p.Value, p.Fence, p.Key, p.Fence)
 		if err != nil {
 			return o, err
 		}
 		if n, err := res.RowsAffected(); err != nil || n == 1 {
-			o.accepted = err == nil
-			o.version, _ = res.LastInsertId()
+			o.Accepted = err == nil
+			o.Version, _ = res.LastInsertId()
 			return o, err
 		}
-		err = q.QueryRowContext(ctx, resourceFenceSQL, p.Key).Scan(&o.current)
+		err = q.QueryRowContext(ctx, resourceFenceSQL, p.Key).Scan(&o.Current)
 		switch {
-		case err == nil && o.current > p.Fence:
+		case err == nil && o.Current > p.Fence:
 			return o, nil
 		case err == nil:
 			continue
@@ -123,7 +106,7 @@ func resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams)
 			return o, err
 		}
 		if _, err = q.ExecContext(ctx, resourceInsertSQL, p.Key, p.Value, p.Fence); err == nil {
-			o.accepted, o.version = true, 1
+			o.Accepted, o.Version = true, 1
 			return o, nil
 		} else if !isDuplicate(err) {
 			return o, err

@@ -47,19 +47,19 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 		if err != nil {
 			return nil, fmt.Errorf("write resource %q: %w", p.Key, err)
 		}
-		return res.result(p)
+		return res.Result(p)
 	}
-	var res outcome
+	var res driver.ResourceOutcome
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			res.replayed = true
+			res.Replayed = true
 			var digest []byte
 			if err := tx.QueryRow(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-				Scan(&res.fence, &res.accepted, &res.version, &res.current, &digest); err != nil {
+				Scan(&res.Fence, &res.Accepted, &res.Version, &res.Current, &digest); err != nil {
 				return err
 			}
 			return driver.CheckReplay(p, digest)
@@ -67,43 +67,26 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 		if res, err = d.resourceWrite(ctx, tx, p); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, resourceOpRecordSQL, p.Key, p.OperationID, res.accepted, res.version, res.current)
+		_, err = tx.Exec(ctx, resourceOpRecordSQL, p.Key, p.OperationID, res.Accepted, res.Version, res.Current)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write resource %q op %q: %w", p.Key, p.OperationID, err)
 	}
-	return res.result(p)
+	return res.Result(p)
 }
 
-// outcome is what a resource write decided, as recorded for replay.
-type outcome struct {
-	accepted bool
-	replayed bool
-	fence    int64 // the writer's fence
-	version  int64 // version created when accepted
-	current  int64 // stored fence that refused it otherwise
-}
-
-func (o outcome) result(p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
-	if !o.accepted {
-		return nil, &driver.StaleError{Kind: "resource", Name: p.Key, Fence: o.fence,
-			CurrentFence: o.current, Reason: driver.ReasonSuperseded}
-	}
-	return &driver.ResourceWriteResult{Key: p.Key, Fence: o.fence, Version: o.version, Replayed: o.replayed}, nil
-}
-
-func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams) (outcome, error) {
-	o := outcome{fence: p.Fence}
-	err := q.QueryRow(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.fence, &o.version)
+func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams) (driver.ResourceOutcome, error) {
+	o := driver.ResourceOutcome{Fence: p.Fence}
+	err := q.QueryRow(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
 	if err == nil {
-		o.accepted = true
+		o.Accepted = true
 		return o, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return o, err
 	}
-	err = q.QueryRow(ctx, `SELECT fence FROM fenced_resources WHERE key = $1`, p.Key).Scan(&o.current)
+	err = q.QueryRow(ctx, `SELECT fence FROM fenced_resources WHERE key = $1`, p.Key).Scan(&o.Current)
 	return o, err
 }
 

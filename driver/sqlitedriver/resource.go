@@ -31,26 +31,9 @@ WHERE key = ?1 AND op_id = ?2`
 const resourceOpGetSQL = `
 SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE key = ?1 AND op_id = ?2`
 
-// outcome is what a resource write decided, as recorded for replay.
-type outcome struct {
-	accepted bool
-	replayed bool
-	fence    int64 // the writer's fence
-	version  int64 // version created when accepted
-	current  int64 // stored fence that refused it otherwise
-}
-
-func (o outcome) result(p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
-	if !o.accepted {
-		return nil, &driver.StaleError{Kind: "resource", Name: p.Key, Fence: o.fence,
-			CurrentFence: o.current, Reason: driver.ReasonSuperseded}
-	}
-	return &driver.ResourceWriteResult{Key: p.Key, Fence: o.fence, Version: o.version, Replayed: o.replayed}, nil
-}
-
 // ResourceWrite implements driver.Driver.
 func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
-	var res outcome
+	var res driver.ResourceOutcome
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		if p.OperationID != "" {
 			r, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
@@ -58,10 +41,10 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 				return err
 			}
 			if n, err := r.RowsAffected(); err != nil || n == 0 {
-				res.replayed = true
+				res.Replayed = true
 				var digest []byte
 				if err := tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-					Scan(&res.fence, &res.accepted, &res.version, &res.current, &digest); err != nil {
+					Scan(&res.Fence, &res.Accepted, &res.Version, &res.Current, &digest); err != nil {
 					return err
 				}
 				return driver.CheckReplay(p, digest)
@@ -71,26 +54,26 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 		if res, err = resourceWrite(ctx, tx, p); err != nil || p.OperationID == "" {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, resourceOpRecordSQL, p.Key, p.OperationID, res.accepted, res.version, res.current)
+		_, err = tx.ExecContext(ctx, resourceOpRecordSQL, p.Key, p.OperationID, res.Accepted, res.Version, res.Current)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("write resource %q: %w", p.Key, err)
 	}
-	return res.result(p)
+	return res.Result(p)
 }
 
-func resourceWrite(ctx context.Context, tx *sql.Tx, p driver.ResourceWriteParams) (outcome, error) {
-	o := outcome{fence: p.Fence}
-	err := tx.QueryRowContext(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.fence, &o.version)
+func resourceWrite(ctx context.Context, tx *sql.Tx, p driver.ResourceWriteParams) (driver.ResourceOutcome, error) {
+	o := driver.ResourceOutcome{Fence: p.Fence}
+	err := tx.QueryRowContext(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
 	if err == nil {
-		o.accepted = true
+		o.Accepted = true
 		return o, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return o, err
 	}
-	err = tx.QueryRowContext(ctx, `SELECT fence FROM fenced_resources WHERE key = ?1`, p.Key).Scan(&o.current)
+	err = tx.QueryRowContext(ctx, `SELECT fence FROM fenced_resources WHERE key = ?1`, p.Key).Scan(&o.Current)
 	return o, err
 }
 
