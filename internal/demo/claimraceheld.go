@@ -126,6 +126,17 @@ var lockWaitSQL = map[string]string{
 	"mysql":    `SELECT trx_state, COALESCE(trx_operation_state, '') FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = $1`,
 }
 
+// lockPoll is how long watchLoser waits before each read of lockView.
+// InnoDB serves information_schema.INNODB_TRX from a cache that it
+// refreshes only when nobody read it for 0.1 s: polled faster, the first
+// read's picture (the loser perhaps not yet queued on the lock) is all it
+// ever shows. So MySQL's reads are spaced above that, the first a little
+// after the win so the loser has reached the lock.
+var lockPoll = map[string]struct{ first, every time.Duration }{
+	"postgres": {0, 2 * time.Millisecond},
+	"mysql":    {20 * time.Millisecond, 110 * time.Millisecond},
+}
+
 // watchLoser waits for a winner, then reads the other racer's session
 // until it is seen waiting on a lock or the hold is over.
 func watchLoser(ctx context.Context, e *env, ps []*peer, pids []int64, won <-chan int) string {
@@ -137,7 +148,9 @@ func watchLoser(ctx context.Context, e *env, ps []*peer, pids []int64, won <-cha
 	}
 	l := 1 - w
 	state := "not waiting"
-	for deadline := time.Now().Add(claimRaceHold); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+	poll := lockPoll[e.dialect]
+	deadline := time.Now().Add(claimRaceHold)
+	for time.Sleep(poll.first); time.Now().Before(deadline); time.Sleep(poll.every) {
 		var typ, event string
 		err := scanSQL(ctx, e.c, lockWaitSQL[e.dialect], []any{pids[l]}, &typ, &event)
 		switch {
