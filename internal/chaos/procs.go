@@ -55,6 +55,7 @@ func (r *run) start(slot int) error {
 	cmd := exec.Command(r.o.Exe, append(append([]string{}, r.o.ExeArgs...), a.flags()...)...)
 	cmd.Env = append(os.Environ(), ClockOffsetEnv+"="+offset.String())
 	cmd.Stdout, cmd.Stderr = stderr, stderr
+	cmd.SysProcAttr = workerProcAttr()
 	if err := cmd.Start(); err != nil {
 		stderr.Close()
 		return fmt.Errorf("start worker %s: %w", name, err)
