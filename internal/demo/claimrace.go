@@ -146,6 +146,8 @@ type race struct {
 	id, fence int64         // the job claimed; 0 when nothing
 	took      time.Duration // release → claim returned (on SQLite with its BEGIN)
 	held      time.Duration // claim returned → commit returned, for a winner
+	returned  time.Time     // when the claim returned
+	committed time.Time     // a winner: when it began its commit, the hold over
 	err       error
 }
 
@@ -184,11 +186,31 @@ func describe(rs []*race) string {
 	return strings.Join(s, "; ")
 }
 
-// blockedThroughHold: the loser waited at least 80% of the winner's hold.
-func blockedThroughHold(wait, hold time.Duration) bool { return wait >= hold*8/10 }
+// The held races judge the loser by the order of two instants rather than
+// by how long it waited, so a loaded machine that starts a racer late
+// cannot change the verdict: a loser blocked by the winner's lock cannot
+// return before the winner begins to commit, and one that skipped the
+// locked row returns while the winner still holds it (the winner holds it
+// for claimRaceHold, far longer than a claim takes).
 
-// didNotWait: the loser was back in well under half the hold.
-func didNotWait(wait, hold time.Duration) bool { return wait < hold/2 }
+// blockedUntilCommit: the loser's claim returned only once the winner had
+// begun its commit.
+func blockedUntilCommit(loser, winner *race) bool { return !loser.returned.Before(winner.committed) }
+
+// returnedDuringHold: the loser's claim returned while the winner still
+// held the row.
+func returnedDuringHold(loser, winner *race) bool { return loser.returned.Before(winner.committed) }
+
+// order describes when the loser returned against the winner's commit.
+func order(loser, winner *race) string {
+	d := loser.returned.Sub(winner.committed)
+	rel := "after"
+	if d < 0 {
+		d, rel = -d, "before"
+	}
+	return fmt.Sprintf("%s returned %s %s %s began to commit (it waited %s; %s held the row %s)",
+		loser.who, ms(d), rel, winner.who, ms(loser.took), winner.who, ms(winner.held))
+}
 
 // apiRace: both call ClaimJobs at the same moment.
 func apiRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string) {

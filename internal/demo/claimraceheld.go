@@ -75,14 +75,13 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 		t.check(strings.HasPrefix(seen, lose.who+" waiting on Lock"),
 			"—", lockView[e.dialect]+" while the winner holds the row", "the loser waiting on a Lock", seen)
 	}
-	timing := fmt.Sprintf("%s waited %s; %s held %s", lose.who, ms(lose.took), win.who, ms(win.held))
 	if rowLocks && skipLocked {
-		t.check(didNotWait(lose.took, win.held), lose.who, "its claim's time vs the winner's hold",
-			"under half the hold: it never waited", timing)
+		t.check(returnedDuringHold(lose, win), lose.who, "when its claim returned vs the winner's commit",
+			"before it: it never waited", order(lose, win))
 		return
 	}
-	t.check(blockedThroughHold(lose.took, win.held), lose.who, "its claim's time vs the winner's hold",
-		"at least 0.8 × the hold: blocked until the commit", timing)
+	t.check(blockedUntilCommit(lose, win), lose.who, "when its claim returned vs the winner's commit",
+		"only after it: blocked until the commit", order(lose, win))
 }
 
 // claimHeld runs the claim in tx (nil: begin it now) after the release; on
@@ -98,8 +97,9 @@ func claimHeld(ctx context.Context, p *peer, i int, tx *txn, claim claimFunc, q 
 	}
 	var err error
 	r.id, r.fence, err = claim(ctx, tx, q, p.name)
-	r.took = time.Since(start)
-	claimedAt := time.Now()
+	r.returned = time.Now()
+	r.took = r.returned.Sub(start)
+	claimedAt := r.returned
 	if err != nil {
 		tx.rollback(ctx)
 		r.err = err
@@ -108,6 +108,7 @@ func claimHeld(ctx context.Context, p *peer, i int, tx *txn, claim claimFunc, q 
 	if r.id != 0 {
 		won <- i
 		time.Sleep(claimRaceHold)
+		r.committed = time.Now()
 	}
 	r.err = tx.commit(ctx)
 	if r.id != 0 {

@@ -42,14 +42,21 @@ func TestTimelineJudgesEachStep(t *testing.T) {
 	}
 }
 
-func TestLoserWaitTolerance(t *testing.T) {
+func TestLoserJudgedByOrderAgainstCommit(t *testing.T) {
 	t.Parallel()
-	hold := 300 * time.Millisecond
-	if !blockedThroughHold(240*time.Millisecond, hold) || blockedThroughHold(239*time.Millisecond, hold) {
-		t.Error("blocked through the hold means at least 0.8 × the hold")
+	commit := time.Now()
+	win := &race{who: "A", committed: commit}
+	before := &race{who: "B", returned: commit.Add(-time.Millisecond)}
+	same := &race{who: "B", returned: commit}
+	after := &race{who: "B", returned: commit.Add(time.Millisecond)}
+	if blockedUntilCommit(before, win) || !blockedUntilCommit(same, win) || !blockedUntilCommit(after, win) {
+		t.Error("blocked means returned at or after the winner began to commit")
 	}
-	if !didNotWait(3*time.Millisecond, hold) || didNotWait(150*time.Millisecond, hold) {
-		t.Error("not waiting means under half the hold")
+	if !returnedDuringHold(before, win) || returnedDuringHold(same, win) || returnedDuringHold(after, win) {
+		t.Error("never waited means returned before the winner began to commit")
+	}
+	if got := order(before, win); !strings.HasPrefix(got, "B returned 1ms before A began to commit") {
+		t.Errorf("order = %q", got)
 	}
 }
 
