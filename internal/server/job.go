@@ -56,7 +56,9 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 		if err != nil {
 			return nil, invalid("run_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z")
 		}
-		p.RunAt = t
+		// In UTC, as the library checks its year and the reply shows it: a
+		// local year 9999 can be 10000 in UTC, which no reply can encode.
+		p.RunAt = t.UTC()
 	}
 	var err error
 	if p.Delay, err = millis("delay_ms", req.DelayMs, 0, 0, maxDelay); err != nil {
