@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -64,7 +66,94 @@ func decodeJSON(body []byte, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return invalid("body", "unexpected data after the JSON object")
 	}
-	return checkStrings(body)
+	if err := checkStrings(body); err != nil {
+		return err
+	}
+	return checkKeys(body, dst)
+}
+
+// checkKeys refuses what the decoder lets through about object keys (body
+// is valid JSON that decoded into dst): a key given twice in one object, at
+// any depth (the decoder keeps the last silently), and a top-level key that
+// is not exactly the name of one of dst's fields (the decoder matches
+// "OWNER" or "Fence" to "owner" or "fence"). Errors name the top-level
+// field.
+func checkKeys(body []byte, dst any) error {
+	names := fieldNames(dst)
+	type frame struct {
+		keys    map[string]bool // nil for an array
+		wantKey bool
+	}
+	var stack []*frame
+	top := "body" // the top-level key being read
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return invalid("body", "malformed JSON: "+err.Error())
+		}
+		if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].wantKey {
+			f := stack[n-1]
+			if tok == json.Delim('}') {
+				stack = stack[:n-1]
+				continue
+			}
+			key, _ := tok.(string)
+			if n == 1 {
+				top = cmp.Or(key, "body")
+				if names != nil && !names[key] {
+					return invalid(top, "unknown field "+strconv.Quote(key))
+				}
+			}
+			if f.keys[key] {
+				return invalid(top, "key "+strconv.Quote(key)+" is given more than once")
+			}
+			f.keys[key] = true
+			f.wantKey = false
+			continue
+		}
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].wantKey = true // a value was read: a key or '}' comes next
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// fieldNames is the set of JSON names of the fields of the struct dst
+// points to, or nil when dst is not a pointer to a struct.
+func fieldNames(dst any) map[string]bool {
+	t := reflect.TypeOf(dst)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	t = t.Elem()
+	names := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names[name] = true
+	}
+	return names
 }
 
 // decodeError names what was wrong with a body the decoder refused.
