@@ -108,7 +108,13 @@ type jobsReply struct {
 // listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after= → a page of jobs
 // in id order.
 func (s *Server) listJobs(r *http.Request) (*reply, error) {
-	f, err := jobFilter(r.URL.Query())
+	// Strictly: r.URL.Query() drops a pair it cannot parse (a bad escape,
+	// a ';'), which would list every job instead of the ones asked for.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalid("query", "the query string is malformed: "+err.Error())
+	}
+	f, err := jobFilter(q)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +147,9 @@ func jobFilter(q url.Values) (fenced.JobFilter, error) {
 			return f, invalid(k, "is given more than once")
 		}
 		var err error
+		if v[0] == "" {
+			return f, invalid(k, "is empty; leave the parameter out to not filter")
+		}
 		switch k {
 		case "state":
 			f.State = fenced.JobState(v[0])
