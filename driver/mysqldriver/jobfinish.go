@@ -71,8 +71,10 @@ FROM fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id
 WHERE j.id IN (%s)`
 
 // jobEndedSQL finds which locked rows the ending statement changed: every
-// end takes a job out of running.
-const jobEndedSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND state <> 'running'`
+// end takes a job out of running. A locking read: in the caller's
+// REPEATABLE READ transaction a plain read shows its snapshot, where a job
+// the statement left running may not be running yet.
+const jobEndedSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND state <> 'running' LOCK IN SHARE MODE`
 
 // Limits on one round of statements, kept well under max_allowed_packet
 // (16 MiB on MariaDB, 64 MiB on MySQL) though every end carries 64 KiB of
