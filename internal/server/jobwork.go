@@ -146,6 +146,17 @@ func (s *Server) heartbeat(r *http.Request) (*reply, error) {
 		return nil, err
 	}
 	if !slices.Contains(res.Extended, ref.ID) {
+		if slices.Contains(res.Busy, ref.ID) {
+			// Current, but its row was held by a transaction of the same
+			// attempt, so not extended this time: not stale. Its lease as
+			// it stands is the answer; the next heartbeat extends it.
+			if j, _, err := s.c.GetJob(r.Context(), ref.ID); err == nil && j.State == fenced.JobRunning &&
+				j.Fence == ref.Fence && j.LeaseExpiresAt != nil && j.LeaseExpiresAt.After(j.DecidedAt) {
+				t := j.DecidedAt.UTC()
+				return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: j.LeaseExpiresAt.UTC(),
+					CancelRequested: j.CancelRequested, DBTime: t}, t), nil
+			}
+		}
 		return nil, s.diagnose(r.Context(), ref)
 	}
 	// The expiry is the database's now plus the ttl, read in the statement.
