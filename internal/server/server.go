@@ -13,6 +13,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -243,6 +244,9 @@ func (s *Server) stamped(h http.Handler) http.Handler {
 func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
 	handle := func(pattern string, h func(*http.Request) (*reply, error)) {
+		if pattern != "GET /v1/jobs" && pattern != "GET /healthz" {
+			h = withoutQuery(h)
+		}
 		m.Handle(pattern, s.endpoint(h))
 	}
 	handle("GET /healthz", s.health)
@@ -268,4 +272,22 @@ func (s *Server) routes() *http.ServeMux {
 	handle("POST /v1/jobs/{id}/progress", s.progress)
 	handle("POST /v1/jobs/{id}/cancel", s.cancel)
 	return m
+}
+
+// withoutQuery refuses a query string on a route that takes no parameters,
+// as the job list refuses one it does not know, rather than ignoring it (a
+// client that thinks GET /v1/leases?name=x filters would get every lease).
+func withoutQuery(h func(*http.Request) (*reply, error)) func(*http.Request) (*reply, error) {
+	return func(r *http.Request) (*reply, error) {
+		if r.URL.RawQuery == "" {
+			return h(r)
+		}
+		field := "query"
+		if k, _, _ := strings.Cut(r.URL.RawQuery, "="); k != "" {
+			if u, err := url.QueryUnescape(k); err == nil && u != "" {
+				field, _, _ = strings.Cut(u, "&")
+			}
+		}
+		return nil, invalid(field, "unknown parameter; "+r.Method+" "+r.URL.Path+" takes no query parameters")
+	}
 }
