@@ -71,13 +71,16 @@ func (d *Driver) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	}
 }
 
+// runTx runs fn in a transaction, committing when it returns nil. Any other
+// way out, a panic in the caller's fn included, rolls back: a transaction
+// left open would hold its row locks until ctx ends.
 func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
+	defer tx.Rollback() // after a commit: sql.ErrTxDone, nothing done
 	if err := fn(tx); err != nil {
-		tx.Rollback()
 		return err
 	}
 	return tx.Commit()
