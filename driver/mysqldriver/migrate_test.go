@@ -42,3 +42,24 @@ func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 		t.Fatalf("migrate again = %v, %v", vs, err)
 	}
 }
+
+// TestMigrationCutShortRunsAgain: DDL commits at once, so a migrator can
+// stop after a migration's statements and before recording it. The next
+// run applies it again whole, which must succeed.
+func TestMigrationCutShortRunsAgain(t *testing.T) {
+	t.Parallel()
+	url, c := setup(t)
+	for v := 3; v >= 1; v-- {
+		testdb.MySQLExec(t, url, `DELETE FROM fenced_schema_migrations WHERE version >= ?`, v)
+		vs, err := c.Migrate(ctx(t))
+		if err != nil || len(vs) != 4-v {
+			t.Fatalf("migrate after version %d was not recorded = %v, %v", v, vs, err)
+		}
+	}
+	var n int
+	must(t, openDB(t, url).QueryRowContext(ctx(t), `SELECT COUNT(*) FROM information_schema.COLUMNS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fenced_resource_ops' AND COLUMN_NAME = 'digest'`).Scan(&n), "read the catalog")
+	if n != 1 {
+		t.Fatalf("fenced_resource_ops has %d digest columns", n)
+	}
+}
