@@ -190,7 +190,9 @@ func runLease(t *testing.T, b Backend) {
 	t.Run("IsHolderFollowsTheDatabase", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		a := e.acquire(t, "job", "A", 50*time.Millisecond)
+		// Long enough that the check right after cannot miss it on a loaded
+		// machine; the wait for expiry below is what this costs.
+		a := e.acquire(t, "job", "A", 2*time.Second)
 		ok, err := e.c.IsHolder(ctx(t), *a)
 		if err != nil || !ok {
 			t.Fatalf("holder right after acquire = %v, %v", ok, err)
