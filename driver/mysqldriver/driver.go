@@ -81,7 +81,9 @@ var _ driver.Driver = (*Driver)(nil)
 // connect through instead of host:port. The driver always sets
 // parseTime=true, clientFoundRows=true and loc=UTC, never multiStatements
 // (only the connection that migrates uses it), and interpolateParams=true
-// unless the URL says otherwise. Sessions run READ COMMITTED unless the URL
+// unless the URL says otherwise, and every session autocommit=1 and
+// completion_type=0 whatever the URL or the server's defaults say (a write
+// reported done is committed). Sessions run READ COMMITTED unless the URL
 // sets the level as a session variable (transaction_isolation on MySQL 8,
 // tx_isolation on MariaDB); correctness does not depend on it.
 func Open(ctx context.Context, rawURL string) (*Driver, error) {

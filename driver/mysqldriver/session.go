@@ -17,8 +17,15 @@ import (
 // tx_isolation on MariaDB before 11.1.
 const setReadCommitted = `SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED`
 
-// sessionConnector runs init on every new connection: by default it makes
-// the session READ COMMITTED, which takes no gap locks, so a claim's scan or
+// setAutocommit is run on every new connection, after the URL's session
+// variables and whatever the server's defaults are: a statement run outside
+// a transaction commits at once, and a commit opens no next transaction
+// (completion_type CHAIN would), so what the driver reports done is
+// committed, not left open on a pooled connection.
+const setAutocommit = `SET SESSION autocommit = 1, completion_type = 0`
+
+// sessionConnector runs setAutocommit, then init, on every new connection:
+// init by default makes the session READ COMMITTED, which takes no gap locks, so a claim's scan or
 // a lookup of a missing lease name does not block inserts next to it, and
 // unlocks at once the rows an UPDATE examined but did not change.
 // Correctness never depends on it (see the package doc).
@@ -39,12 +46,14 @@ func (c sessionConnector) Connect(ctx context.Context) (sqldriver.Conn, error) {
 		}
 		return nil, err
 	}
-	if c.init == "" {
-		return conn, nil
-	}
-	if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, c.init, nil); err != nil {
-		conn.Close()
-		return nil, err
+	for _, init := range []string{setAutocommit, c.init} {
+		if init == "" {
+			continue
+		}
+		if _, err := conn.(sqldriver.ExecerContext).ExecContext(ctx, init, nil); err != nil {
+			conn.Close()
+			return nil, err
+		}
 	}
 	return conn, nil
 }

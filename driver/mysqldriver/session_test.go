@@ -271,3 +271,39 @@ func TestSessionIsolation(t *testing.T) {
 		}
 	}
 }
+
+// TestAutocommitOffInTheURLChangesNothing: a URL may set any session
+// variable, autocommit=0 or completion_type=CHAIN (every commit opens the
+// next transaction) too. A write the driver runs as one statement outside
+// a transaction (a renewal, a resource write) must still be committed when
+// it is reported done, not left in a transaction that commits or rolls
+// back whenever the pooled connection is next used or closed.
+func TestAutocommitOffInTheURLChangesNothing(t *testing.T) {
+	t.Parallel()
+	for name, value := range map[string]string{"autocommit": "0", "completion_type": "1"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testAutocommit(t, name, value)
+		})
+	}
+}
+
+func testAutocommit(t *testing.T, name, value string) {
+	url, other := setup(t)
+	c := open(t, withParam(t, url, name, value))
+
+	a, err := c.Acquire(ctx(t), "job", "A", time.Minute)
+	must(t, err, "acquire")
+	r, err := c.Renew(ctx(t), *a, 2*time.Minute)
+	must(t, err, "renew")
+	seen, err := other.Get(ctx(t), "job")
+	must(t, err, "get")
+	if !seen.ExpiresAt.Equal(r.ExpiresAt) {
+		t.Fatalf("renewal reported done to %s, but other sessions see the lease expire at %s", r.ExpiresAt, seen.ExpiresAt)
+	}
+	w, err := c.WriteResource(ctx(t), "key", []byte("v"), a.Fence, fenced.WriteOptions{})
+	must(t, err, "write resource")
+	if got, err := other.ReadResource(ctx(t), "key"); err != nil || got.Version != w.Version {
+		t.Fatalf("resource write reported version %d, other sessions read %+v, %v", w.Version, got, err)
+	}
+}
