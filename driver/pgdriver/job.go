@@ -270,12 +270,17 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
 	}
-	return diagnoseJobs(ctx, q, ends, done)
+	return diagnoseJobs(ctx, q, ends, done, tx != nil)
 }
 
 // diagnoseJobs gives each end that did not take effect its typed error,
-// reading through q (the caller's transaction when there is one).
-func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []driver.JobRef) ([]error, error) {
+// reading through q (the caller's transaction when there is one). In the
+// caller's transaction the read locks the rows: a REPEATABLE READ or
+// SERIALIZABLE snapshot may predate a heartbeat or a new claim (the finish
+// then matched nothing in the snapshot), and a locking read of a row changed
+// since fails with a serialization error the caller can retry, instead of
+// diagnosing the old version.
+func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []driver.JobRef, lock bool) ([]error, error) {
 	ok := make(map[driver.JobRef]bool, len(done))
 	for _, ref := range done {
 		ok[ref] = true
@@ -290,7 +295,11 @@ func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []d
 	if len(missing) == 0 {
 		return out, nil
 	}
-	cur, err := collectJobs(q.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = ANY($1)`, missing))
+	read := `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ANY($1)`
+	if lock {
+		read += ` ORDER BY j.id FOR SHARE`
+	}
+	cur, err := collectJobs(q.Query(ctx, read, missing))
 	if err != nil {
 		return nil, fmt.Errorf("diagnose jobs: %w", err)
 	}

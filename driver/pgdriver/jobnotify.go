@@ -3,6 +3,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fenced/fenced/driver"
 )
@@ -17,18 +18,20 @@ func (d *Driver) JobListen(ctx context.Context, wake func(queue string)) error {
 	if err != nil {
 		return fmt.Errorf("listen for jobs: %w", err)
 	}
-	// A connection interrupted mid-wait is not reusable: pgx closes it and
-	// the pool drops it on release.
-	defer conn.Release()
+	// The connection never goes back to the pool: it still LISTENs (a wait
+	// ended by the context leaves it open), and as a pooled connection it
+	// would buffer every later notification in memory.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		conn.Hijack().Close(cctx)
+	}()
 	if _, err := conn.Exec(ctx, `LISTEN fenced_jobs`); err != nil {
 		return fmt.Errorf("listen for jobs: %w", err)
 	}
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
-				conn.Exec(context.Background(), `UNLISTEN *`)
-			}
 			return fmt.Errorf("listen for jobs: %w", err)
 		}
 		wake(n.Payload)

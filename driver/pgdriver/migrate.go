@@ -13,14 +13,17 @@ import (
 var migrationFiles embed.FS
 
 // Migrate applies pending migrations in one transaction under an advisory
-// lock, so concurrent migrators wait for each other.
+// lock, so concurrent migrators wait for each other. The transaction is READ
+// COMMITTED whatever the session default: under REPEATABLE READ its snapshot
+// would be taken before the lock wait, and a waiting migrator would not see
+// the versions the one before it recorded, and apply them again.
 func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 	all, err := migrations.Load(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
 	}
 	var applied []int
-	err = pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7390216455)`); err != nil {
 			return err
 		}

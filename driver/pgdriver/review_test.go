@@ -1,0 +1,161 @@
+package pgdriver_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/pgdriver"
+	"github.com/fenced/fenced/internal/testdb"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func openDriver(t *testing.T, url string) *pgdriver.Driver {
+	t.Helper()
+	d, err := pgdriver.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func migrated(t *testing.T, url string) *pgdriver.Driver {
+	t.Helper()
+	d := openDriver(t, url)
+	if _, err := d.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// A listener stopped by its context must not hand a connection that still
+// LISTENs back to the pool: every enqueue would then buffer a notification
+// in that connection's memory for as long as it serves other queries.
+func TestJobListenLeavesNoListenerInThePool(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := migrated(t, testdb.Postgres(t)+"&pool_max_conns=1")
+	lctx, stop := context.WithCancel(ctx)
+	woke := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- d.JobListen(lctx, func(q string) {
+			select {
+			case woke <- q:
+			default:
+			}
+		})
+	}()
+	// Wait until it listens: an enqueue from another connection wakes it.
+	deadline := time.After(10 * time.Second)
+	for listening := false; !listening; {
+		conn, err := pgx.Connect(ctx, testdb.PostgresURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `SELECT pg_notify('fenced_jobs', 'q')`); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close(ctx)
+		select {
+		case <-woke:
+			listening = true
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("listener never woke")
+		}
+	}
+	stop()
+	if err := <-done; err == nil {
+		t.Fatal("JobListen returned nil")
+	}
+	var chans []string
+	if err := d.Pool().QueryRow(ctx, `SELECT array(SELECT pg_listening_channels())`).Scan(&chans); err != nil {
+		t.Fatal(err)
+	}
+	if len(chans) != 0 {
+		t.Fatalf("a pooled connection still listens on %v after JobListen returned", chans)
+	}
+}
+
+// Migrate is safe to run concurrently whatever isolation the URL sets as the
+// session default: a migrator that waited for the lock must see what the
+// one before it committed.
+func TestConcurrentMigrateUnderRepeatableReadDefault(t *testing.T) {
+	t.Parallel()
+	for round := range 3 {
+		url := testdb.Postgres(t) + "&default_transaction_isolation=repeatable%20read"
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			d := openDriver(t, url)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = d.Migrate(context.Background())
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d migrator %d: %v", round, i, err)
+			}
+		}
+	}
+}
+
+// A job finish inside the caller's REPEATABLE READ transaction must not
+// diagnose from that transaction's snapshot: after a heartbeat extended the
+// attempt (committed after the snapshot), the snapshot still shows the old,
+// now passed, expiry. The attempt is current; reporting it stale makes the
+// worker give up a job it holds. The caller must get either success or a
+// serialization failure it can retry.
+func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := migrated(t, testdb.Postgres(t))
+	if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := d.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: "A", Limit: 1, TTL: 500 * time.Millisecond})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v %v", jobs, err)
+	}
+	ref := driver.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
+
+	tx, err := d.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var n int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_jobs`).Scan(&n); err != nil { // the snapshot
+		t.Fatal(err)
+	}
+	hb, err := d.JobHeartbeat(ctx, []driver.JobRef{ref}, time.Minute)
+	if err != nil || len(hb.Extended) != 1 {
+		t.Fatalf("heartbeat: %+v %v", hb, err)
+	}
+	time.Sleep(time.Until(*jobs[0].LeaseExpiresAt) + 100*time.Millisecond)
+
+	errs, err := d.JobFinish(ctx, pgdriver.WrapTx(tx), []driver.JobEnd{{Ref: ref, Kind: driver.EndComplete}})
+	var pgErr *pgconn.PgError
+	switch {
+	case err != nil && errors.As(err, &pgErr) && pgErr.Code == "40001":
+		// the caller retries its transaction
+	case err != nil:
+		t.Fatalf("finish: %v", err)
+	case errs[0] != nil:
+		j, _, _ := d.JobGet(ctx, ref.ID)
+		t.Fatalf("finish of the current attempt reported %v; the job is %s under fence %d until %v",
+			errs[0], j.State, j.Fence, fmt.Sprint(j.LeaseExpiresAt))
+	}
+}
