@@ -77,15 +77,17 @@ func (d *Driver) write(ctx context.Context, fn func() error) error {
 }
 
 // writeTx runs fn in an IMMEDIATE transaction holding the writer slot;
-// fn's error rolls back.
+// fn's error rolls back, and so does any other way out, a panic in the
+// caller's fn included: a transaction left open would keep SQLite's write
+// lock until ctx ends, and every other writer would fail "database is locked".
 func (d *Driver) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return d.write(ctx, func() error {
 		tx, err := d.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
+		defer tx.Rollback() // after a commit: sql.ErrTxDone, nothing done
 		if err := fn(tx); err != nil {
-			tx.Rollback()
 			return err
 		}
 		return tx.Commit()
