@@ -15,6 +15,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/fenced/fenced/driver"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -34,6 +35,8 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
+
 // Open opens (creating if needed) the SQLite database file at path.
 func Open(ctx context.Context, path string) (*Driver, error) {
 	q := url.Values{}
@@ -42,7 +45,11 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 	q.Add("_pragma", "synchronous(FULL)")
 	q.Add("_pragma", "foreign_keys(ON)")
 	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	// The path goes into a file: URI, percent-escaped where the URI would
+	// read it otherwise: a "?" in it must not start parameters read before
+	// these (the first _txlock wins, a later synchronous overrides), nor a
+	// "#" or "%" name another file. SQLite decodes the escapes.
+	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
