@@ -25,8 +25,9 @@ var _ driver.Driver = (*Driver)(nil)
 
 // New wraps an existing pool. Close does not close it. The pool must commit
 // durably: a pool whose connections run with synchronous_commit=off could
-// lose a grant in a crash and grant it twice (OpenConfig guards against it;
-// a pool built elsewhere must do so itself).
+// lose a grant in a crash and grant it twice, and its transactions must
+// default to READ COMMITTED (OpenConfig guards against both; a pool built
+// elsewhere must do so itself).
 func New(pool *pgxpool.Pool) *Driver { return &Driver{pool: pool} }
 
 // Open connects to a PostgreSQL URL (postgres://…); Close closes the pool.
@@ -41,6 +42,7 @@ func Open(ctx context.Context, url string) (*Driver, error) {
 // OpenConfig connects with a parsed pool configuration; Close closes the pool.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
 	keepSynchronousCommit(cfg)
+	keepReadCommitted(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
@@ -70,6 +72,25 @@ func keepSynchronousCommit(cfg *pgxpool.Config) {
 			return err
 		}
 		return nil
+	}
+}
+
+// keepReadCommitted makes every connection's transactions READ COMMITTED by
+// default, whatever the URL or a role or database default says: each single
+// statement decides on the newest version of a row it waited for, where under
+// REPEATABLE READ or SERIALIZABLE contending acquires and claims failed with
+// serialization errors instead of *HeldError or other jobs. A caller's own
+// transaction on Pool() chooses its level with pgx.TxOptions.
+func keepReadCommitted(cfg *pgxpool.Config) {
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if after != nil {
+			if err := after(ctx, conn); err != nil {
+				return err
+			}
+		}
+		_, err := conn.Exec(ctx, `SET default_transaction_isolation = 'read committed'`)
+		return err
 	}
 }
 

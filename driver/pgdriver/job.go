@@ -353,7 +353,10 @@ func (d *Driver) diagnoseJob(ctx context.Context, ref driver.JobRef) error {
 	return driver.DiagnoseJob(ref, j)
 }
 
-const jobGuardSQL = `SELECT 1 FROM fenced_jobs j WHERE j.id = $1 AND ` + guardFenceMatch + ` AND ` + jobGuard + ` FOR SHARE`
+// jobGuardSQL share-locks the job row and says whether the attempt is
+// current; like leaseGuardSQL it checks the version it locked, never an older
+// one a caller's REPEATABLE READ snapshot still shows.
+const jobGuardSQL = `SELECT (` + guardFenceMatch + ` AND ` + jobGuard + `) FROM fenced_jobs j WHERE j.id = $1 FOR SHARE`
 
 // JobTx implements driver.JobDriver.
 func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
@@ -382,13 +385,16 @@ func (d *Driver) GuardJob(ctx context.Context, tx pgx.Tx, ref driver.JobRef) err
 }
 
 func guardJob(ctx context.Context, tx pgx.Tx, ref driver.JobRef) error {
-	var one int
-	err := tx.QueryRow(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
+	var current bool
+	err := tx.QueryRow(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&current)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errGuardFailed
 	}
 	if err != nil {
 		return fmt.Errorf("guard job %d: %w", ref.ID, err)
+	}
+	if !current {
+		return errGuardFailed
 	}
 	return nil
 }

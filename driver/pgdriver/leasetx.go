@@ -9,12 +9,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// leaseGuardSQL share-locks the lease row iff this generation is current.
-// Holding the lock until the transaction ends makes a takeover (which must
-// update the row) wait, so nothing commits under a superseded fence.
+// leaseGuardSQL share-locks the lease row and says whether this generation is
+// current. Holding the lock until the transaction ends makes a takeover
+// (which must update the row) wait, so nothing commits under a superseded
+// fence. The row is locked by its name and the check is made on the version
+// locked: under READ COMMITTED that is the newest, and in a REPEATABLE READ
+// or SERIALIZABLE transaction whose snapshot predates a change to the row
+// the lock fails with a serialization error, where a check in the WHERE
+// clause would judge the snapshot's old version (a renewed lease as expired).
 const leaseGuardSQL = `
-SELECT 1 FROM fenced_leases
-WHERE name = $1 AND owner = $2 AND fence = $3 AND NOT released AND expires_at > clock_timestamp()
+SELECT owner = $2 AND fence = $3 AND NOT released AND expires_at > clock_timestamp()
+FROM fenced_leases WHERE name = $1
 FOR SHARE`
 
 // errGuardFailed marks a guard check that matched no row.
@@ -37,13 +42,16 @@ func (d *Driver) GuardLease(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef)
 }
 
 func guard(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef) error {
-	var one int
-	err := tx.QueryRow(ctx, leaseGuardSQL, ref.Name, ref.Owner, ref.Fence).Scan(&one)
+	var current bool
+	err := tx.QueryRow(ctx, leaseGuardSQL, ref.Name, ref.Owner, ref.Fence).Scan(&current)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return errGuardFailed
 	}
 	if err != nil {
 		return fmt.Errorf("guard lease %q: %w", ref.Name, err)
+	}
+	if !current {
+		return errGuardFailed
 	}
 	return nil
 }

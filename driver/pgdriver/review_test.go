@@ -159,3 +159,124 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 			errs[0], j.State, j.Fence, fmt.Sprint(j.LeaseExpiresAt))
 	}
 }
+
+// A guard in the caller's REPEATABLE READ transaction must not decide from
+// that transaction's snapshot: after a renewal (committed after the
+// snapshot) the snapshot still shows the old, now passed, expiry, and the
+// current holder would be told its lease is stale.
+func TestGuardInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := migrated(t, testdb.Postgres(t))
+	serializable := func(err error) bool {
+		var pgErr *pgconn.PgError
+		return errors.As(err, &pgErr) && pgErr.Code == "40001"
+	}
+
+	t.Run("Lease", func(t *testing.T) {
+		l, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "n", Owner: "A", TTL: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := driver.LeaseRef{Name: "n", Owner: "A", Fence: l.Fence}
+		tx, err := d.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_leases`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.LeaseRenew(ctx, ref, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(l.ExpiresAt) + 100*time.Millisecond)
+		if err := d.GuardLease(ctx, tx, ref); err != nil && !serializable(err) {
+			t.Fatalf("guard of the current holder: %v", err)
+		}
+	})
+	t.Run("Job", func(t *testing.T) {
+		if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		jobs, err := d.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: "A", Limit: 1, TTL: 500 * time.Millisecond})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("claim: %v %v", jobs, err)
+		}
+		ref := driver.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
+		tx, err := d.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_jobs`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if hb, err := d.JobHeartbeat(ctx, []driver.JobRef{ref}, time.Minute); err != nil || len(hb.Extended) != 1 {
+			t.Fatalf("heartbeat: %+v %v", hb, err)
+		}
+		time.Sleep(time.Until(*jobs[0].LeaseExpiresAt) + 100*time.Millisecond)
+		if err := d.GuardJob(ctx, tx, ref); err != nil && !serializable(err) {
+			t.Fatalf("guard of the current attempt: %v", err)
+		}
+	})
+}
+
+// The URL's default isolation must not change outcomes: under a REPEATABLE
+// READ session default, contending acquirers got serialization failures
+// instead of *HeldError, and contending claimers errors instead of jobs.
+func TestRepeatableReadSessionDefaultChangesNoOutcome(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := migrated(t, testdb.Postgres(t)+"&default_transaction_isolation=repeatable%20read")
+	for round := range 20 {
+		name := fmt.Sprint("n", round)
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: name, Owner: fmt.Sprint("o", i), TTL: time.Minute})
+			}()
+		}
+		wg.Wait()
+		for _, err := range errs {
+			var held *driver.HeldError
+			if err != nil && !errors.As(err, &held) {
+				t.Fatalf("acquire: %v", err)
+			}
+		}
+	}
+	params := make([]driver.JobInsertParams, 200)
+	for i := range params {
+		params[i] = driver.JobInsertParams{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}
+	}
+	if _, err := d.JobInsert(ctx, nil, params); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 25 {
+				if _, err := d.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: fmt.Sprint("w", i), Limit: 2, TTL: time.Minute}); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+	}
+}
