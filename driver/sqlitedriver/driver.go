@@ -39,6 +39,11 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // Open opens (creating if needed) the SQLite database file at path.
 func Open(ctx context.Context, path string) (*Driver, error) {
+	// SQLite gives each connection of these a database of its own, and the
+	// pool holds several: each would migrate and grant fences on its own.
+	if path == "" || path == ":memory:" {
+		return nil, driver.Invalid("sqlite path", "%q opens a separate database on every connection; name a file", path)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")
 	q.Add("_pragma", "journal_mode(WAL)")
