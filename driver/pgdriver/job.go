@@ -192,10 +192,12 @@ func splitRefs(refs []driver.JobRef) (ids, fences []int64) {
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
 // cancel that fails or snoozes ends cancelled: the request is never lost.
+// Each written end is reported with its position in the batch (ord): when
+// two ends name one attempt, only the one the row was updated with is.
 const jobFinishSQL = `
 WITH e AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[])
-        AS e(id, fence, kind, output, error, delay_us, discard)
+        WITH ORDINALITY AS e(id, fence, kind, output, error, delay_us, discard, ord)
 ), j AS (
     UPDATE fenced_jobs j SET
         state = CASE
@@ -217,7 +219,7 @@ WITH e AS (
         updated_at = clock_timestamp()
     FROM e
     WHERE j.id = e.id AND ` + finishFenceMatch + ` AND ` + jobGuard + `
-    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(),
@@ -226,17 +228,24 @@ WITH e AS (
         NULLIF(error, '')
     FROM j
 )
-SELECT id, ` + finishReportedFence + ` FROM j`
+SELECT id, ` + finishReportedFence + `, ord FROM j`
 
 // JobFinish implements driver.JobDriver.
 func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
-	sorted := slices.Clone(ends)
-	slices.SortFunc(sorted, func(a, b driver.JobEnd) int { return cmp.Compare(a.Ref.ID, b.Ref.ID) })
+	// order[k] is the end sent k-th; the statement reports each end it wrote
+	// by that position, so two ends of one attempt are never both reported
+	// written when only one could be.
 	n := len(ends)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Ref.ID, ends[b].Ref.ID) })
 	ids, fences, kinds := make([]int64, n), make([]int64, n), make([]string, n)
 	outputs, errs, delays, discards := make([]*string, n), make([]string, n), make([]int64, n), make([]bool, n)
-	for i, e := range sorted {
+	for i, at := range order {
+		e := ends[at]
 		ids[i], fences[i], kinds[i] = e.Ref.ID, e.Ref.Fence, string(e.Kind)
 		if e.Output != nil {
 			s := string(e.Output)
@@ -248,16 +257,23 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	if tx != nil {
 		q = pgxOf(tx)
 	}
-	var done []driver.JobRef
+	written := make([]bool, n)
 	run := func() error {
+		clear(written)
 		rows, err := q.Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
 		if err != nil {
 			return err
 		}
-		done, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.JobRef, error) {
-			var ref driver.JobRef
-			err := r.Scan(&ref.ID, &ref.Fence)
-			return ref, err
+		var ref driver.JobRef
+		var ord int
+		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord}, func() error {
+			if ord < 1 || ord > n {
+				return fmt.Errorf("finish reported end %d of %d", ord, n)
+			}
+			if at := order[ord-1]; ends[at].Ref == ref {
+				written[at] = true
+			}
+			return nil
 		})
 		return err
 	}
@@ -270,7 +286,7 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	if err != nil {
 		return nil, fmt.Errorf("finish jobs: %w", err)
 	}
-	return diagnoseJobs(ctx, q, ends, done, tx != nil)
+	return diagnoseJobs(ctx, q, ends, written, tx != nil)
 }
 
 // diagnoseJobs gives each end that did not take effect its typed error,
@@ -280,15 +296,11 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 // then matched nothing in the snapshot), and a locking read of a row changed
 // since fails with a serialization error the caller can retry, instead of
 // diagnosing the old version.
-func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []driver.JobRef, lock bool) ([]error, error) {
-	ok := make(map[driver.JobRef]bool, len(done))
-	for _, ref := range done {
-		ok[ref] = true
-	}
+func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, ok []bool, lock bool) ([]error, error) {
 	out := make([]error, len(ends))
 	var missing []int64
-	for _, e := range ends {
-		if !ok[e.Ref] {
+	for i, e := range ends {
+		if !ok[i] {
 			missing = append(missing, e.Ref.ID)
 		}
 	}
@@ -308,7 +320,7 @@ func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, done []d
 		byID[j.ID] = j
 	}
 	for i, e := range ends {
-		if !ok[e.Ref] {
+		if !ok[i] {
 			out[i] = driver.DiagnoseJob(e.Ref, byID[e.Ref.ID])
 		}
 	}
