@@ -44,7 +44,8 @@ func (b Backoff) withDefaults() Backoff {
 func (b Backoff) Delay(attempt int) time.Duration {
 	b = b.withDefaults()
 	d := b.Max
-	if shift := attempt - 1; shift >= 0 && shift < 62 && b.Base<<shift > 0 && b.Base<<shift < b.Max {
+	// Base ≤ Max>>shift keeps Base<<shift ≤ Max: no overflow, whatever attempt.
+	if shift := attempt - 1; shift >= 0 && shift < 63 && b.Base <= b.Max>>shift {
 		d = b.Base << shift
 	}
 	return time.Duration(float64(d) * (1 - b.Jitter*rand.Float64()))
