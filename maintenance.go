@@ -62,6 +62,8 @@ type PeriodicJob struct {
 	Queue string
 	// Every is the period; the job is enqueued once per period, at its start
 	// by the database clock, through an idempotency key naming the period.
+	// A period is enqueued only within the maintainer's Retention of its
+	// start (later its finished job may be deleted, key and all).
 	Every time.Duration
 }
 
@@ -231,6 +233,12 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 	now := cur.DecidedAt
 	for _, p := range m.cfg.Periodic {
 		start := now.Truncate(p.Every)
+		if m.cfg.Retention > 0 && now.Sub(start) >= m.cfg.Retention {
+			// This period's job may have finished and been deleted by
+			// retention already, taking its idempotency key with it:
+			// enqueueing now could run the period twice.
+			continue
+		}
 		key := "periodic:" + p.Kind + ":" + strconv.FormatInt(start.Unix(), 10)
 		_, _, err := m.c.Enqueue(ctx, EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue, IdempotencyKey: key})
 		if err != nil {
