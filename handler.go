@@ -107,12 +107,15 @@ func decodeStrict(b []byte, v any) error {
 }
 
 // outcome turns a handler's return into the attempt's final write.
-func (w *Worker) outcome(ctx context.Context, r *JobRun, err error) (JobEnd, bool) {
+// lost says the database already reported the attempt superseded; an
+// ErrJobLost cause without it is a local trust window that ran out, and the
+// outcome is still written (the fence refuses it if the attempt did lose).
+func (w *Worker) outcome(ctx context.Context, r *JobRun, err error, lost bool) (JobEnd, bool) {
 	end := JobEnd{Ref: r.Ref()}
 	var snooze *snoozeError
 	var discard *discardError
 	switch {
-	case context.Cause(ctx) == ErrJobLost || errors.Is(err, driver.ErrStale) && r.completedTx:
+	case context.Cause(ctx) == ErrJobLost && lost || errors.Is(err, driver.ErrStale) && r.completedTx:
 		return end, false // not ours to write any more
 	case err == nil && r.completedTx:
 		return end, false // completed in the handler's own transaction

@@ -70,6 +70,8 @@ type Worker struct {
 	started bool
 
 	runCtx    context.Context
+	claimCtx  context.Context // runCtx, also ended when Stop's deadline passes
+	endClaims context.CancelFunc
 	stopFetch chan struct{}
 	stopBg    context.CancelFunc
 	wake      map[string]chan struct{}
@@ -90,6 +92,11 @@ type activeJob struct {
 	cancel       context.CancelCauseFunc
 	ref          JobRef
 	trustedUntil time.Time // monotonic: claim or last good heartbeat start + ttl − margin
+	// lost: the database said this attempt is no longer current (a
+	// heartbeat reported it lost, or a newer attempt was claimed). Without
+	// it, an ErrJobLost cause only means the local trust window ran out,
+	// and the attempt's outcome is still written: its fence decides.
+	lost bool
 }
 
 // NewWorker returns a worker on this client's job queue.
@@ -173,6 +180,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	w.runCtx = ctx
+	w.claimCtx, w.endClaims = context.WithCancel(ctx)
 	w.stopFetch = make(chan struct{})
 	w.ends = make(chan endRequest)
 	w.wake = map[string]chan struct{}{}
@@ -209,7 +217,15 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 	w.stopOnce.Do(func() {
 		close(w.stopFetch)
-		w.fetchWG.Wait()
+		fetched := make(chan struct{})
+		go func() { w.fetchWG.Wait(); close(fetched) }()
+		select {
+		case <-fetched:
+		case <-ctx.Done():
+			w.endClaims() // a claim that hangs must not hold Stop past its deadline
+			<-fetched
+		}
+		defer w.endClaims()
 		done := make(chan struct{})
 		go func() { w.jobsWG.Wait(); close(done) }()
 		select {

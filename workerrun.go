@@ -43,7 +43,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 		default:
 		}
 		claimedAt := w.c.now() // the lease runs from before the statement
-		jobs, err := w.c.ClaimJobs(w.runCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL)
+		jobs, err := w.c.ClaimJobs(w.claimCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL)
 		if err != nil && w.runCtx.Err() == nil {
 			w.log.Warn("fenced: claim failed", "queue", queue, "err", err)
 		}
@@ -80,6 +80,7 @@ func (w *Worker) track(j *Job, claimedAt time.Time) *activeJob {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if old := w.active[j.ID]; old != nil {
+		old.lost = true
 		old.cancel(ErrJobLost)
 	}
 	w.active[j.ID] = a
@@ -109,7 +110,10 @@ func (w *Worker) run(j *Job, a *activeJob) {
 	} else {
 		err = callHandler(ctx, h, r)
 	}
-	end, write := w.outcome(ctx, r, err)
+	w.mu.Lock()
+	lost := a.lost
+	w.mu.Unlock()
+	end, write := w.outcome(ctx, r, err, lost)
 	if !write {
 		if context.Cause(ctx) == ErrJobLost {
 			w.stats.lost.Add(1)
@@ -117,10 +121,14 @@ func (w *Worker) run(j *Job, a *activeJob) {
 		return
 	}
 	if err := w.end(end); err != nil {
-		if errors.Is(err, driver.ErrStale) {
+		untrusted := context.Cause(ctx) == ErrJobLost // and the fence says it was lost indeed
+		switch {
+		case untrusted && errors.Is(err, driver.ErrStale):
+			w.stats.lost.Add(1)
+		case errors.Is(err, driver.ErrStale):
 			w.stats.stale.Add(1)
 		}
-		if w.runCtx.Err() == nil {
+		if w.runCtx.Err() == nil && !untrusted {
 			w.log.Warn("fenced: ending job failed", "job", j.ID, "fence", j.Fence, "err", err)
 		}
 		return
@@ -227,7 +235,11 @@ func (w *Worker) completer(ctx context.Context) {
 		for i, r := range batch {
 			ends[i] = r.end
 		}
-		errs, err := w.c.EndJobs(w.runCtx, nil, ends)
+		// Bounded: past a lease's length the attempts are lost anyway, and a
+		// hung statement must not hold every outcome (and Stop) for ever.
+		ectx, cancel := context.WithTimeout(w.runCtx, w.cfg.LeaseTTL)
+		errs, err := w.c.EndJobs(ectx, nil, ends)
+		cancel()
 		for i, r := range batch {
 			if err != nil {
 				r.done <- endResult{err, true}
@@ -267,10 +279,13 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	sent := make(map[int64]JobRef, len(w.active))
 	refs := make([]JobRef, 0, len(w.active))
 	var earliest time.Time
+	now := w.c.now()
 	for _, a := range w.active {
 		sent[a.ref.ID] = a.ref
 		refs = append(refs, a.ref)
-		if earliest.IsZero() || a.trustedUntil.Before(earliest) {
+		// An attempt whose trust already ran out (cancelled, its handler
+		// not yet returned) must not cut the others' heartbeat short.
+		if a.trustedUntil.After(now) && (earliest.IsZero() || a.trustedUntil.Before(earliest)) {
 			earliest = a.trustedUntil
 		}
 	}
@@ -279,7 +294,11 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		return
 	}
 	start := w.c.now()
-	hctx, cancel := context.WithTimeout(ctx, max(earliest.Sub(start), time.Millisecond))
+	timeout := w.cfg.HeartbeatEvery
+	if !earliest.IsZero() {
+		timeout = max(earliest.Sub(start), time.Millisecond)
+	}
+	hctx, cancel := context.WithTimeout(ctx, timeout)
 	res, err := w.c.HeartbeatJobs(hctx, refs, w.cfg.LeaseTTL)
 	cancel()
 	if err != nil {
@@ -306,6 +325,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	}
 	for _, id := range res.Lost {
 		if a := current(id); a != nil {
+			a.lost = true
 			a.cancel(ErrJobLost)
 		}
 	}
