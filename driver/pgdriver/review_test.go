@@ -321,3 +321,39 @@ func TestJobFinishTwoEndsOfOneAttempt(t *testing.T) {
 		t.Fatalf("%d of 2 ends reported written (%v); the job is %s with output %s", ok, errs, j.State, j.Output)
 	}
 }
+
+// A fenced transaction whose function panics is rolled back, its row lock
+// let go and its connection given back to the pool.
+func TestLeaseTxPanicRollsBack(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := migrated(t, testdb.Postgres(t)+"&pool_max_conns=1")
+	if _, err := d.Pool().Exec(ctx, `CREATE TABLE t (v int)`); err != nil {
+		t.Fatal(err)
+	}
+	l, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "n", Owner: "A", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := driver.LeaseRef{Name: "n", Owner: "A", Fence: l.Fence}
+	func() {
+		defer func() { _ = recover() }()
+		_ = d.LeaseTx(ctx, ref, func(tx driver.Tx) error {
+			if _, err := tx.Exec(ctx, `INSERT INTO t VALUES (1)`); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	var n int
+	if err := d.Pool().QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows after a panicking fenced transaction: %d %v", n, err)
+	}
+	if _, err := d.LeaseRelease(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "n", Owner: "B", TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+}
