@@ -33,7 +33,8 @@ type WorkerConfig struct {
 	// when nothing wakes it (PostgreSQL wakes it on enqueue). Default 1s.
 	PollInterval time.Duration
 	// FetchBatch caps the jobs one claim statement takes. Default the
-	// queue's concurrency, at most DefaultFetchBatch.
+	// queue's concurrency, at most DefaultFetchBatch; never more than
+	// MaxClaimBatch.
 	FetchBatch int
 	// Backoff is the retry delay after a failed attempt. Default
 	// DefaultBackoff.

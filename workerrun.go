@@ -19,6 +19,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 	if batch <= 0 {
 		batch = min(concurrency, DefaultFetchBatch)
 	}
+	batch = min(batch, MaxClaimBatch) // ClaimJobs refuses more
 	for {
 		select {
 		case slots <- struct{}{}:
