@@ -53,4 +53,25 @@ func TestPeriodicOncePerPeriodDespiteRetention(t *testing.T) {
 	if enqueued > 1 {
 		t.Fatalf("the periodic job ran %d times in one 24h period", enqueued)
 	}
+
+	// With the default retention the period's job is enqueued, once.
+	m2, err := c.StartMaintenance(dead, MaintenanceConfig{
+		Owner: "m", Periodic: []PeriodicJob{{Kind: "tock", Every: 24 * time.Hour}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2.Stop()
+	for range 3 {
+		if err := m2.Round(ctx, *l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.ListJobs(ctx, JobFilter{Kind: "tock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("%d tock jobs after three rounds of one period, want 1", len(jobs))
+	}
 }
