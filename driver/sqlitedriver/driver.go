@@ -4,7 +4,8 @@
 // SQLite has one writer at a time. Every write transaction begins IMMEDIATE,
 // so it holds the write lock from its first statement; within a process a
 // writer slot queues writers instead of letting them spin in the busy handler, and
-// across processes busy_timeout makes them wait. The file runs in WAL mode
+// across processes busy_timeout makes them wait (tried again when it runs
+// out, until the writer's context ends). The file runs in WAL mode
 // with synchronous=FULL: a grant lost in a power cut would be granted twice.
 // The database clock is the host clock read inside each statement
 // (millisecond resolution).
@@ -13,12 +14,13 @@ package sqlitedriver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 
 	"github.com/fenced/fenced/driver"
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // nowUS is the host clock in integer microseconds, read once per statement
@@ -88,6 +90,15 @@ func (d *Driver) write(ctx context.Context, fn func() error) error {
 	return fn()
 }
 
+// busy reports SQLITE_BUSY: busy_timeout ran out while another process (or
+// a transaction of DB()) held the write lock, before anything was written.
+// A writer waits for the lock until its context ends, as it would for a row
+// lock on PostgreSQL, so it tries again.
+func busy(err error) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code()&0xff == 5 // SQLITE_BUSY and its extended codes
+}
+
 // writeTx runs fn in an IMMEDIATE transaction holding the writer slot;
 // fn's error rolls back, and so does any other way out, a panic in the
 // caller's fn included: a transaction left open would keep SQLite's write
@@ -95,6 +106,9 @@ func (d *Driver) write(ctx context.Context, fn func() error) error {
 func (d *Driver) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return d.write(ctx, func() error {
 		tx, err := d.db.BeginTx(ctx, nil)
+		for busy(err) && ctx.Err() == nil {
+			tx, err = d.db.BeginTx(ctx, nil)
+		}
 		if err != nil {
 			return err
 		}

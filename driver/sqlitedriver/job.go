@@ -106,8 +106,12 @@ RETURNING ` + jobColumns
 func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
 	var jobs []*driver.JobRow
 	err := d.write(ctx, func() (err error) {
-		jobs, err = collectJobs(d.db.QueryContext(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
-		return err
+		for {
+			jobs, err = collectJobs(d.db.QueryContext(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
+			if !busy(err) || ctx.Err() != nil {
+				return err
+			}
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
