@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,12 @@ prints the job the key names, marked existing ("existing": true with
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := f.params(cmd, args[0])
 			if err != nil {
+				return err
+			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, _, err := c.Enqueue(ctx, p)
+				return err
+			}); err != nil {
 				return err
 			}
 			c, err := a.open(cmd.Context())
@@ -205,7 +212,20 @@ a page is full, the command to get the next one is printed to stderr.`,
 			if f.AfterID < 0 {
 				return usage("--after must not be negative")
 			}
+			// An empty filter, such as --queue "$Q" with Q unset, would
+			// be read as none and list every job.
+			for _, name := range []string{"state", "queue", "kind"} {
+				if fl := cmd.Flags().Lookup(name); fl.Changed && fl.Value.String() == "" {
+					return usage("--%s must not be empty", name)
+				}
+			}
 			f.State = fenced.JobState(state)
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.ListJobs(ctx, f)
+				return err
+			}); err != nil {
+				return err
+			}
 			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -52,6 +53,12 @@ acquire fails with exit 3.`,
 			if err := requireFlags(cmd, "owner"); err != nil {
 				return err
 			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.Acquire(ctx, args[0], owner, ttl)
+				return err
+			}); err != nil {
+				return err
+			}
 			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
@@ -85,6 +92,12 @@ stale (exit 4): acquire again, and get a new fence.`,
 		Args:    exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "owner", "fence"); err != nil {
+				return err
+			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.Renew(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
+				return err
+			}); err != nil {
 				return err
 			}
 			c, err := a.open(cmd.Context())
@@ -122,6 +135,12 @@ with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`
 			if err := requireFlags(cmd, "owner", "fence"); err != nil {
 				return err
 			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.Release(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
+				return err
+			}); err != nil {
+				return err
+			}
 			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
@@ -149,6 +168,12 @@ func newLeaseShowCmd(a *app) *cobra.Command {
   fenced lease show nightly-report --json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.Get(ctx, args[0])
+				return err
+			}); err != nil {
+				return err
+			}
 			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err

@@ -68,6 +68,12 @@ the lease was lost and COMMAND still exited 0, it exits 4 (stale) or 1.`,
 			if p.grace < 0 {
 				return usage("--grace %s is negative", p.grace)
 			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.Acquire(ctx, p.name, p.owner, p.ttl)
+				return err
+			}); err != nil {
+				return err
+			}
 			return a.runUnderLease(cmd.Context(), p)
 		},
 	}

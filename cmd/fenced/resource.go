@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/fenced/fenced"
@@ -43,6 +44,12 @@ applies nothing again; the same id with another fence or value is refused
 			if err := requireFlags(cmd, "fence", "value"); err != nil {
 				return err
 			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.WriteResource(ctx, args[0], []byte(value), fence, fenced.WriteOptions{OperationID: op})
+				return err
+			}); err != nil {
+				return err
+			}
 			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
@@ -79,6 +86,12 @@ func newResourceShowCmd(a *app) *cobra.Command {
   fenced resource show invoice-42 --json | jq -r .value`,
 		Args: exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.ReadResource(ctx, args[0])
+				return err
+			}); err != nil {
+				return err
+			}
 			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err

@@ -65,6 +65,9 @@ a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.`,
 			if err != nil || limit < 1024 || limit > 1<<30 {
 				return usage("--max-body %q: want a size from 1KiB to 1GiB, such as 1MiB", maxBody)
 			}
+			if err := checkAddr(addr); err != nil {
+				return usage("--addr %q: %v", addr, err)
+			}
 			if err := server.CheckListen(addr, len(tokens) > 0); err != nil {
 				return usage("%v", err)
 			}
@@ -77,6 +80,20 @@ a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.`,
 	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
 	cmd.Flags().StringVar(&maxBody, "max-body", "1MiB", "largest request body")
 	return cmd
+}
+
+// checkAddr checks that addr is a host:port net.Listen could take, so that
+// a malformed address is a usage error before the database is opened, with
+// tokens as without (CheckListen looks at the host only without tokens).
+func checkAddr(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return err
+	}
+	return nil
 }
 
 type serveOptions struct {

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad input is refused before the database is opened: no database file is
+// created, no schema migrated, nothing changed.
+func TestBadInputCreatesNoDatabase(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 201)
+	for _, args := range [][]string{
+		{"lease", "acquire", "", "--owner", "a"},
+		{"lease", "acquire", long, "--owner", "a"},
+		{"lease", "acquire", "x\xff", "--owner", "a"},
+		{"lease", "acquire", "x", "--owner", "a", "--ttl", "0"},
+		{"lease", "acquire", "x", "--owner", "a", "--ttl", "25h"},
+		{"lease", "renew", "x", "--owner", "a", "--fence", "-1"},
+		{"lease", "release", "x", "--owner", "", "--fence", "1"},
+		{"lease", "show", "x\x01"},
+		{"lease", "run", "x", "--ttl", "-1s", "--", "true"},
+		{"resource", "write", "k", "--fence", "-1", "--value", "v"},
+		{"resource", "write", "", "--fence", "1", "--value", "v"},
+		{"resource", "show", ""},
+		{"fence", "advance", "--by", "-1"},
+		{"job", "enqueue", "k", "--args", "not json"},
+		{"job", "enqueue", "k", "--priority", "-1"},
+		{"job", "ls", "--limit", "1001"},
+		{"job", "ls", "--state", "bogus"},
+	} {
+		c := newCLI(t, "")
+		c.fails(2, args...)
+		if _, err := os.Stat(filepath.Join(c.dir, "fenced.db")); !os.IsNotExist(err) {
+			t.Errorf("fenced %q: exit 2, but the default database was created (stat: %v)", args, err)
+		}
+	}
+}
+
+// An explicitly empty filter of "job ls" is refused, as the HTTP API
+// refuses one, rather than read as no filter and list every job.
+func TestJobListRefusesEmptyFilter(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	c.ok("job", "enqueue", "k", "--queue", "q1")
+	for _, flag := range []string{"--queue", "--kind", "--state"} {
+		r := c.fails(2, "job", "ls", flag, "")
+		contains(t, "stderr", r.stderr, flag)
+	}
+}
+
+// bench with an empty --queue is refused rather than run on the default queue.
+func TestBenchRefusesEmptyQueue(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	c.fails(2, "bench", "--jobs", "1", "--queue", "")
+}
+
+// A malformed --addr is a usage error (exit 2), found before the database
+// is opened, with tokens as without.
+func TestServeBadAddrIsUsageError(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"127.0.0.1:99999", "nonsense", "127.0.0.1:-1"} {
+		for _, env := range [][]string{nil, {"FENCED_TOKENS=0123456789abcdef-token"}} {
+			c := newCLI(t, "")
+			c.env = env
+			c.fails(2, "serve", "--addr", addr)
+			if _, err := os.Stat(filepath.Join(c.dir, "fenced.db")); !os.IsNotExist(err) {
+				t.Errorf("serve --addr %s (env %q): the database was created (stat: %v)", addr, env, err)
+			}
+		}
+	}
+}

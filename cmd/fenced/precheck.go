@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
+)
+
+// errChecked is what every statement of checkDriver returns: the input got
+// past the library's checks.
+var errChecked = errors.New("input checked")
+
+// checkDriver is a driver that runs no statement. The library checks every
+// input before it calls its driver, so an operation on a client over
+// checkDriver fails with fenced.ErrInvalid on bad input and with errChecked
+// otherwise. Calling a method not defined here panics (the embedded
+// interface is nil).
+type checkDriver struct{ driver.Driver }
+
+func (checkDriver) LeaseAcquire(context.Context, driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
+	return nil, errChecked
+}
+func (checkDriver) LeaseRenew(context.Context, driver.LeaseRef, time.Duration) (*driver.LeaseRow, error) {
+	return nil, errChecked
+}
+func (checkDriver) LeaseRelease(context.Context, driver.LeaseRef) (*driver.LeaseRow, error) {
+	return nil, errChecked
+}
+func (checkDriver) LeaseGet(context.Context, string) (*driver.LeaseRow, error) {
+	return nil, errChecked
+}
+func (checkDriver) ResourceWrite(context.Context, driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+	return nil, errChecked
+}
+func (checkDriver) ResourceGet(context.Context, string) (*driver.ResourceRow, error) {
+	return nil, errChecked
+}
+func (checkDriver) FenceAdvance(context.Context, int64) (int64, error) { return 0, errChecked }
+func (checkDriver) JobInsert(context.Context, driver.Tx, []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+	return nil, errChecked
+}
+func (checkDriver) JobList(context.Context, driver.JobListParams) ([]*driver.JobRow, error) {
+	return nil, errChecked
+}
+
+// checkInput runs op on a client that reaches no database and returns the
+// library's verdict on its input: an error matching fenced.ErrInvalid, or
+// nil. Commands call it before opening the database, so that bad input
+// is refused before any database is created, migrated or changed.
+func checkInput(ctx context.Context, op func(context.Context, *fenced.Client) error) error {
+	err := op(ctx, fenced.New(checkDriver{}, fenced.Config{}))
+	if errors.Is(err, fenced.ErrInvalid) {
+		return err
+	}
+	return nil
+}
