@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,4 +73,48 @@ func TestServeBadAddrIsUsageError(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A value that is not UTF-8 is shown by "resource show --json" as the HTTP
+// API sends it, in value_base64, not replaced by U+FFFD in value.
+func TestResourceShowJSONNonUTF8Value(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	value := "a\xff\xfeb"
+	c.ok("resource", "write", "k", "--fence", "1", "--value", value)
+	var r struct {
+		Value       string `json:"value"`
+		ValueBase64 string `json:"value_base64"`
+	}
+	c.json(&r, "resource", "show", "k", "--json")
+	got, err := base64.StdEncoding.DecodeString(r.ValueBase64)
+	if r.Value != "" || err != nil || string(got) != value {
+		t.Errorf("resource show --json: value %q, value_base64 %q (%q, %v); want value \"\" and value_base64 of %q",
+			r.Value, r.ValueBase64, got, err, value)
+	}
+	// UTF-8 stays in value.
+	c.ok("resource", "write", "k", "--fence", "1", "--value", "é")
+	r.ValueBase64 = ""
+	c.json(&r, "resource", "show", "k", "--json")
+	if r.Value != "é" || r.ValueBase64 != "" {
+		t.Errorf("resource show --json: value %q, value_base64 %q; want value \"é\"", r.Value, r.ValueBase64)
+	}
+}
+
+// An explicit empty --op is refused, as an empty --key is by job enqueue:
+// read as no operation id, the write would not be idempotent.
+func TestResourceWriteRefusesEmptyOp(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	c.fails(2, "resource", "write", "k", "--fence", "1", "--value", "v", "--op", "")
+	c.fails(5, "resource", "show", "k")
+}
+
+// A command that takes no arguments says so, without an empty list of
+// names ("want : accepts 0 arg(s)").
+func TestNoArgumentsMessage(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "")
+	r := c.fails(2, "lease", "ls", "extra")
+	contains(t, "stderr", r.stderr, "want no arguments")
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/wire"
@@ -43,6 +45,10 @@ applies nothing again; the same id with another fence or value is refused
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := requireFlags(cmd, "fence", "value"); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("op") && op == "" {
+				// Read as no id, it would make the write not idempotent.
+				return usage("--op must not be empty")
 			}
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.WriteResource(ctx, args[0], []byte(value), fence, fenced.WriteOptions{OperationID: op})
@@ -102,11 +108,22 @@ func newResourceShowCmd(a *app) *cobra.Command {
 				return notFound("resource", args[0], err)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.ResourceFrom(r))
+				return writeJSON(cmd.OutOrStdout(), resourceJSON(r))
 			}
 			return writeResource(cmd.OutOrStdout(), r)
 		},
 	}
 	jsonFlag(cmd, &asJSON)
 	return cmd
+}
+
+// resourceJSON is the --json form of r, as the HTTP service sends it: a
+// value that is not UTF-8, which a JSON string cannot hold unchanged, is in
+// value_base64 (standard encoding) with value empty.
+func resourceJSON(r *fenced.Resource) wire.Resource {
+	out := wire.ResourceFrom(r)
+	if !utf8.Valid(r.Value) {
+		out.Value, out.ValueBase64 = "", base64.StdEncoding.EncodeToString(r.Value)
+	}
+	return out
 }

@@ -133,6 +133,9 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 	check := cobra.ExactArgs(len(names))
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
+			if len(names) == 0 {
+				return usage("want no arguments: %v", err)
+			}
 			return usage("want %s: %v", strings.Join(names, " "), err)
 		}
 		return nil
