@@ -51,6 +51,9 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Jobs", func(t *testing.T) { t.Parallel(); runJobs(t, b) })
 	t.Run("Linearizability", func(t *testing.T) { t.Parallel(); runLinearizability(t, b) })
 	t.Run("Reports", func(t *testing.T) { t.Parallel(); runReports(t, b) })
+	t.Run("Generations", func(t *testing.T) { t.Parallel(); runGenerations(t, b) })
+	t.Run("JobFences", func(t *testing.T) { t.Parallel(); runJobFences(t, b) })
+	t.Run("JobLocks", func(t *testing.T) { t.Parallel(); runJobLocks(t, b) })
 }
 
 // env is one test's database and a client on it.
