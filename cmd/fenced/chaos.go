@@ -63,7 +63,40 @@ gives the same fault schedule. Exits 1 on any anomaly.`,
 	return cmd
 }
 
+// check refuses what the suite would read as "not given" (a zero count,
+// rate or length, which it replaces by its default) or would read as "none"
+// (a negative interval or skew): a value given must mean what it says.
+func (f *chaosFlags) check(cmd *cobra.Command) error {
+	fl := cmd.Flags()
+	for _, c := range []struct {
+		name     string
+		bad      bool
+		positive bool
+	}{
+		{"duration", f.o.Duration <= 0, true},
+		{"workers", f.o.Workers <= 0, true},
+		{"rate", f.o.JobsPerSecond <= 0, true},
+		{"job-ttl", f.o.JobTTL <= 0, true},
+		{"pause-every", f.o.PauseEvery < 0, false},
+		{"kill-every", f.o.KillEvery < 0, false},
+		{"conn-kill-every", f.o.ConnKillEvery < 0, false},
+		{"clock-skew", f.o.ClockSkew < 0, false},
+	} {
+		switch {
+		case !fl.Changed(c.name) || !c.bad:
+		case c.positive:
+			return usage("--%s must be positive", c.name)
+		default:
+			return usage("--%s must not be negative (0 means none)", c.name)
+		}
+	}
+	return nil
+}
+
 func (a *app) chaos(cmd *cobra.Command, f *chaosFlags) error {
+	if err := f.check(cmd); err != nil {
+		return err
+	}
 	o := f.o
 	if f.long {
 		l := chaos.LongOptions()
