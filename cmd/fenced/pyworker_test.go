@@ -73,9 +73,10 @@ func TestPythonWorker(t *testing.T) {
 	c := newCLI(t, testdb.SQLite(t))
 	s := c.serve()
 
-	// Echo jobs: each runs 1.1s under a 300ms lease, so each lives only by
+	// Echo jobs: each runs 3.1s under a 1.5s lease, so each lives only by
 	// the worker's heartbeats (the server's maintenance recovers expired
-	// work every second).
+	// work every second). The heartbeats come every 0.5s, so a loaded
+	// machine may delay one by up to a second before the job is lost.
 	const n = 4
 	ids := make([]any, n)
 	args := make([]map[string]any, n)
@@ -85,7 +86,7 @@ func TestPythonWorker(t *testing.T) {
 		ids[i] = s.want(201, "POST", "/v1/jobs", string(body))["id"]
 	}
 	out := pyWorker(t, s, "--queue", "py", "--kind", "echo", "--max-jobs", fmt.Sprint(n),
-		"--lease-ms", "300", "--sleep-ms", "1100", "--owner", "py-test")
+		"--lease-ms", "1500", "--sleep-ms", "3100", "--owner", "py-test")
 	var counts map[string]float64
 	lastJSON(t, out, &counts)
 	if want := map[string]float64{"completed": n, "failed": 0, "stale": 0}; !reflect.DeepEqual(counts, want) {
