@@ -120,4 +120,18 @@ func runJobFences(t *testing.T, b Backend) {
 			t.Fatalf("a completion after the lease ran out changed the job: %+v", cur)
 		}
 	})
+	t.Run("RecoveryLeavesAnUnexpiredAttemptAlone", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		// A lease of two seconds, still running when recovery looks: only
+		// expiry by the database clock lets recovery take an attempt back.
+		a := e.claimOne(t, "A", 2*time.Second)
+		n, err := e.c.RecoverJobs(ctx(t), nil, 100, fenced.Backoff{Base: time.Microsecond, Max: time.Microsecond})
+		wantNoErr(t, err, "recover")
+		if cur, _ := e.job(t, j.ID); n != 0 || cur.State != fenced.JobRunning || cur.Fence != a.Fence {
+			t.Fatalf("recovery took back an attempt whose lease had not run out: %d recovered, job %+v", n, cur)
+		}
+		wantNoErr(t, e.c.CompleteJob(ctx(t), a.Ref(), nil), "complete within the lease")
+	})
 }
