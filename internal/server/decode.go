@@ -242,30 +242,6 @@ func hex4(b []byte) rune {
 	return rune(n)
 }
 
-// checkStoredJSON refuses JSON a backend cannot store although it is valid:
-// numbers beyond the float64 range (PostgreSQL's jsonb refuses 1e1000000).
-func checkStoredJSON(field string, raw json.RawMessage) error {
-	if len(raw) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return invalid(field, "is not valid JSON")
-		}
-		if n, ok := tok.(json.Number); ok {
-			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
-				return invalid(field, fmt.Sprintf("number %.40s is out of range", n))
-			}
-		}
-	}
-}
-
 // millis turns a count of milliseconds into a duration within [min, max],
 // or refuses it naming field. nil gives def.
 func millis(field string, ms *int64, def, min, max time.Duration) (time.Duration, error) {
