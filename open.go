@@ -2,17 +2,14 @@ package fenced
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 
 	"github.com/fenced/fenced/driver"
-	"github.com/fenced/fenced/driver/mysqldriver"
-	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/internal/dburl"
 )
 
 // DefaultDatabaseURL is the embedded SQLite file used when no URL is given.
-const DefaultDatabaseURL = "sqlite:fenced.db"
+const DefaultDatabaseURL = dburl.DefaultURL
 
 // Open connects to the database named by url and returns a Client that owns
 // the connection (Close closes it). It does not migrate; call Migrate.
@@ -22,7 +19,11 @@ const DefaultDatabaseURL = "sqlite:fenced.db"
 //	sqlite:///absolute/path/fenced.db
 //	sqlite:relative/path/fenced.db
 //
-// An empty url means DefaultDatabaseURL.
+// An empty url means DefaultDatabaseURL. The backend of a scheme must be
+// linked into the program by importing its package (driver/pgdriver,
+// driver/mysqldriver, driver/sqlitedriver, or driver/all for every one);
+// otherwise Open refuses the URL with an *InvalidError naming the import.
+// A backend package can also be used without a URL: New(pgdriver.New(pool), cfg).
 func Open(ctx context.Context, url string, cfg Config) (*Client, error) {
 	d, err := OpenDriver(ctx, url)
 	if err != nil {
@@ -33,59 +34,23 @@ func Open(ctx context.Context, url string, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// OpenDriver opens the backend driver named by url (see Open).
+// OpenDriver opens the backend driver named by url (see Open) through the
+// Opener its scheme registered.
 func OpenDriver(ctx context.Context, url string) (driver.Driver, error) {
-	kind, target, err := ParseDatabaseURL(url)
-	if err != nil {
-		return nil, err
-	}
-	switch kind {
-	case "postgres":
-		return pgdriver.Open(ctx, target)
-	case "mysql":
-		return mysqldriver.Open(ctx, target)
-	default:
-		return sqlitedriver.Open(ctx, target)
-	}
-}
-
-// ParseDatabaseURL splits a database URL into the backend ("postgres",
-// "mysql" or "sqlite") and what that backend opens: the URL itself for
-// PostgreSQL and MySQL, a file path for SQLite.
-func ParseDatabaseURL(url string) (kind, target string, err error) {
 	if url == "" {
 		url = DefaultDatabaseURL
 	}
-	scheme, rest, ok := strings.Cut(url, ":")
-	if !ok {
-		return "", "", driver.Invalid("database url", "no scheme (want postgres://…, mysql://… or sqlite:PATH)")
+	scheme, _, ok := strings.Cut(url, ":")
+	if !ok || scheme == "" {
+		return nil, driver.Invalid("database url", "no scheme (want postgres://…, mysql://… or sqlite:PATH)")
 	}
-	switch strings.ToLower(scheme) {
-	case "postgres", "postgresql":
-		if !strings.HasPrefix(rest, "//") {
-			return "", "", driver.Invalid("database url", "want postgres://host/db after the scheme")
-		}
-		return "postgres", url, nil
-	case "mysql", "mariadb":
-		if !strings.HasPrefix(rest, "//") {
-			return "", "", driver.Invalid("database url", "want mysql://user:pass@host:3306/db after the scheme")
-		}
-		return "mysql", url, nil
-	case "sqlite", "sqlite3", "file":
-		path := rest
-		if strings.HasPrefix(path, "//") {
-			// sqlite:///abs/path has an empty host; sqlite://host/… is not a file.
-			path = path[2:]
-			if !strings.HasPrefix(path, "/") {
-				// The URL is not quoted back: it may hold a password.
-				return "", "", driver.Invalid("database url", "sqlite://HOST/… names no file: use sqlite:///absolute/path or sqlite:relative/path")
-			}
-		}
-		if path == "" || strings.ContainsAny(path, "?#\x00") {
-			return "", "", driver.Invalid("database url", "want sqlite:PATH with no query, fragment or NUL byte")
-		}
-		return "sqlite", filepath.Clean(path), nil
-	default:
-		return "", "", driver.Invalid("database url", "unknown scheme %q (want postgres, mysql or sqlite)", scheme)
+	open, ok := driver.Lookup(scheme)
+	if ok {
+		return open(ctx, url)
 	}
+	if dialect := dburl.Backend(url); dialect != "" {
+		return nil, driver.Invalid("database url", "no %s backend is linked into this program: import _ %q (or %q for every backend)",
+			dialect, dburl.Package(dialect), "github.com/fenced/fenced/driver/all")
+	}
+	return nil, driver.Invalid("database url", "unknown scheme %q (want postgres, mysql or sqlite; linked here: %s)", scheme, strings.Join(driver.Schemes(), ", "))
 }

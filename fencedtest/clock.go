@@ -16,7 +16,7 @@ func runClockSkew(t *testing.T, b Backend) {
 			t.Parallel()
 			base := setup(t, b)
 			cfg := fenced.Config{Now: func() time.Time { return time.Now().Add(skew) }}
-			e := &env{b: b, url: base.url, c: open(t, base.url, cfg)}
+			e := &env{b: b, url: base.url, c: b.open(t, base.url, cfg)}
 
 			short := 2 * time.Second // long enough that B's attempt below runs before it ends
 			a := e.acquire(t, "job", "A", short)

@@ -21,7 +21,7 @@ func runContention(t *testing.T, b Backend) {
 		e := setup(t, b)
 		clients := []*fenced.Client{e.c}
 		for range 3 {
-			clients = append(clients, open(t, e.url, fenced.Config{}))
+			clients = append(clients, e.b.open(t, e.url, fenced.Config{}))
 		}
 		type grant struct {
 			fence int64

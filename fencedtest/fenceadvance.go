@@ -12,7 +12,7 @@ func runFenceAdvance(t *testing.T, b Backend) {
 	t.Run("EveryFenceAfterRestoreIsAboveEveryFenceBefore", func(t *testing.T) {
 		t.Parallel()
 		url := b.NewURL(t)
-		c := open(t, url, fenced.Config{})
+		c := b.open(t, url, fenced.Config{})
 		_, err := c.Migrate(ctx(t))
 		wantNoErr(t, err, "migrate")
 		grant := func(c *fenced.Client, name, owner string) int64 {
@@ -33,7 +33,7 @@ func runFenceAdvance(t *testing.T, b Backend) {
 		wantNoErr(t, c.Close(), "close")
 		restore()
 
-		c = open(t, url, fenced.Config{})
+		c = b.open(t, url, fenced.Config{})
 		// Without an advance the restored copy would hand out old fences again.
 		if f := grant(c, "a", "w"); f > before {
 			t.Fatalf("restored copy granted %d, want a repeat of a fence ≤ %d (is the snapshot real?)", f, before)

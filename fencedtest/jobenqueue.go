@@ -72,7 +72,7 @@ func runEnqueue(t *testing.T, b Backend) {
 	t.Run("IdempotentUnderEightConcurrentEnqueuers", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		clients := []*fenced.Client{e.c, open(t, e.url, fenced.Config{})}
+		clients := []*fenced.Client{e.c, e.b.open(t, e.url, fenced.Config{})}
 		var wg sync.WaitGroup
 		ids := make([]int64, 8)
 		for i := range 8 {

@@ -90,7 +90,7 @@ func runJobFences(t *testing.T, b Backend) {
 	t.Run("CompleteInALongerTransactionJudgesTheLeaseAtTheWrite", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		other := open(t, e.url, fenced.Config{})
+		other := e.b.open(t, e.url, fenced.Config{})
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		a := e.claimOne(t, "A", 500*time.Millisecond)
 		l := e.acquire(t, "own-tx", "A", long)

@@ -130,7 +130,7 @@ func runRecovery(t *testing.T, b Backend) {
 			Periodic: []fenced.PeriodicJob{{Kind: "tick", Every: time.Hour}}}
 		var ms []*fenced.Maintainer
 		var wg sync.WaitGroup
-		for _, c := range []*fenced.Client{e.c, open(t, e.url, fenced.Config{})} {
+		for _, c := range []*fenced.Client{e.c, e.b.open(t, e.url, fenced.Config{})} {
 			m, err := c.StartMaintenance(ctx(t), cfg)
 			wantNoErr(t, err, "start maintenance")
 			ms = append(ms, m)

@@ -92,7 +92,7 @@ func runJobClaims(t *testing.T, b Backend) {
 	t.Run("TwoWorkersOneJobExactlyOneWins", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		other := open(t, e.url, fenced.Config{})
+		other := e.b.open(t, e.url, fenced.Config{})
 		e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		var wg sync.WaitGroup
 		got := make([]int, 2)
@@ -115,7 +115,7 @@ func runJobClaims(t *testing.T, b Backend) {
 	t.Run("TwoWorkersTenJobsGetDifferentJobs", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		other := open(t, e.url, fenced.Config{})
+		other := e.b.open(t, e.url, fenced.Config{})
 		for range 10 {
 			e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		}

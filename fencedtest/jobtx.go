@@ -19,7 +19,7 @@ func runJobLocks(t *testing.T, b Backend) {
 			t.Skip("SQLite has one writer: nothing to skip, a claim waits for the write lock")
 		}
 		e := setup(t, b)
-		other := open(t, e.url, fenced.Config{})
+		other := e.b.open(t, e.url, fenced.Config{})
 		first := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 0})
 		second := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 1})
 		l := e.acquire(t, "locker", "L", long)
@@ -47,7 +47,7 @@ func runJobLocks(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		b.Exec(t, e.url, bizDDL)
-		other := open(t, e.url, fenced.Config{})
+		other := e.b.open(t, e.url, fenced.Config{})
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		ttl := 2 * time.Second // long enough that the guard below runs well inside it
 		a := e.claimOne(t, "A", ttl)

@@ -278,7 +278,7 @@ func runNothingLost(t *testing.T, b Backend) {
 	for i := range 4 {
 		c := e.c
 		if i > 0 {
-			c = open(t, e.url, fenced.Config{})
+			c = e.b.open(t, e.url, fenced.Config{})
 		}
 		w, err := c.NewWorker(cfg)
 		wantNoErr(t, err, "worker")

@@ -87,7 +87,7 @@ func runKeeper(t *testing.T, b Backend) {
 		wantNoErr(t, err, "keep")
 		// Another client's fenced transaction on the lease holds its row (on
 		// SQLite, the write lock): the keeper's renewals wait behind it.
-		other := open(t, e.url, fenced.Config{})
+		other := e.b.open(t, e.url, fenced.Config{})
 		release, held := make(chan struct{}), make(chan struct{})
 		txDone := make(chan error, 1)
 		go func() {

@@ -110,7 +110,7 @@ func runLeaseTx(t *testing.T, b Backend) {
 // transaction is stale and writes nothing.
 func takeoverWaits(t *testing.T, e *env) {
 	ttl := 300 * time.Millisecond
-	other := open(t, e.url, fenced.Config{})
+	other := e.b.open(t, e.url, fenced.Config{})
 	a := e.acquire(t, "job", "A", ttl)
 
 	inTx, commit := make(chan struct{}), make(chan struct{})

@@ -127,7 +127,7 @@ func (r *linRecorder) add(client int, in linInput, call, ret int64, out linOutpu
 func recordLinHistory(t *testing.T, e *env) []porcupine.Operation {
 	clients := []*fenced.Client{e.c}
 	for range linClients - 1 {
-		clients = append(clients, open(t, e.url, fenced.Config{}))
+		clients = append(clients, e.b.open(t, e.url, fenced.Config{}))
 	}
 	rec := &linRecorder{start: time.Now()}
 	newWorker := func(id int, name, owner string, unknowns int) *linWorker {

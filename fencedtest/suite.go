@@ -11,11 +11,17 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
 )
 
-// Backend describes how to get real databases of one kind.
+// Backend describes how to get real databases of one kind, and the
+// backend's driver constructor, so a driver outside this module runs the
+// same suite.
 type Backend struct {
 	Name string
+	// OpenDriver opens the backend on url (a URL NewURL returned); each
+	// call opens connections of its own, closed when its test ends.
+	OpenDriver driver.Opener
 	// NewURL returns the URL of a fresh, empty database for one test.
 	NewURL func(t testing.TB) string
 	// Exec runs one statement (the test's own tables) on url.
@@ -67,7 +73,7 @@ type env struct {
 func setup(t *testing.T, b Backend) *env {
 	t.Helper()
 	url := b.NewURL(t)
-	c := open(t, url, fenced.Config{})
+	c := b.open(t, url, fenced.Config{})
 	if _, err := c.Migrate(ctx(t)); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
@@ -75,14 +81,14 @@ func setup(t *testing.T, b Backend) *env {
 }
 
 // open opens another client (its own connections) on url.
-func open(t testing.TB, url string, cfg fenced.Config) *fenced.Client {
+func (b Backend) open(t testing.TB, url string, cfg fenced.Config) *fenced.Client {
 	t.Helper()
-	c, err := fenced.Open(context.Background(), url, cfg)
+	d, err := b.OpenDriver(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	t.Cleanup(func() { d.Close() })
+	return fenced.New(d, cfg)
 }
 
 func ctx(t testing.TB) context.Context {

@@ -58,6 +58,15 @@ func runValidation(t *testing.T, b Backend) {
 			_, err := e.c.WriteResource(ctx(t), "k", []byte("v"), 1, fenced.WriteOptions{OperationID: long201})
 			return err
 		},
+		// A transaction of another backend (or none of any) is refused, not
+		// a panic.
+		"EnqueueInForeignTx": func() error {
+			_, _, err := e.c.EnqueueTx(ctx(t), foreignTx{}, fenced.EnqueueParams{Kind: "k"})
+			return err
+		},
+		"CompleteInForeignTx": func() error {
+			return e.c.CompleteJobTx(ctx(t), foreignTx{}, fenced.JobRef{ID: 1, Fence: 1}, nil)
+		},
 	}
 	for name, call := range cases {
 		err := call()
@@ -75,3 +84,6 @@ func runValidation(t *testing.T, b Backend) {
 		t.Fatalf("invalid input created a resource: %v", err)
 	}
 }
+
+// foreignTx is a transaction of no backend.
+type foreignTx struct{ fenced.Tx }

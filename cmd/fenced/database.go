@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced"
+	_ "github.com/fenced/fenced/driver/all" // the command opens every backend by URL
 )
 
 // envDatabaseURL names the environment variable read when --db is not given.

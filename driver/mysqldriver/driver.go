@@ -70,6 +70,11 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
+func init() {
+	driver.Register(func(ctx context.Context, url string) (driver.Driver, error) { return Open(ctx, url) },
+		"mysql", "mariadb")
+}
+
 // Open connects to a MySQL or MariaDB URL; Close closes the pool.
 //
 //	mysql://user:pass@host:3306/db?param=value   (also mariadb://)

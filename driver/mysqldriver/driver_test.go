@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/fencedtest"
 	"github.com/fenced/fenced/internal/testdb"
@@ -23,6 +24,7 @@ import (
 // nothing like PostgreSQL's LISTEN/NOTIFY to push them; idle workers poll.
 var Backend = fencedtest.Backend{
 	Name:        "mysql",
+	OpenDriver:  func(ctx context.Context, url string) (driver.Driver, error) { return mysqldriver.Open(ctx, url) },
 	NewURL:      func(t testing.TB) string { return withParam(t, testdb.MySQL(t), "time_zone", "'+05:00'") },
 	Exec:        func(t testing.TB, url, sql string) { testdb.MySQLExec(t, url, sql) },
 	Snapshot:    testdb.MySQLSnapshot,

@@ -91,7 +91,11 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	var out []error
 	var err error
 	if tx != nil {
-		out, err = finishJobs(ctx, sqlOf(tx), ends)
+		var stx *sql.Tx
+		if stx, err = sqlOf(tx); err != nil {
+			return nil, err
+		}
+		out, err = finishJobs(ctx, stx, ends)
 	} else {
 		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
 			out, err = finishJobs(ctx, tx, ends)

@@ -49,7 +49,11 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	var out []driver.JobInsertResult
 	var err error
 	if tx != nil {
-		out, err = insertJobs(ctx, sqlOf(tx), jobs, d.consecutiveIDs)
+		var stx *sql.Tx
+		if stx, err = sqlOf(tx); err != nil {
+			return nil, err
+		}
+		out, err = insertJobs(ctx, stx, jobs, d.consecutiveIDs)
 	} else {
 		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
 			out, err = insertJobs(ctx, tx, jobs, d.consecutiveIDs)

@@ -3,7 +3,6 @@ package mysqldriver
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/fenced/fenced/driver"
 )
@@ -40,10 +39,11 @@ func (t *Tx) QueryRow(ctx context.Context, query string, args ...any) driver.Row
 }
 
 // sqlOf returns the database/sql transaction behind a driver.Tx of this
-// driver.
-func sqlOf(tx driver.Tx) *sql.Tx {
-	if t, ok := tx.(*Tx); ok {
-		return t.tx
+// driver, or an *InvalidError for a transaction of another backend (or a
+// nil one).
+func sqlOf(tx driver.Tx) (*sql.Tx, error) {
+	if t, ok := tx.(*Tx); ok && t != nil && t.tx != nil {
+		return t.tx, nil
 	}
-	panic(fmt.Sprintf("mysqldriver: transaction %T is not from this driver (wrap a *sql.Tx with mysqldriver.WrapTx)", tx))
+	return nil, driver.Invalid("tx", "%T is not a transaction of the MySQL backend: wrap a *sql.Tx with mysqldriver.WrapTx", tx)
 }

@@ -9,6 +9,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/jackc/pgx/v5"
@@ -30,13 +31,33 @@ var _ driver.Driver = (*Driver)(nil)
 // elsewhere must do so itself).
 func New(pool *pgxpool.Pool) *Driver { return &Driver{pool: pool} }
 
+func init() {
+	driver.Register(func(ctx context.Context, url string) (driver.Driver, error) { return Open(ctx, url) },
+		"postgres", "postgresql")
+}
+
 // Open connects to a PostgreSQL URL (postgres://…); Close closes the pool.
 func Open(ctx context.Context, url string) (*Driver, error) {
+	cfg, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return OpenConfig(ctx, cfg)
+}
+
+// ParseURL parses a postgres:// (or postgresql://) URL into a pool
+// configuration, with pgx's parameters (pool_max_conns, sslmode, …).
+// Errors never quote the URL, which may hold a password.
+func ParseURL(url string) (*pgxpool.Config, error) {
+	scheme, rest, _ := strings.Cut(url, ":")
+	if s := strings.ToLower(scheme); (s != "postgres" && s != "postgresql") || !strings.HasPrefix(rest, "//") {
+		return nil, driver.Invalid("database url", "want postgres://host/db")
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, &driver.InvalidError{Field: "database url", Reason: err.Error()}
 	}
-	return OpenConfig(ctx, cfg)
+	return cfg, nil
 }
 
 // OpenConfig connects with a parsed pool configuration; Close closes the pool.

@@ -1,8 +1,11 @@
 package pgdriver_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/fencedtest"
 	"github.com/fenced/fenced/internal/testdb"
 )
@@ -10,6 +13,7 @@ import (
 // Backend is the conformance-suite view of PostgreSQL.
 var Backend = fencedtest.Backend{
 	Name:        "postgres",
+	OpenDriver:  func(ctx context.Context, url string) (driver.Driver, error) { return pgdriver.Open(ctx, url) },
 	NewURL:      testdb.Postgres,
 	Exec:        func(t testing.TB, url, sql string) { testdb.Exec(t, url, sql) },
 	Snapshot:    testdb.PostgresSnapshot,

@@ -255,7 +255,11 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	}
 	var q querier = d.pool
 	if tx != nil {
-		q = pgxOf(tx)
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return nil, err
+		}
+		q = ptx
 	}
 	written := make([]bool, n)
 	run := func() error {
@@ -326,18 +330,6 @@ func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, ok []boo
 	}
 	return out, nil
 }
-
-// pgxOf returns the pgx transaction behind a driver.Tx of this driver.
-func pgxOf(tx driver.Tx) pgx.Tx {
-	if t, ok := tx.(*Tx); ok {
-		return t.tx
-	}
-	panic(fmt.Sprintf("pgdriver: transaction %T is not from this driver (wrap a pgx.Tx with pgdriver.WrapTx)", tx))
-}
-
-// WrapTx makes the caller's own pgx transaction usable where fenced takes a
-// driver.Tx: enqueueing or completing a job inside it.
-func WrapTx(tx pgx.Tx) *Tx { return &Tx{tx: tx} }
 
 const jobProgressSQL = `UPDATE fenced_jobs j SET progress = $3, updated_at = clock_timestamp()
 WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard

@@ -41,7 +41,11 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	}
 	var q querier = d.pool
 	if tx != nil {
-		q = pgxOf(tx)
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return nil, err
+		}
+		q = ptx
 	}
 	inserted, err := collectJobs(q.Query(ctx, jobInsertSQL, kinds, queues, args, prios, runAts, delays, maxes, keys))
 	if err != nil {

@@ -88,5 +88,11 @@ func (d *Driver) maintenance(ctx context.Context, guard *driver.LeaseRef, fn fun
 	if guard == nil {
 		return pgx.BeginFunc(ctx, d.pool, fn)
 	}
-	return d.LeaseTx(ctx, *guard, func(tx driver.Tx) error { return fn(pgxOf(tx)) })
+	return d.LeaseTx(ctx, *guard, func(tx driver.Tx) error {
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return err
+		}
+		return fn(ptx)
+	})
 }

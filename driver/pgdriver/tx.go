@@ -13,6 +13,19 @@ type Tx struct{ tx pgx.Tx }
 
 var _ driver.Tx = (*Tx)(nil)
 
+// WrapTx makes the caller's own pgx transaction usable where fenced takes a
+// driver.Tx: enqueueing or completing a job inside it.
+func WrapTx(tx pgx.Tx) *Tx { return &Tx{tx: tx} }
+
+// pgxOf returns the pgx transaction behind a driver.Tx of this driver, or an
+// *InvalidError for a transaction of another backend (or a nil one).
+func pgxOf(tx driver.Tx) (pgx.Tx, error) {
+	if t, ok := tx.(*Tx); ok && t != nil && t.tx != nil {
+		return t.tx, nil
+	}
+	return nil, driver.Invalid("tx", "%T is not a transaction of the PostgreSQL backend: wrap a pgx.Tx with pgdriver.WrapTx", tx)
+}
+
 // Pgx returns the underlying transaction for anything the narrow interface
 // lacks (COPY, batches). Do not commit or roll it back yourself.
 func (t *Tx) Pgx() pgx.Tx { return t.tx }

@@ -1,8 +1,11 @@
 package sqlitedriver_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/sqlitedriver"
 	"github.com/fenced/fenced/fencedtest"
 	"github.com/fenced/fenced/internal/testdb"
 )
@@ -11,10 +14,20 @@ import (
 // waiter on its write lock, so the suite gives a blocked call a bounded
 // chance to return instead of observing the wait.
 var Backend = fencedtest.Backend{
-	Name:     "sqlite",
-	NewURL:   testdb.SQLite,
-	Exec:     testdb.SQLiteExec,
-	Snapshot: testdb.SQLiteSnapshot,
+	Name:       "sqlite",
+	OpenDriver: openDriver,
+	NewURL:     testdb.SQLite,
+	Exec:       testdb.SQLiteExec,
+	Snapshot:   testdb.SQLiteSnapshot,
 }
 
 func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }
+
+// openDriver is the conformance suite's constructor: a sqlite: URL.
+func openDriver(ctx context.Context, url string) (driver.Driver, error) {
+	path, err := sqlitedriver.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return sqlitedriver.Open(ctx, path)
+}

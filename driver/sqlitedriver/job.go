@@ -218,7 +218,11 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	var out []error
 	var err error
 	if tx != nil {
-		out, err = finishJobs(ctx, sqlOf(tx), ends)
+		var stx *sql.Tx
+		if stx, err = sqlOf(tx); err != nil {
+			return nil, err
+		}
+		out, err = finishJobs(ctx, stx, ends)
 	} else {
 		err = d.writeTx(ctx, func(tx *sql.Tx) (err error) {
 			out, err = finishJobs(ctx, tx, ends)
@@ -287,21 +291,6 @@ func endOutcome(kind driver.JobEndKind, state driver.JobState) string {
 	}
 	return driver.OutcomeRetry
 }
-
-// sqlOf returns the database/sql transaction behind a driver.Tx of this
-// driver.
-func sqlOf(tx driver.Tx) *sql.Tx {
-	if t, ok := tx.(*Tx); ok {
-		return t.tx
-	}
-	panic(fmt.Sprintf("sqlitedriver: transaction %T is not from this driver (wrap a *sql.Tx with sqlitedriver.WrapTx)", tx))
-}
-
-// WrapTx makes the caller's own transaction usable where fenced takes a
-// driver.Tx: enqueueing or completing a job inside it. The transaction must
-// have begun IMMEDIATE, as every transaction of DB() does, so it holds the
-// write lock from its first statement.
-func WrapTx(tx *sql.Tx) *Tx { return &Tx{tx: tx} }
 
 const jobProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard

@@ -29,7 +29,11 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	var out []driver.JobInsertResult
 	var err error
 	if tx != nil {
-		out, err = insertJobs(ctx, sqlOf(tx), jobs)
+		var stx *sql.Tx
+		if stx, err = sqlOf(tx); err != nil {
+			return nil, err
+		}
+		out, err = insertJobs(ctx, stx, jobs)
 	} else {
 		err = d.writeTx(ctx, func(tx *sql.Tx) (err error) {
 			out, err = insertJobs(ctx, tx, jobs)

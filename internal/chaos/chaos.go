@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/dburl"
 )
 
 // Options configure a chaos run. Start from DefaultOptions or LongOptions:
@@ -152,13 +153,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
-	kind, _, err := fenced.ParseDatabaseURL(o.URL)
-	if err != nil {
-		return nil, err
-	}
-	if kind != "postgres" {
+	if kind := dburl.Backend(o.URL); kind != "postgres" {
+		if kind == "" {
+			kind = "non-PostgreSQL"
+		}
 		return nil, fmt.Errorf("chaos runs against PostgreSQL (its nemesis kills server connections and restarts the server); got a %s URL: %w", kind, fenced.ErrInvalid)
 	}
+	var err error
 	r := &run{o: &o, started: time.Now()}
 	var b [4]byte
 	rand.Read(b[:])

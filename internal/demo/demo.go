@@ -99,7 +99,7 @@ func run(ctx context.Context, opts Options, table map[string]scenario, names []s
 	if _, err := c.Migrate(ctx); err != nil {
 		return false, err
 	}
-	kind, _, _ := fenced.ParseDatabaseURL(url)
+	kind := c.Driver().Dialect()
 	e := &env{url: url, c: c, exe: opts.Exe, dialect: c.Driver().Dialect()}
 	allOK := true
 	for _, n := range names {

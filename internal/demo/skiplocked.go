@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -42,9 +43,14 @@ func skipLocked(ctx context.Context, e *env) []Step {
 
 	got := make([][][]int, len(ps)) // per worker, its batches of job numbers
 	errs := make([]error, len(ps))
+	// Every worker's first claim returns before any works or claims again,
+	// so each gets a share however the machine schedules them: ten jobs are
+	// more than two first batches.
+	var firstClaims sync.WaitGroup
+	firstClaims.Add(len(ps))
 	var fns []func()
 	for i, p := range ps {
-		fns = append(fns, func() { got[i], errs[i] = pull(ctx, p, q, number) })
+		fns = append(fns, func() { got[i], errs[i] = pull(ctx, p, q, number, &firstClaims) })
 	}
 	together(fns...)
 
@@ -83,11 +89,16 @@ func enqueueNumbered(ctx context.Context, c *fenced.Client, q string) (map[int64
 }
 
 // pull is one worker's loop: claim a batch, work, complete it, repeat until a
-// claim returns nothing.
-func pull(ctx context.Context, p *peer, q string, number map[int64]int) ([][]int, error) {
+// claim returns nothing. After its first claim it waits at first until
+// every worker has made its own.
+func pull(ctx context.Context, p *peer, q string, number map[int64]int, first *sync.WaitGroup) ([][]int, error) {
 	var got [][]int
-	for {
+	for n := 0; ; n++ {
 		jobs, err := p.c.ClaimJobs(ctx, q, p.name, skipLockedBatch, time.Minute)
+		if n == 0 {
+			first.Done()
+			first.Wait()
+		}
 		if err != nil || len(jobs) == 0 {
 			return got, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/internal/dburl"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -38,14 +39,10 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 		db.tmpDir = dir
 		rawURL = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	kind, _, err := fenced.ParseDatabaseURL(rawURL)
-	if err != nil {
-		db.close()
-		return nil, err
-	}
-	if kind == "postgres" || kind == "mysql" {
+	if kind := dburl.Backend(rawURL); kind == "postgres" || kind == "mysql" {
 		rawURL = withPoolSize(rawURL, poolConns)
 	}
+	var err error
 	if db.c, err = fenced.Open(ctx, rawURL, fenced.Config{}); err != nil {
 		db.close()
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/fenced/fenced/driver/all" // tests open every backend by URL
 	"github.com/jackc/pgx/v5"
 )
 
