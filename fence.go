@@ -3,7 +3,7 @@ package fenced
 import (
 	"context"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // DefaultAdvance is the step AdvanceFences uses when given 0: room for a
@@ -23,7 +23,7 @@ const DefaultAdvance int64 = 1_000_000_000
 // floor.
 func (c *Client) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	if by < 0 {
-		return 0, driver.Invalid("advance", "%d is negative", by)
+		return 0, fencedtype.Invalid("advance", "%d is negative", by)
 	}
 	if by == 0 {
 		by = DefaultAdvance

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Handler runs one attempt of a job. Its context ends when the job is asked
@@ -115,7 +115,7 @@ func (w *Worker) outcome(ctx context.Context, r *JobRun, err error, lost bool) (
 	var snooze *snoozeError
 	var discard *discardError
 	switch {
-	case context.Cause(ctx) == ErrJobLost && lost || errors.Is(err, driver.ErrStale) && r.completedTx:
+	case context.Cause(ctx) == ErrJobLost && lost || errors.Is(err, fencedtype.ErrStale) && r.completedTx:
 		return end, false // not ours to write any more
 	case err == nil && r.completedTx:
 		return end, false // completed in the handler's own transaction

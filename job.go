@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // JobState is one of a job's five states.
-type JobState = driver.JobState
+type JobState = fencedtype.JobState
 
 // The states of a job:
 //
@@ -25,79 +26,34 @@ type JobState = driver.JobState
 // queued includes scheduled jobs and jobs waiting to retry (RunAt in the
 // future).
 const (
-	JobQueued    = driver.JobQueued
-	JobRunning   = driver.JobRunning
-	JobSucceeded = driver.JobSucceeded
-	JobFailed    = driver.JobFailed
-	JobCancelled = driver.JobCancelled
+	JobQueued    = fencedtype.JobQueued
+	JobRunning   = fencedtype.JobRunning
+	JobSucceeded = fencedtype.JobSucceeded
+	JobFailed    = fencedtype.JobFailed
+	JobCancelled = fencedtype.JobCancelled
 )
 
 // Errors of job administration.
 var (
 	// ErrJobFinished: cancel of a job that already finished.
-	ErrJobFinished = driver.ErrJobFinished
+	ErrJobFinished = fencedtype.ErrJobFinished
 	// ErrJobNotFinished: retry of a job that is not failed or cancelled.
-	ErrJobNotFinished = driver.ErrJobNotFinished
+	ErrJobNotFinished = fencedtype.ErrJobNotFinished
 )
 
 // JobStateError names the operation, the job and the state that refused it;
 // it matches ErrJobFinished (cancel) or ErrJobNotFinished (retry).
-type JobStateError = driver.JobStateError
+type JobStateError = fencedtype.JobStateError
 
-// Job is a job as stored.
-type Job struct {
-	ID          int64
-	Kind        string
-	Queue       string
-	Args        json.RawMessage
-	Priority    int // 0 runs first; larger numbers wait for smaller ones
-	State       JobState
-	Attempt     int // attempts started so far; the running one included
-	MaxAttempts int
-	// Fence is the current attempt's fencing token, bumped by every claim.
-	// A worker's writes for the job carry it and are refused once it moved on.
-	Fence           int64
-	Owner           string // the worker of the last attempt
-	RunAt           time.Time
-	LeaseExpiresAt  *time.Time // set while running
-	CancelRequested bool
-	Output          json.RawMessage // set on success
-	LastError       string
-	Progress        json.RawMessage // the running attempt's last progress report
-	IdempotencyKey  string
-	CreatedAt       time.Time
-	AttemptedAt     *time.Time // start of the last attempt
-	FinishedAt      *time.Time
-	// DecidedAt is the database clock reading of the statement that
-	// returned this job (the claim, enqueue, cancel or read).
-	DecidedAt time.Time
-}
-
-// Ref is the job's current attempt, as its worker passes it to guarded writes.
-func (j *Job) Ref() JobRef { return JobRef{ID: j.ID, Fence: j.Fence} }
+// Job is a job as stored, read in the statement that returned it.
+type Job = fencedtype.Job
 
 // JobRef identifies one attempt of a job: its id and the fence the claim
 // granted.
-type JobRef = driver.JobRef
+type JobRef = fencedtype.JobRef
 
 // JobAttempt is one attempt in a job's history.
-type JobAttempt = driver.JobAttempt
-
-func jobFrom(r *driver.JobRow) *Job {
-	return &Job{ID: r.ID, Kind: r.Kind, Queue: r.Queue, Args: r.Args, Priority: r.Priority, State: r.State,
-		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, Fence: r.Fence, Owner: r.Owner, RunAt: r.RunAt,
-		LeaseExpiresAt: r.LeaseExpiresAt, CancelRequested: r.CancelRequested, Output: r.Output,
-		LastError: r.LastError, Progress: r.Progress, IdempotencyKey: r.IdempotencyKey, CreatedAt: r.CreatedAt,
-		AttemptedAt: r.AttemptedAt, FinishedAt: r.FinishedAt, DecidedAt: r.Now}
-}
-
-func jobsFrom(rows []*driver.JobRow) []*Job {
-	out := make([]*Job, len(rows))
-	for i, r := range rows {
-		out[i] = jobFrom(r)
-	}
-	return out
-}
+type JobAttempt = fencedtype.JobAttempt
 
 // Defaults and limits of enqueued jobs.
 const (
@@ -141,13 +97,9 @@ type EnqueueParams struct {
 	IdempotencyKey string
 }
 
-// EnqueueResult is one enqueued job.
-type EnqueueResult struct {
-	Job *Job
-	// Existing is true when the idempotency key matched an existing job,
-	// which is returned instead of a new one.
-	Existing bool
-}
+// EnqueueResult is one enqueued job, or the existing one its idempotency
+// key matched.
+type EnqueueResult = fencedtype.EnqueueResult
 
 func (p EnqueueParams) validate() (driver.JobInsertParams, error) {
 	out := driver.JobInsertParams{Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, RunAt: p.RunAt,
@@ -159,22 +111,22 @@ func (p EnqueueParams) validate() (driver.JobInsertParams, error) {
 		out.Queue = DefaultQueue
 	}
 	if !queueName.MatchString(out.Queue) {
-		return out, driver.Invalid("queue", "%q must be 1–100 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", out.Queue)
+		return out, fencedtype.Invalid("queue", "%q must be 1–100 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", out.Queue)
 	}
 	if p.Priority < 0 || p.Priority > MaxPriority {
-		return out, driver.Invalid("priority", "%d is outside 0 to %d", p.Priority, MaxPriority)
+		return out, fencedtype.Invalid("priority", "%d is outside 0 to %d", p.Priority, MaxPriority)
 	}
 	if out.MaxAttempts == 0 {
 		out.MaxAttempts = DefaultMaxAttempts
 	}
 	if out.MaxAttempts < 1 || out.MaxAttempts > MaxAttemptsLimit {
-		return out, driver.Invalid("max_attempts", "%d is outside 1 to %d", p.MaxAttempts, MaxAttemptsLimit)
+		return out, fencedtype.Invalid("max_attempts", "%d is outside 1 to %d", p.MaxAttempts, MaxAttemptsLimit)
 	}
 	if p.Delay < 0 || p.Delay > 10*365*24*time.Hour {
-		return out, driver.Invalid("delay", "%s is negative or beyond ten years", p.Delay)
+		return out, fencedtype.Invalid("delay", "%s is negative or beyond ten years", p.Delay)
 	}
 	if y := p.RunAt.Year(); !p.RunAt.IsZero() && (y < 2000 || y > 9999) {
-		return out, driver.Invalid("run_at", "%s is out of range", p.RunAt)
+		return out, fencedtype.Invalid("run_at", "%s is out of range", p.RunAt)
 	}
 	if p.IdempotencyKey != "" {
 		if err := validName("idempotency key", p.IdempotencyKey); err != nil {
@@ -200,11 +152,11 @@ func jsonArg(field string, v any, def []byte) ([]byte, error) {
 	default:
 		var err error
 		if b, err = json.Marshal(v); err != nil {
-			return nil, driver.Invalid(field, "cannot be encoded as JSON: %v", err)
+			return nil, fencedtype.Invalid(field, "cannot be encoded as JSON: %v", err)
 		}
 	}
 	if len(b) > MaxArgsBytes {
-		return nil, driver.Invalid(field, "is %d bytes, the limit is %d", len(b), MaxArgsBytes)
+		return nil, fencedtype.Invalid(field, "is %d bytes, the limit is %d", len(b), MaxArgsBytes)
 	}
 	if err := validJSON(field, b); err != nil {
 		return nil, err
@@ -250,69 +202,52 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 			return nil, err
 		}
 	}
-	rows, err := c.d.JobInsert(ctx, tx, in)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]EnqueueResult, len(rows))
-	for i, r := range rows {
-		out[i] = EnqueueResult{Job: jobFrom(r.Job), Existing: r.Existing}
-	}
-	return out, nil
+	return c.d.JobInsert(ctx, tx, in)
 }
 
 // GetJob reads a job and its attempt history (the running attempt last).
 func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, error) {
 	if id <= 0 {
-		return nil, nil, driver.Invalid("job id", "%d is not positive", id)
+		return nil, nil, fencedtype.Invalid("job id", "%d is not positive", id)
 	}
 	r, attempts, err := c.d.JobGet(ctx, id)
 	if err != nil {
 		return nil, nil, withJobID(id, err)
 	}
-	return jobFrom(r), attempts, nil
+	return r, attempts, nil
 }
 
-// JobFilter selects jobs for ListJobs. Zero fields do not filter.
-type JobFilter struct {
-	State   JobState
-	Queue   string
-	Kind    string
-	AfterID int64 // the last id of the previous page
-	Limit   int   // default DefaultListLimit, at most MaxListLimit
-}
+// JobFilter selects jobs for ListJobs. Zero fields do not filter; Limit
+// defaults to DefaultListLimit and is at most MaxListLimit.
+type JobFilter = fencedtype.JobFilter
 
 // ListJobs lists jobs in id order, a page at a time.
 func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f.State != "" && !f.State.Valid() {
-		return nil, driver.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
+		return nil, fencedtype.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
 	}
 	if f.Queue != "" && !queueName.MatchString(f.Queue) {
-		return nil, driver.Invalid("queue", "%q is not a queue name", f.Queue)
+		return nil, fencedtype.Invalid("queue", "%q is not a queue name", f.Queue)
 	}
 	if f.Limit == 0 {
 		f.Limit = DefaultListLimit
 	}
 	if f.Limit < 0 || f.Limit > MaxListLimit {
-		return nil, driver.Invalid("limit", "%d is outside 1 to %d", f.Limit, MaxListLimit)
+		return nil, fencedtype.Invalid("limit", "%d is outside 1 to %d", f.Limit, MaxListLimit)
 	}
 	if f.AfterID < 0 {
-		return nil, driver.Invalid("after", "%d is negative", f.AfterID)
+		return nil, fencedtype.Invalid("after", "%d is negative", f.AfterID)
 	}
 	if f.Kind != "" {
 		if err := validName("kind", f.Kind); err != nil {
 			return nil, err
 		}
 	}
-	rows, err := c.d.JobList(ctx, driver.JobListParams{State: f.State, Queue: f.Queue, Kind: f.Kind, AfterID: f.AfterID, Limit: f.Limit})
-	if err != nil {
-		return nil, err
-	}
-	return jobsFrom(rows), nil
+	return c.d.JobList(ctx, f)
 }
 
 // JobCount is the number of jobs in one queue and state.
-type JobCount = driver.JobCount
+type JobCount = fencedtype.JobCount
 
 // JobCounts counts jobs by queue and state.
 func (c *Client) JobCounts(ctx context.Context) ([]JobCount, error) {
@@ -332,20 +267,20 @@ func (c *Client) RetryJob(ctx context.Context, id int64) (*Job, error) {
 	return c.jobAdmin(ctx, id, driver.JobDriver.JobRetry)
 }
 
-func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDriver, context.Context, int64) (*driver.JobRow, error)) (*Job, error) {
+func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDriver, context.Context, int64) (*fencedtype.Job, error)) (*Job, error) {
 	if id <= 0 {
-		return nil, driver.Invalid("job id", "%d is not positive", id)
+		return nil, fencedtype.Invalid("job id", "%d is not positive", id)
 	}
 	r, err := op(c.d, ctx, id)
 	if err != nil {
 		return nil, withJobID(id, err)
 	}
-	return jobFrom(r), nil
+	return r, nil
 }
 
 // withJobID names the job in a bare ErrNotFound.
 func withJobID(id int64, err error) error {
-	if err == driver.ErrNotFound {
+	if err == fencedtype.ErrNotFound {
 		return fmt.Errorf("job %d: %w", id, err)
 	}
 	return err
@@ -355,7 +290,14 @@ func withJobID(id int64, err error) error {
 func ParseJobID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, driver.Invalid("job id", "%q is not a positive integer", s)
+		return 0, fencedtype.Invalid("job id", "%q is not a positive integer", s)
 	}
 	return id, nil
 }
+
+// Backoff is an exponential retry delay with jitter: attempt n waits
+// min(Max, Base·2^(n−1)), scaled by a random factor in [1−Jitter, 1].
+type Backoff = fencedtype.Backoff
+
+// DefaultBackoff is the backoff used when none is configured.
+var DefaultBackoff = fencedtype.DefaultBackoff

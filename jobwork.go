@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // The worker-owned writes. Each is guarded, inside its statement, by the
@@ -21,7 +22,7 @@ const (
 	MaxClaimBatch = 1000
 	MaxErrorBytes = 64 << 10
 	DefaultJobTTL = 30 * time.Second
-	MaxRetryDelay = 365 * 24 * time.Hour
+	MaxRetryDelay = fencedtype.MaxRetryDelay
 )
 
 // ClaimJobs starts a new attempt on up to limit eligible jobs of queue (run_at
@@ -29,13 +30,13 @@ const (
 // the database clock. Each returned job carries its new Fence.
 func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, ttl time.Duration) ([]*Job, error) {
 	if !queueName.MatchString(queue) {
-		return nil, driver.Invalid("queue", "%q is not a queue name", queue)
+		return nil, fencedtype.Invalid("queue", "%q is not a queue name", queue)
 	}
 	if err := validName("owner", owner); err != nil {
 		return nil, err
 	}
 	if limit < 1 || limit > MaxClaimBatch {
-		return nil, driver.Invalid("limit", "%d is outside 1 to %d", limit, MaxClaimBatch)
+		return nil, fencedtype.Invalid("limit", "%d is outside 1 to %d", limit, MaxClaimBatch)
 	}
 	if err := validTTL(ttl); err != nil {
 		return nil, err
@@ -44,11 +45,11 @@ func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, 
 	if err != nil {
 		return nil, err
 	}
-	return jobsFrom(rows), nil
+	return rows, nil
 }
 
 // HeartbeatResult reports how a heartbeat went for each job.
-type HeartbeatResult = driver.HeartbeatResult
+type HeartbeatResult = fencedtype.HeartbeatResult
 
 // HeartbeatJobs extends the leases of running attempts (one per job) in one
 // statement. Jobs whose attempt is no longer current are reported Lost
@@ -62,7 +63,7 @@ func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Dura
 	seen := make(map[int64]bool, len(refs))
 	for _, r := range refs {
 		if seen[r.ID] {
-			return nil, driver.Invalid("jobs", "job %d appears twice in one heartbeat", r.ID)
+			return nil, fencedtype.Invalid("jobs", "job %d appears twice in one heartbeat", r.ID)
 		}
 		seen[r.ID] = true
 	}
@@ -77,11 +78,11 @@ func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Dura
 
 func validRefs(refs []JobRef) error {
 	if len(refs) > MaxClaimBatch*10 {
-		return driver.Invalid("jobs", "%d in one call, the limit is %d", len(refs), MaxClaimBatch*10)
+		return fencedtype.Invalid("jobs", "%d in one call, the limit is %d", len(refs), MaxClaimBatch*10)
 	}
 	for _, r := range refs {
 		if r.ID <= 0 {
-			return driver.Invalid("job id", "%d is not positive", r.ID)
+			return fencedtype.Invalid("job id", "%d is not positive", r.ID)
 		}
 		if err := validFence(r.Fence); err != nil {
 			return err
@@ -91,14 +92,14 @@ func validRefs(refs []JobRef) error {
 }
 
 // JobEnd is a worker's final write for one attempt; see EndJobs.
-type JobEnd = driver.JobEnd
+type JobEnd = fencedtype.JobEnd
 
 // The ways an attempt ends.
 const (
-	EndComplete = driver.EndComplete
-	EndFail     = driver.EndFail
-	EndSnooze   = driver.EndSnooze
-	EndCancel   = driver.EndCancel
+	EndComplete = fencedtype.EndComplete
+	EndFail     = fencedtype.EndFail
+	EndSnooze   = fencedtype.EndSnooze
+	EndCancel   = fencedtype.EndCancel
 )
 
 // EndJobs ends several attempts in one statement (inside tx when non-nil):
@@ -141,10 +142,10 @@ func validEnd(e *JobEnd) error {
 	switch e.Kind {
 	case EndComplete, EndFail, EndSnooze, EndCancel:
 	default:
-		return driver.Invalid("end", "%q is not complete, fail, snooze or cancel", e.Kind)
+		return fencedtype.Invalid("end", "%q is not complete, fail, snooze or cancel", e.Kind)
 	}
 	if e.Delay < 0 || e.Delay > MaxRetryDelay {
-		return driver.Invalid("delay", "%s is outside 0 to %s", e.Delay, MaxRetryDelay)
+		return fencedtype.Invalid("delay", "%s is outside 0 to %s", e.Delay, MaxRetryDelay)
 	}
 	// An error message is always kept: made valid UTF-8 without NULs (which
 	// no backend stores) and truncated on a character boundary.

@@ -6,7 +6,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // MaxJSONDepth is the deepest nesting of arrays and objects accepted in a
@@ -24,14 +24,14 @@ const MaxJSONDepth = 31
 // JSON (json.Valid).
 func checkStorableJSON(field string, b []byte) error {
 	if !utf8.Valid(b) {
-		return driver.Invalid(field, "is not valid UTF-8")
+		return fencedtype.Invalid(field, "is not valid UTF-8")
 	}
 	depth := 0
 	for i := 0; i < len(b); {
 		switch c := b[i]; {
 		case c == '[' || c == '{':
 			if depth++; depth > MaxJSONDepth {
-				return driver.Invalid(field, "nests arrays and objects deeper than %d levels", MaxJSONDepth)
+				return fencedtype.Invalid(field, "nests arrays and objects deeper than %d levels", MaxJSONDepth)
 			}
 			i++
 		case c == ']' || c == '}':
@@ -75,7 +75,7 @@ func checkJSONString(field string, b []byte, i int) (int, error) {
 		i += 6
 		switch {
 		case r == 0:
-			return 0, driver.Invalid(field, `holds the escape \u0000, which PostgreSQL cannot store`)
+			return 0, fencedtype.Invalid(field, `holds the escape \u0000, which PostgreSQL cannot store`)
 		case utf16.IsSurrogate(r):
 			ok := r < 0xDC00 && i+6 <= len(b) && b[i] == '\\' && b[i+1] == 'u'
 			if ok {
@@ -84,7 +84,7 @@ func checkJSONString(field string, b []byte, i int) (int, error) {
 				i += 6
 			}
 			if !ok {
-				return 0, driver.Invalid(field, `holds the escape \u%04x, half of a UTF-16 surrogate pair`, r)
+				return 0, fencedtype.Invalid(field, `holds the escape \u%04x, half of a UTF-16 surrogate pair`, r)
 			}
 		}
 	}
@@ -99,12 +99,12 @@ func isNumberByte(c byte) bool {
 func checkJSONNumber(field, n string) error {
 	f, err := strconv.ParseFloat(n, 64)
 	if err != nil {
-		return driver.Invalid(field, "holds the number %.40s, beyond the range of a float64", n)
+		return fencedtype.Invalid(field, "holds the number %.40s, beyond the range of a float64", n)
 	}
 	if f == 0 {
 		for _, c := range n {
 			if c >= '1' && c <= '9' {
-				return driver.Invalid(field, "holds the number %.40s, too small for a float64", n)
+				return fencedtype.Invalid(field, "holds the number %.40s, too small for a float64", n)
 			}
 			if c == 'e' || c == 'E' {
 				break
@@ -123,7 +123,7 @@ func hex4(b []byte) rune {
 // validJSON checks JSON text given by the caller: valid and storable.
 func validJSON(field string, b []byte) error {
 	if !json.Valid(b) {
-		return driver.Invalid(field, "is not valid JSON")
+		return fencedtype.Invalid(field, "is not valid JSON")
 	}
 	return checkStorableJSON(field, b)
 }

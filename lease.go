@@ -5,34 +5,15 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Lease is one generation of a named lease as the database decided it.
-//
-// Name, Owner and Fence identify the generation; a holder passes the Lease
-// back to Renew, Release and LeaseTx. Fence is strictly increasing per name
-// and never reused, so a protected write can compare it.
-type Lease struct {
-	Name      string
-	Owner     string
-	Fence     int64
-	ExpiresAt time.Time // by the database clock
-	// Held is true when the lease is unreleased and unexpired by the database
-	// clock at DecidedAt.
-	Held     bool
-	Released bool
-	// DecidedAt is the database clock reading of the statement that produced
-	// this value.
-	DecidedAt time.Time
-}
+type Lease = fencedtype.Lease
 
-func (l Lease) ref() driver.LeaseRef {
+// leaseRef is the generation l names, as the driver takes it.
+func leaseRef(l Lease) driver.LeaseRef {
 	return driver.LeaseRef{Name: l.Name, Owner: l.Owner, Fence: l.Fence}
-}
-
-func leaseFrom(r *driver.LeaseRow) *Lease {
-	return &Lease{Name: r.Name, Owner: r.Owner, Fence: r.Fence, ExpiresAt: r.ExpiresAt,
-		Held: r.Held, Released: r.Released, DecidedAt: r.Now}
 }
 
 // Acquire takes the named lease for ttl by the database clock.
@@ -56,7 +37,7 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl time.Durat
 	if err != nil {
 		return nil, err
 	}
-	return leaseFrom(r), nil
+	return r, nil
 }
 
 // Renew extends the generation l to ttl from now by the database clock. It
@@ -71,11 +52,11 @@ func (c *Client) Renew(ctx context.Context, l Lease, ttl time.Duration) (*Lease,
 	if err := validTTL(ttl); err != nil {
 		return nil, err
 	}
-	r, err := c.d.LeaseRenew(ctx, l.ref(), ttl)
+	r, err := c.d.LeaseRenew(ctx, leaseRef(l), ttl)
 	if err != nil {
 		return nil, err
 	}
-	return leaseFrom(r), nil
+	return r, nil
 }
 
 // Release gives up the generation l. The row and its fence stay, so the next
@@ -88,11 +69,11 @@ func (c *Client) Release(ctx context.Context, l Lease) (*Lease, error) {
 	if err := validRef(l); err != nil {
 		return nil, err
 	}
-	row, err := c.d.LeaseRelease(ctx, l.ref())
+	row, err := c.d.LeaseRelease(ctx, leaseRef(l))
 	if err != nil {
 		return nil, err
 	}
-	return leaseFrom(row), nil
+	return row, nil
 }
 
 // Get reads the named lease; Held says whether it is held now by the
@@ -105,7 +86,7 @@ func (c *Client) Get(ctx context.Context, name string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
-	return leaseFrom(r), nil
+	return r, nil
 }
 
 // IsHolder reports whether l is the current, unexpired generation of its
@@ -121,13 +102,5 @@ func (c *Client) IsHolder(ctx context.Context, l Lease) (bool, error) {
 
 // List reads every lease, ordered by name.
 func (c *Client) List(ctx context.Context) ([]*Lease, error) {
-	rows, err := c.d.LeaseList(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*Lease, len(rows))
-	for i, r := range rows {
-		out[i] = leaseFrom(r)
-	}
-	return out, nil
+	return c.d.LeaseList(ctx)
 }

@@ -30,5 +30,5 @@ func (c *Client) LeaseTx(ctx context.Context, l Lease, fn func(Tx) error) error 
 	if err := validRef(l); err != nil {
 		return err
 	}
-	return c.d.LeaseTx(ctx, l.ref(), fn)
+	return c.d.LeaseTx(ctx, leaseRef(l), fn)
 }

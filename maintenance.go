@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // RecoverJobs takes back up to limit running jobs whose lease expired by the
@@ -23,8 +24,7 @@ func (c *Client) RecoverJobs(ctx context.Context, guard *Lease, limit int, b Bac
 	if err != nil {
 		return 0, err
 	}
-	b = b.withDefaults()
-	return c.d.JobRecover(ctx, g, limit, driver.Backoff{Base: b.Base, Max: b.Max, Jitter: b.Jitter})
+	return c.d.JobRecover(ctx, g, limit, b.WithDefaults())
 }
 
 // DeleteFinishedJobs deletes up to limit jobs that finished more than age
@@ -35,7 +35,7 @@ func (c *Client) DeleteFinishedJobs(ctx context.Context, guard *Lease, age time.
 		return 0, err
 	}
 	if age < 0 {
-		return 0, driver.Invalid("age", "%s is negative", age)
+		return 0, fencedtype.Invalid("age", "%s is negative", age)
 	}
 	return c.d.JobDeleteFinished(ctx, g, age, limit)
 }
@@ -43,7 +43,7 @@ func (c *Client) DeleteFinishedJobs(ctx context.Context, guard *Lease, age time.
 // maintenanceArgs validates a maintenance call and returns its guard.
 func maintenanceArgs(guard *Lease, limit int) (*driver.LeaseRef, error) {
 	if limit < 1 || limit > 100000 {
-		return nil, driver.Invalid("limit", "%d is outside 1 to 100000", limit)
+		return nil, fencedtype.Invalid("limit", "%d is outside 1 to 100000", limit)
 	}
 	if guard == nil {
 		return nil, nil
@@ -51,7 +51,7 @@ func maintenanceArgs(guard *Lease, limit int) (*driver.LeaseRef, error) {
 	if err := validRef(*guard); err != nil {
 		return nil, err
 	}
-	ref := guard.ref()
+	ref := leaseRef(*guard)
 	return &ref, nil
 }
 
@@ -142,7 +142,7 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 	}
 	for _, p := range cfg.Periodic {
 		if p.Every < time.Second {
-			return nil, driver.Invalid("periodic every", "%s for %q is under 1s", p.Every, p.Kind)
+			return nil, fencedtype.Invalid("periodic every", "%s for %q is under 1s", p.Every, p.Kind)
 		}
 		if _, err := (EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue}).validate(); err != nil {
 			return nil, err

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/dburl"
 )
 
@@ -42,15 +43,15 @@ func OpenDriver(ctx context.Context, url string) (driver.Driver, error) {
 	}
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
-		return nil, driver.Invalid("database url", "no scheme (want postgres://…, mysql://… or sqlite:PATH)")
+		return nil, fencedtype.Invalid("database url", "no scheme (want postgres://…, mysql://… or sqlite:PATH)")
 	}
 	open, ok := driver.Lookup(scheme)
 	if ok {
 		return open(ctx, url)
 	}
 	if dialect := dburl.Backend(url); dialect != "" {
-		return nil, driver.Invalid("database url", "no %s backend is linked into this program: import _ %q (or %q for every backend)",
+		return nil, fencedtype.Invalid("database url", "no %s backend is linked into this program: import _ %q (or %q for every backend)",
 			dialect, dburl.Package(dialect), "github.com/fenced/fenced/driver/all")
 	}
-	return nil, driver.Invalid("database url", "unknown scheme %q (want postgres, mysql or sqlite; linked here: %s)", scheme, strings.Join(driver.Schemes(), ", "))
+	return nil, fencedtype.Invalid("database url", "unknown scheme %q (want postgres, mysql or sqlite; linked here: %s)", scheme, strings.Join(driver.Schemes(), ", "))
 }

@@ -2,29 +2,16 @@ package fenced
 
 import (
 	"context"
-	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Resource is a value in the fenced resource store.
-type Resource struct {
-	Key       string
-	Value     []byte
-	Fence     int64 // fence of the write that stored Value
-	Version   int64 // 1 on the first write, +1 on every accepted write
-	UpdatedAt time.Time
-}
+type Resource = fencedtype.Resource
 
 // ResourceWrite is the outcome of an accepted write.
-type ResourceWrite struct {
-	Key     string
-	Fence   int64 // the fence the write stored
-	Version int64 // the version the write created
-	// Replayed is true when the operation id had been seen before: this is
-	// the first outcome returned again, and nothing was applied this time.
-	Replayed bool
-}
+type ResourceWrite = fencedtype.ResourceWrite
 
 // WriteOptions are optional inputs of WriteResource.
 type WriteOptions struct {
@@ -51,7 +38,7 @@ func (c *Client) WriteResource(ctx context.Context, key string, value []byte, fe
 		return nil, err
 	}
 	if len(value) > MaxValueBytes {
-		return nil, driver.Invalid("value", "is %d bytes, the limit is %d", len(value), MaxValueBytes)
+		return nil, fencedtype.Invalid("value", "is %d bytes, the limit is %d", len(value), MaxValueBytes)
 	}
 	if value == nil {
 		value = []byte{} // stored as empty, never NULL
@@ -61,11 +48,7 @@ func (c *Client) WriteResource(ctx context.Context, key string, value []byte, fe
 			return nil, err
 		}
 	}
-	r, err := c.d.ResourceWrite(ctx, driver.ResourceWriteParams{Key: key, Value: value, Fence: fence, OperationID: opts.OperationID})
-	if err != nil {
-		return nil, err
-	}
-	return &ResourceWrite{Key: r.Key, Fence: r.Fence, Version: r.Version, Replayed: r.Replayed}, nil
+	return c.d.ResourceWrite(ctx, driver.ResourceWriteParams{Key: key, Value: value, Fence: fence, OperationID: opts.OperationID})
 }
 
 // ReadResource reads the value, fence and version stored under key, or
@@ -74,9 +57,5 @@ func (c *Client) ReadResource(ctx context.Context, key string) (*Resource, error
 	if err := validName("resource key", key); err != nil {
 		return nil, err
 	}
-	r, err := c.d.ResourceGet(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return &Resource{Key: r.Key, Value: r.Value, Fence: r.Fence, Version: r.Version, UpdatedAt: r.UpdatedAt}, nil
+	return c.d.ResourceGet(ctx, key)
 }

@@ -5,7 +5,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Limits on input, checked before any statement runs.
@@ -21,15 +21,15 @@ const (
 func validName(field, s string) error {
 	switch {
 	case s == "":
-		return driver.Invalid(field, "must not be empty")
+		return fencedtype.Invalid(field, "must not be empty")
 	case len(s) > MaxNameBytes:
-		return driver.Invalid(field, "is %d bytes, the limit is %d", len(s), MaxNameBytes)
+		return fencedtype.Invalid(field, "is %d bytes, the limit is %d", len(s), MaxNameBytes)
 	case !utf8.ValidString(s):
-		return driver.Invalid(field, "is not valid UTF-8")
+		return fencedtype.Invalid(field, "is not valid UTF-8")
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) {
-			return driver.Invalid(field, "contains control character %U", r)
+			return fencedtype.Invalid(field, "contains control character %U", r)
 		}
 	}
 	return nil
@@ -37,14 +37,14 @@ func validName(field, s string) error {
 
 func validTTL(ttl time.Duration) error {
 	if ttl < MinTTL || ttl > MaxTTL {
-		return driver.Invalid("ttl", "%s is outside %s to %s", ttl, MinTTL, MaxTTL)
+		return fencedtype.Invalid("ttl", "%s is outside %s to %s", ttl, MinTTL, MaxTTL)
 	}
 	return nil
 }
 
 func validFence(fence int64) error {
 	if fence < 0 {
-		return driver.Invalid("fence", "%d is negative", fence)
+		return fencedtype.Invalid("fence", "%d is negative", fence)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // WorkerConfig tunes a Worker. The zero value works.
@@ -113,10 +114,10 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	}
 	for q, n := range cfg.Queues {
 		if !queueName.MatchString(q) {
-			return nil, driver.Invalid("queue", "%q is not a queue name", q)
+			return nil, fencedtype.Invalid("queue", "%q is not a queue name", q)
 		}
 		if n < 1 || n > 100000 {
-			return nil, driver.Invalid("concurrency", "%d for queue %q is outside 1 to 100000", n, q)
+			return nil, fencedtype.Invalid("concurrency", "%d for queue %q is outside 1 to 100000", n, q)
 		}
 	}
 	if cfg.LeaseTTL == 0 {
@@ -131,7 +132,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
 	}
-	cfg.Backoff = cfg.Backoff.withDefaults()
+	cfg.Backoff = cfg.Backoff.WithDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // faultDriver wraps a real driver to inject latency, lost replies and hangs.
@@ -21,7 +22,7 @@ type faultDriver struct {
 	hangFinish  atomic.Bool   // outcome writes wait until their ctx ends
 }
 
-func (d *faultDriver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+func (d *faultDriver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
 	if d.hbDelay > 0 {
 		select {
 		case <-time.After(d.hbDelay):
@@ -36,7 +37,7 @@ func (d *faultDriver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, tt
 	return res, err
 }
 
-func (d *faultDriver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
+func (d *faultDriver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
 	if d.hangClaims.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -44,7 +45,7 @@ func (d *faultDriver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]
 	return d.Driver.JobClaim(ctx, p)
 }
 
-func (d *faultDriver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+func (d *faultDriver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	if d.hangFinish.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()

@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // fetch is one queue's claim loop: it claims as many jobs as it has free
@@ -124,9 +124,9 @@ func (w *Worker) run(j *Job, a *activeJob) {
 	if err := w.end(end); err != nil {
 		untrusted := context.Cause(ctx) == ErrJobLost // and the fence says it was lost indeed
 		switch {
-		case untrusted && errors.Is(err, driver.ErrStale):
+		case untrusted && errors.Is(err, fencedtype.ErrStale):
 			w.stats.lost.Add(1)
-		case errors.Is(err, driver.ErrStale):
+		case errors.Is(err, fencedtype.ErrStale):
 			w.stats.stale.Add(1)
 		}
 		if w.runCtx.Err() == nil && !untrusted {

@@ -4,7 +4,7 @@
 // deciding condition (owner, fence, expiry by the database clock) is always
 // inside the statement, never checked in Go first. A method that changes
 // nothing because its condition failed diagnoses why by reading the row
-// afterwards and returns *StaleError, *HeldError or ErrNotFound.
+// afterwards and returns *fencedtype.StaleError, *fencedtype.HeldError or fencedtype.ErrNotFound.
 //
 // Input reaching a driver has been validated by the root package.
 package driver
@@ -12,6 +12,8 @@ package driver
 import (
 	"context"
 	"time"
+
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Driver is implemented by each backend package: the lease and resource
@@ -29,31 +31,31 @@ type Driver interface {
 
 	// LeaseAcquire grants the lease when free (never held, released, or
 	// expired by the database clock) with fence+1, or extends it keeping the
-	// fence when the same owner holds it unexpired. Otherwise *HeldError.
-	LeaseAcquire(ctx context.Context, p LeaseAcquireParams) (*LeaseRow, error)
+	// fence when the same owner holds it unexpired. Otherwise *fencedtype.HeldError.
+	LeaseAcquire(ctx context.Context, p LeaseAcquireParams) (*fencedtype.Lease, error)
 	// LeaseRenew extends an unexpired, unreleased lease whose name, owner and
-	// fence match. Otherwise *StaleError or ErrNotFound.
-	LeaseRenew(ctx context.Context, ref LeaseRef, ttl time.Duration) (*LeaseRow, error)
+	// fence match. Otherwise *fencedtype.StaleError or fencedtype.ErrNotFound.
+	LeaseRenew(ctx context.Context, ref LeaseRef, ttl time.Duration) (*fencedtype.Lease, error)
 	// LeaseRelease marks the generation released; the row and its fence stay.
 	// Releasing an already released generation succeeds. Otherwise
-	// *StaleError or ErrNotFound.
-	LeaseRelease(ctx context.Context, ref LeaseRef) (*LeaseRow, error)
+	// *fencedtype.StaleError or fencedtype.ErrNotFound.
+	LeaseRelease(ctx context.Context, ref LeaseRef) (*fencedtype.Lease, error)
 	// LeaseGet reads one lease, with Held decided by the database clock.
-	LeaseGet(ctx context.Context, name string) (*LeaseRow, error)
+	LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error)
 	// LeaseList reads every lease ordered by name.
-	LeaseList(ctx context.Context) ([]*LeaseRow, error)
+	LeaseList(ctx context.Context) ([]*fencedtype.Lease, error)
 	// LeaseTx runs fn in a transaction that first locks the lease row in
 	// share mode (a write transaction on SQLite) and checks owner, fence and
-	// expiry. A failed check returns *StaleError without calling fn; an error
+	// expiry. A failed check returns *fencedtype.StaleError without calling fn; an error
 	// from fn rolls back. While the transaction is open a takeover blocks.
 	LeaseTx(ctx context.Context, ref LeaseRef, fn func(Tx) error) error
 
 	// ResourceWrite stores value under key iff fence >= the stored fence, in
 	// one statement. With an operation id, the first outcome for (key, op) is
 	// recorded and returned again on repeat without applying twice.
-	ResourceWrite(ctx context.Context, p ResourceWriteParams) (*ResourceWriteResult, error)
+	ResourceWrite(ctx context.Context, p ResourceWriteParams) (*fencedtype.ResourceWrite, error)
 	// ResourceGet reads one resource.
-	ResourceGet(ctx context.Context, key string) (*ResourceRow, error)
+	ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error)
 
 	// FenceAdvance makes every fence granted afterwards greater than every
 	// fence stored now plus by, and ends every current lease. It returns the
@@ -75,42 +77,12 @@ type LeaseRef struct {
 	Fence int64
 }
 
-// LeaseRow is a lease as stored, read in the deciding statement.
-type LeaseRow struct {
-	Name      string
-	Owner     string // last owner; kept after release or expiry
-	Fence     int64
-	ExpiresAt time.Time
-	Released  bool
-	Held      bool      // unreleased and unexpired by the database clock at Now
-	Now       time.Time // the database clock when the statement decided
-}
-
 // ResourceWriteParams are the inputs of ResourceWrite.
 type ResourceWriteParams struct {
 	Key         string
 	Value       []byte
 	Fence       int64
 	OperationID string // optional
-}
-
-// ResourceRow is a resource as stored.
-type ResourceRow struct {
-	Key       string
-	Value     []byte
-	Fence     int64
-	Version   int64 // 1 on the first write, +1 on every accepted write
-	UpdatedAt time.Time
-}
-
-// ResourceWriteResult is the outcome of an accepted write.
-type ResourceWriteResult struct {
-	Key     string
-	Fence   int64 // fence stored by the write
-	Version int64 // version the write created
-	// Replayed is true when the operation id had been seen and this is the
-	// first outcome returned again.
-	Replayed bool
 }
 
 // Tx is the caller's handle inside a fenced transaction. SQL is the

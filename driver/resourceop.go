@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // ResourceDigest is what a resource write's operation id is recorded with:
@@ -27,7 +29,7 @@ func CheckReplay(p ResourceWriteParams, stored []byte) error {
 	if stored == nil || bytes.Equal(stored, ResourceDigest(p)) {
 		return nil
 	}
-	return Invalid("operation id", "%q was first used on resource %q with another fence or value", p.OperationID, p.Key)
+	return fencedtype.Invalid("operation id", "%q was first used on resource %q with another fence or value", p.OperationID, p.Key)
 }
 
 // ResourceOutcome is what a resource write decided, as a driver records it
@@ -41,11 +43,11 @@ type ResourceOutcome struct {
 }
 
 // Result is the outcome as ResourceWrite returns it: the write, or a
-// *StaleError naming the stored fence.
-func (o ResourceOutcome) Result(p ResourceWriteParams) (*ResourceWriteResult, error) {
+// *fencedtype.StaleError naming the stored fence.
+func (o ResourceOutcome) Result(p ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
 	if !o.Accepted {
-		return nil, &StaleError{Kind: "resource", Name: p.Key, Fence: o.Fence,
-			CurrentFence: o.Current, Reason: ReasonSuperseded}
+		return nil, &fencedtype.StaleError{Kind: "resource", Name: p.Key, Fence: o.Fence,
+			CurrentFence: o.Current, Reason: fencedtype.ReasonSuperseded}
 	}
-	return &ResourceWriteResult{Key: p.Key, Fence: o.Fence, Version: o.Version, Replayed: o.Replayed}, nil
+	return &fencedtype.ResourceWrite{Key: p.Key, Fence: o.Fence, Version: o.Version, Replayed: o.Replayed}, nil
 }

@@ -139,7 +139,7 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
-		return writeJSON(w, wire.Enqueued{Job: wire.JobFrom(j), Existing: existing})
+		return writeJSON(w, wire.Enqueued{Job: *j, Existing: existing})
 	}
 	what := "enqueued job"
 	if existing {
@@ -236,7 +236,7 @@ a page is full, the command to get the next one is printed to stderr.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.JobsFrom(jobs))
+				return writeJSON(cmd.OutOrStdout(), wire.List(jobs))
 			}
 			if err := writeJobTable(cmd.OutOrStdout(), jobs); err != nil {
 				return err

@@ -31,7 +31,7 @@ cancelled: exit 1. A job that does not exist: exit 5.`,
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(w, wire.JobFrom(j))
+				return writeJSON(w, *j)
 			}
 			if j.State == fenced.JobCancelled {
 				_, err = fmt.Fprintf(w, "cancelled job %d (it was queued)\n", j.ID)
@@ -65,7 +65,7 @@ that does not exist: exit 5.`,
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.JobFrom(j))
+				return writeJSON(cmd.OutOrStdout(), *j)
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "queued job %d again: %d attempts made, up to %d more\n",
 				j.ID, j.Attempt, j.MaxAttempts-j.Attempt)

@@ -184,7 +184,7 @@ func newLeaseShowCmd(a *app) *cobra.Command {
 				return notFound("lease", args[0], err)
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.LeaseFrom(l))
+				return writeJSON(cmd.OutOrStdout(), *l)
 			}
 			return writeLeaseTable(cmd.OutOrStdout(), []*fenced.Lease{l})
 		},
@@ -213,11 +213,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				out := make([]wire.Lease, len(leases))
-				for i, l := range leases {
-					out[i] = wire.LeaseFrom(l)
-				}
-				return writeJSON(cmd.OutOrStdout(), out)
+				return writeJSON(cmd.OutOrStdout(), wire.List(leases))
 			}
 			return writeLeaseTable(cmd.OutOrStdout(), leases)
 		},
@@ -230,7 +226,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 func printLease(cmd *cobra.Command, verb string, l *fenced.Lease, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
-		return writeJSON(w, wire.LeaseFrom(l))
+		return writeJSON(w, *l)
 	}
 	if l.ExpiresAt.IsZero() {
 		_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d\n", verb, l.Name, l.Owner, l.Fence)

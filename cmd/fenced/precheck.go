@@ -7,6 +7,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // errChecked is what every statement of checkDriver returns: the input got
@@ -20,29 +21,29 @@ var errChecked = errors.New("input checked")
 // interface is nil).
 type checkDriver struct{ driver.Driver }
 
-func (checkDriver) LeaseAcquire(context.Context, driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
+func (checkDriver) LeaseAcquire(context.Context, driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) LeaseRenew(context.Context, driver.LeaseRef, time.Duration) (*driver.LeaseRow, error) {
+func (checkDriver) LeaseRenew(context.Context, driver.LeaseRef, time.Duration) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) LeaseRelease(context.Context, driver.LeaseRef) (*driver.LeaseRow, error) {
+func (checkDriver) LeaseRelease(context.Context, driver.LeaseRef) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) LeaseGet(context.Context, string) (*driver.LeaseRow, error) {
+func (checkDriver) LeaseGet(context.Context, string) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) ResourceWrite(context.Context, driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+func (checkDriver) ResourceWrite(context.Context, driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
 	return nil, errChecked
 }
-func (checkDriver) ResourceGet(context.Context, string) (*driver.ResourceRow, error) {
+func (checkDriver) ResourceGet(context.Context, string) (*fencedtype.Resource, error) {
 	return nil, errChecked
 }
 func (checkDriver) FenceAdvance(context.Context, int64) (int64, error) { return 0, errChecked }
-func (checkDriver) JobInsert(context.Context, driver.Tx, []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+func (checkDriver) JobInsert(context.Context, driver.Tx, []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
 	return nil, errChecked
 }
-func (checkDriver) JobList(context.Context, driver.JobListParams) ([]*driver.JobRow, error) {
+func (checkDriver) JobList(context.Context, fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	return nil, errChecked
 }
 

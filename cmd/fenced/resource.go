@@ -66,7 +66,7 @@ applies nothing again; the same id with another fence or value is refused
 				return err
 			}
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.ResourceWriteFrom(w))
+				return writeJSON(cmd.OutOrStdout(), *w)
 			}
 			replayed := ""
 			if w.Replayed {

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -107,7 +108,7 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, maxConns int) (*Driver, 
 	cfg.ParseTime, cfg.ClientFoundRows, cfg.Loc, cfg.MultiStatements = true, true, time.UTC, false
 	inner, err := mysql.NewConnector(cfg)
 	if err != nil {
-		return nil, &driver.InvalidError{Field: "database url", Reason: err.Error()}
+		return nil, &fencedtype.InvalidError{Field: "database url", Reason: err.Error()}
 	}
 	init := setReadCommitted
 	for name := range cfg.Params {

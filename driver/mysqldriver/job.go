@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 var _ driver.JobDriver = (*Driver)(nil)
@@ -29,27 +30,27 @@ const (
 
 // jobScan holds the scan targets of jobColumns.
 type jobScan struct {
-	j                                                driver.JobRow
+	j                                                fencedtype.Job
 	state                                            string
 	runAt, expires, created, attempted, finished, at dbTime
 }
 
 func (s *jobScan) dest() []any {
 	j := &s.j
-	return []any{&j.ID, &j.Kind, &j.Queue, &j.Args, &j.Priority, &s.state, &j.Attempt, &j.MaxAttempts, &j.Fence,
-		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, &j.Output, &j.LastError,
-		&j.Progress, &j.IdempotencyKey, &s.created, &s.attempted, &s.finished, &s.at}
+	return []any{&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &s.state, &j.Attempt, &j.MaxAttempts, &j.Fence,
+		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
+		(*[]byte)(&j.Progress), &j.IdempotencyKey, &s.created, &s.attempted, &s.finished, &s.at}
 }
 
-func (s *jobScan) row() *driver.JobRow {
+func (s *jobScan) row() *fencedtype.Job {
 	j := s.j
-	j.State = driver.JobState(s.state)
-	j.RunAt, j.CreatedAt, j.Now = s.runAt.Time, s.created.Time, s.at.Time
+	j.State = fencedtype.JobState(s.state)
+	j.RunAt, j.CreatedAt, j.DecidedAt = s.runAt.Time, s.created.Time, s.at.Time
 	j.LeaseExpiresAt, j.AttemptedAt, j.FinishedAt = s.expires.ptr(), s.attempted.ptr(), s.finished.ptr()
 	return &j
 }
 
-func scanJob(row scanner) (*driver.JobRow, error) {
+func scanJob(row scanner) (*fencedtype.Job, error) {
 	var s jobScan
 	if err := row.Scan(s.dest()...); err != nil {
 		return nil, err
@@ -57,12 +58,12 @@ func scanJob(row scanner) (*driver.JobRow, error) {
 	return s.row(), nil
 }
 
-func collectJobs(rows *sql.Rows, err error) ([]*driver.JobRow, error) {
+func collectJobs(rows *sql.Rows, err error) ([]*fencedtype.Job, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*driver.JobRow
+	var out []*fencedtype.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -75,7 +76,7 @@ func collectJobs(rows *sql.Rows, err error) ([]*driver.JobRow, error) {
 
 // readJob reads one job through q with query; nil, nil when it does not
 // exist.
-func readJob(ctx context.Context, q querier, query string, id int64) (*driver.JobRow, error) {
+func readJob(ctx context.Context, q querier, query string, id int64) (*fencedtype.Job, error) {
 	j, err := scanJob(q.QueryRowContext(ctx, query, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -84,12 +85,12 @@ func readJob(ctx context.Context, q querier, query string, id int64) (*driver.Jo
 }
 
 // readJobs reads the jobs with ids through q, by id.
-func readJobs(ctx context.Context, q querier, ids []int64) (map[int64]*driver.JobRow, error) {
+func readJobs(ctx context.Context, q querier, ids []int64) (map[int64]*fencedtype.Job, error) {
 	jobs, err := collectJobs(q.QueryContext(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id IN (`+placeholders(len(ids))+`)`, anys(ids)...))
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]*driver.JobRow, len(jobs))
+	out := make(map[int64]*fencedtype.Job, len(jobs))
 	for _, j := range jobs {
 		out[j.ID] = j
 	}
@@ -106,7 +107,7 @@ func anys[T any](xs []T) []any {
 
 // diagnoseJob explains, from a locking read through q (the deciding
 // transaction), why a guarded write on ref changed nothing.
-func diagnoseJob(ctx context.Context, q querier, ref driver.JobRef) error {
+func diagnoseJob(ctx context.Context, q querier, ref fencedtype.JobRef) error {
 	j, err := readJob(ctx, q, jobLockSQL, ref.ID)
 	if err != nil {
 		return fmt.Errorf("read job %d: %w", ref.ID, err)
@@ -136,8 +137,8 @@ WHERE state = 'queued' AND id IN (%s)`
 
 // JobClaim implements driver.JobDriver: pick, start and read back in one
 // short transaction. The jobs come back in claim order.
-func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
-	var jobs []*driver.JobRow
+func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
+	var jobs []*fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		jobs = nil
 		ids, err := collectIDs(tx.QueryContext(ctx, jobPickSQL, p.Queue, p.Limit))
@@ -161,7 +162,7 @@ func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driv
 			if j == nil || j.AttemptedAt == nil {
 				return fmt.Errorf("claimed job %d not found in its own transaction", id)
 			}
-			j.Now = *j.AttemptedAt // the claim's own clock reading
+			j.DecidedAt = *j.AttemptedAt // the claim's own clock reading
 			jobs = append(jobs, j)
 		}
 		return nil
@@ -170,7 +171,7 @@ func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driv
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}
 	// run_at is unchanged by the claim: this is the order they were picked in.
-	slices.SortFunc(jobs, func(a, b *driver.JobRow) int {
+	slices.SortFunc(jobs, func(a, b *fencedtype.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
 	return jobs, nil
@@ -205,7 +206,7 @@ WHERE id = ? AND fence = ? AND ` + jobGuard
 
 // JobProgress implements driver.JobDriver: one guarded statement; a refusal
 // is diagnosed by a read after it.
-func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []byte) error {
+func (d *Driver) JobProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
 	n, err := execCount(ctx, d.db, jobProgressSQL, string(progress), ref.ID, ref.Fence)
 	if err != nil {
 		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
@@ -223,9 +224,9 @@ const jobGuardSQL = `SELECT 1 FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id = 
 // GuardJob checks, inside the caller's own transaction, that ref is the
 // job's current running attempt with an unexpired lease, and share-locks the
 // job row until the transaction ends, so recovery and re-claims wait for it.
-// It returns *driver.StaleError or driver.ErrNotFound when the check fails;
+// It returns *fencedtype.StaleError or fencedtype.ErrNotFound when the check fails;
 // the caller must then roll back.
-func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref driver.JobRef) error {
+func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
 	var one int
 	err := tx.QueryRowContext(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -239,7 +240,7 @@ func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref driver.JobRef) er
 
 // JobTx implements driver.JobDriver. It is not retried: fn is the caller's
 // code.
-func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
+func (d *Driver) JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(driver.Tx) error) error {
 	return runTx(ctx, d.db, func(tx *sql.Tx) error {
 		if err := d.GuardJob(ctx, tx, ref); err != nil {
 			return err

@@ -28,7 +28,7 @@ func TestHeartbeatReportsEachJob(t *testing.T) {
 	for {
 		j, _, err := c.Driver().JobGet(ctx(t), late[0].ID)
 		must(t, err, "get")
-		if j.State == fenced.JobRunning && !j.LeaseExpiresAt.After(j.Now) {
+		if j.State == fenced.JobRunning && !j.LeaseExpiresAt.After(j.DecidedAt) {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)

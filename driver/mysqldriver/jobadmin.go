@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // jobCancelSQL cancels a queued job at once and flags a running one; the
@@ -21,7 +22,7 @@ UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
 WHERE id = ? AND state IN ('queued', 'running')`
 
 // JobCancel implements driver.JobDriver.
-func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (d *Driver) JobCancel(ctx context.Context, id int64) (*fencedtype.Job, error) {
 	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
 }
 
@@ -35,15 +36,15 @@ UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
 WHERE id = ? AND state IN ('failed', 'cancelled')`
 
 // JobRetry implements driver.JobDriver.
-func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (d *Driver) JobRetry(ctx context.Context, id int64) (*fencedtype.Job, error) {
 	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
 }
 
 // jobAdmin runs a conditional state change and reads the job in the same
 // transaction: the row it changed, or, when it changed nothing, the row
-// (locked) that says why: ErrNotFound or a *driver.JobStateError.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*driver.JobRow, error) {
-	var j *driver.JobRow
+// (locked) that says why: ErrNotFound or a *fencedtype.JobStateError.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*fencedtype.Job, error) {
+	var j *fencedtype.Job
 	changed := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		n, err := execCount(ctx, tx, query, id)
@@ -58,9 +59,9 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 	case err != nil:
 		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
 	case j == nil:
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	case !changed:
-		return nil, &driver.JobStateError{Op: op, ID: id, State: j.State}
+		return nil, &fencedtype.JobStateError{Op: op, ID: id, State: j.State}
 	}
 	return j, nil
 }
@@ -74,14 +75,14 @@ WHERE j.id = ?
 ORDER BY a.attempt`
 
 // JobGet implements driver.JobDriver.
-func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver.JobAttempt, error) {
+func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	rows, err := d.db.QueryContext(ctx, jobWithAttemptsSQL, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
 	}
 	defer rows.Close()
-	var j *driver.JobRow
-	var attempts []driver.JobAttempt
+	var j *fencedtype.Job
+	var attempts []fencedtype.JobAttempt
 	for rows.Next() {
 		var a struct {
 			attempt, fence sql.NullInt64
@@ -95,7 +96,7 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver
 		}
 		j = s.row()
 		if a.attempt.Valid {
-			attempts = append(attempts, driver.JobAttempt{Attempt: int(a.attempt.Int64), Fence: a.fence.Int64,
+			attempts = append(attempts, fencedtype.JobAttempt{Attempt: int(a.attempt.Int64), Fence: a.fence.Int64,
 				Owner: string(a.owner), StartedAt: a.started.Time, EndedAt: a.ended.ptr(),
 				Outcome: a.outcome.String, Error: a.error.String})
 		}
@@ -104,14 +105,14 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
 	}
 	if j == nil {
-		return nil, nil, driver.ErrNotFound
+		return nil, nil, fencedtype.ErrNotFound
 	}
 	return j, driver.WithRunningAttempt(j, attempts), nil
 }
 
 // JobList implements driver.JobDriver. Each filter adds a fixed condition
 // with its own placeholder.
-func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver.JobRow, error) {
+func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	where, args := []string{"j.id > ?"}, []any{p.AfterID}
 	for _, f := range []struct{ cond, value string }{
 		{"j.state = ?", string(p.State)}, {"j.queue = ?", p.Queue}, {"j.kind = ?", p.Kind},
@@ -129,20 +130,20 @@ func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver
 }
 
 // JobCounts implements driver.JobDriver.
-func (d *Driver) JobCounts(ctx context.Context) ([]driver.JobCount, error) {
+func (d *Driver) JobCounts(ctx context.Context) ([]fencedtype.JobCount, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, COUNT(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.JobCount
+	var out []fencedtype.JobCount
 	for rows.Next() {
-		var c driver.JobCount
+		var c fencedtype.JobCount
 		var state string
 		if err := rows.Scan(&c.Queue, &state, &c.Count); err != nil {
 			return nil, fmt.Errorf("count jobs: %w", err)
 		}
-		c.State = driver.JobState(state)
+		c.State = fencedtype.JobState(state)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {

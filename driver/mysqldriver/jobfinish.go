@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // JobFinish ends a batch of attempts with a few statements whatever its
@@ -87,7 +88,7 @@ const (
 // JobFinish implements driver.JobDriver: in one transaction (or the
 // caller's). A job whose end changed nothing is diagnosed in the same
 // transaction.
-func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	var out []error
 	var err error
 	if tx != nil {
@@ -110,7 +111,7 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 
 // finishJobs ends the jobs in rounds of distinct ids, in id order: a job
 // named twice is ended by its first end, and its second finds it ended.
-func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
+func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	out := make([]error, len(ends))
 	if len(ends) == 0 {
 		return out, nil
@@ -148,8 +149,8 @@ func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error,
 
 // finishChunk ends the attempts ends[at...] (distinct ids, ascending) and
 // sets out[at...] to nil or the diagnosed error.
-func finishChunk(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd, at []int, out []error) error {
-	refs := make([]driver.JobRef, len(at))
+func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error) error {
+	refs := make([]fencedtype.JobRef, len(at))
 	for k, i := range at {
 		refs[k] = ends[i].Ref
 	}
@@ -208,7 +209,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd, at []int
 	if err != nil {
 		return fmt.Errorf("diagnose: %w", err)
 	}
-	byID := make(map[int64]*driver.JobRow, len(cur))
+	byID := make(map[int64]*fencedtype.Job, len(cur))
 	for _, j := range cur {
 		byID[j.ID] = j
 	}
@@ -221,7 +222,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd, at []int
 }
 
 // endsTable is the derived table of ends[at...] and its arguments.
-func endsTable(ends []driver.JobEnd, at []int) (string, []any) {
+func endsTable(ends []fencedtype.JobEnd, at []int) (string, []any) {
 	rows := make([]string, len(at))
 	args := make([]any, 0, 7*len(at))
 	for k, i := range at {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/mysqldriver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/testdb"
 )
 
@@ -55,8 +55,8 @@ func TestBatchFinishInASnapshotReportsOnlyWhatEnded(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		errs, err := d.JobFinish(ctx(t), mysqldriver.WrapTx(tx), []driver.JobEnd{
-			{Ref: x.Ref(), Kind: driver.EndComplete}, {Ref: y.Ref(), Kind: driver.EndComplete}})
+		errs, err := d.JobFinish(ctx(t), mysqldriver.WrapTx(tx), []fencedtype.JobEnd{
+			{Ref: x.Ref(), Kind: fencedtype.EndComplete}, {Ref: y.Ref(), Kind: fencedtype.EndComplete}})
 		done <- result{errs, err}
 	}()
 	testdb.MySQLWaitBlocked(t, url)

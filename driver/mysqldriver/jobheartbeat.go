@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // jobHeartbeatPickSQL locks, in id order, the rows of the attempts given
@@ -43,25 +43,25 @@ const jobCurrentSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id
 // whose expiry is now past its clock reading. A job not picked is Lost
 // unless a read after the transaction shows its attempt current (another
 // transaction held its row): then it is Busy.
-func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
 	if len(refs) == 0 {
-		return &driver.HeartbeatResult{}, nil
+		return &fencedtype.HeartbeatResult{}, nil
 	}
 	refs = slices.Clone(refs)
-	slices.SortFunc(refs, func(a, b driver.JobRef) int { return cmp.Compare(a.ID, b.ID) })
-	res := &driver.HeartbeatResult{}
+	slices.SortFunc(refs, func(a, b fencedtype.JobRef) int { return cmp.Compare(a.ID, b.ID) })
+	res := &fencedtype.HeartbeatResult{}
 	extended := map[int64]bool{}
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		*res, extended = driver.HeartbeatResult{}, map[int64]bool{}
+		*res, extended = fencedtype.HeartbeatResult{}, map[int64]bool{}
 		query, args := withRefs(jobHeartbeatPickSQL, refs)
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
-		var picked []driver.JobRef
+		var picked []fencedtype.JobRef
 		cancel := map[int64]bool{}
 		for rows.Next() {
-			var r driver.JobRef
+			var r fencedtype.JobRef
 			var c bool
 			if err := rows.Scan(&r.ID, &c); err != nil {
 				rows.Close()
@@ -114,7 +114,7 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl tim
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
-	var missing []driver.JobRef
+	var missing []fencedtype.JobRef
 	for _, r := range refs {
 		if !extended[r.ID] {
 			missing = append(missing, r)
@@ -144,7 +144,7 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl tim
 
 // withRefs fills a query's (%s) IN lists for refs and returns its arguments:
 // the ids, then the (id, fence) pairs.
-func withRefs(query string, refs []driver.JobRef) (string, []any) {
+func withRefs(query string, refs []fencedtype.JobRef) (string, []any) {
 	args := make([]any, 0, 3*len(refs))
 	for _, r := range refs {
 		args = append(args, r.ID)
@@ -155,8 +155,8 @@ func withRefs(query string, refs []driver.JobRef) (string, []any) {
 	return fmt.Sprintf(query, placeholders(len(refs)), pairPlaceholders(len(refs))), args
 }
 
-func fenceOf(refs []driver.JobRef, id int64) int64 {
-	i, _ := slices.BinarySearchFunc(refs, id, func(r driver.JobRef, id int64) int { return cmp.Compare(r.ID, id) })
+func fenceOf(refs []fencedtype.JobRef, id int64) int64 {
+	i, _ := slices.BinarySearchFunc(refs, id, func(r fencedtype.JobRef, id int64) int { return cmp.Compare(r.ID, id) })
 	return refs[i].Fence
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // jobInsertSQL enqueues jobs, one VALUES row each (jobInsertRow).
@@ -45,8 +46,8 @@ const (
 // a key, one statement per job: a duplicate key fails the statement, and in
 // MySQL a failed statement undoes only itself, so the existing job is read
 // and the transaction, the caller's too, goes on.
-func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
-	var out []driver.JobInsertResult
+func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
+	var out []fencedtype.EnqueueResult
 	var err error
 	if tx != nil {
 		var stx *sql.Tx
@@ -70,13 +71,13 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 type inserter struct {
 	tx       *sql.Tx
 	jobs     []driver.JobInsertParams
-	out      []driver.JobInsertResult
+	out      []fencedtype.EnqueueResult
 	inserted map[int]int64 // index in jobs → id of the row inserted for it
 	step     int64         // auto_increment_increment, once read
 }
 
-func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams, consecutive bool) ([]driver.JobInsertResult, error) {
-	in := &inserter{tx: tx, jobs: jobs, out: make([]driver.JobInsertResult, len(jobs)), inserted: map[int]int64{}}
+func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams, consecutive bool) ([]fencedtype.EnqueueResult, error) {
+	in := &inserter{tx: tx, jobs: jobs, out: make([]fencedtype.EnqueueResult, len(jobs)), inserted: map[int]int64{}}
 	for i := 0; i < len(jobs); {
 		end := i + 1
 		if consecutive && jobs[i].IdempotencyKey == "" {
@@ -137,7 +138,7 @@ func (in *inserter) one(ctx context.Context, i int) error {
 	if err != nil {
 		return fmt.Errorf("read existing key %q: %w", key, err)
 	}
-	in.out[i] = driver.JobInsertResult{Job: j, Existing: true}
+	in.out[i] = fencedtype.EnqueueResult{Job: j, Existing: true}
 	return nil
 }
 
@@ -175,7 +176,7 @@ func (in *inserter) readBack(ctx context.Context) error {
 	for _, id := range in.inserted {
 		ids = append(ids, id)
 	}
-	byID := map[int64]*driver.JobRow{}
+	byID := map[int64]*fencedtype.Job{}
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), 1000)]
 		ids = ids[len(chunk):]
@@ -193,8 +194,8 @@ func (in *inserter) readBack(ctx context.Context) error {
 			j.MaxAttempts != p.MaxAttempts || j.IdempotencyKey != p.IdempotencyKey {
 			return fmt.Errorf("job %d read back is not the job inserted for it", id)
 		}
-		j.Now = j.CreatedAt // the insert's own clock reading
-		in.out[i] = driver.JobInsertResult{Job: j}
+		j.DecidedAt = j.CreatedAt // the insert's own clock reading
+		in.out[i] = fencedtype.EnqueueResult{Job: j}
 	}
 	return nil
 }

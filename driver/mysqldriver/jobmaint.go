@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // jobExpiredSQL picks running jobs whose lease expired by the database
@@ -47,7 +48,7 @@ FROM fenced_jobs WHERE id IN (%s)`
 
 // JobRecover implements driver.JobDriver: pick, take back and record in one
 // transaction, guarded by the maintenance lease when one is given.
-func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b driver.Backoff) (int, error) {
+func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
 		n = 0

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // A grant runs in a short transaction whose first statement locks the row.
@@ -93,18 +94,18 @@ const (
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanLease(row scanner) (*driver.LeaseRow, error) {
-	var l driver.LeaseRow
+func scanLease(row scanner) (*fencedtype.Lease, error) {
+	var l fencedtype.Lease
 	var expires, at dbTime
 	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &l.Held, &at); err != nil {
 		return nil, err
 	}
-	l.ExpiresAt, l.Now = expires.Time, at.Time
+	l.ExpiresAt, l.DecidedAt = expires.Time, at.Time
 	return &l, nil
 }
 
 // readLease reads name through q with query; nil, nil when there is no row.
-func readLease(ctx context.Context, q querier, query, name string) (*driver.LeaseRow, error) {
+func readLease(ctx context.Context, q querier, query, name string) (*fencedtype.Lease, error) {
 	l, err := scanLease(q.QueryRowContext(ctx, query, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -115,25 +116,25 @@ func readLease(ctx context.Context, q querier, query, name string) (*driver.Leas
 // readWritten reads back the lease row this transaction just granted for
 // ttl. The write set expires_at to its clock reading + ttl, so
 // the decision time is exact.
-func readWritten(ctx context.Context, tx *sql.Tx, name string, ttl time.Duration) (*driver.LeaseRow, error) {
-	l := &driver.LeaseRow{Held: true}
+func readWritten(ctx context.Context, tx *sql.Tx, name string, ttl time.Duration) (*fencedtype.Lease, error) {
+	l := &fencedtype.Lease{Held: true}
 	var expires dbTime
 	if err := tx.QueryRowContext(ctx, leaseRowSQL, name).Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released); err != nil {
 		return nil, err
 	}
 	l.ExpiresAt = expires.Time
-	l.Now = l.ExpiresAt.Add(-time.Duration(ttl.Microseconds()) * time.Microsecond)
+	l.DecidedAt = l.ExpiresAt.Add(-time.Duration(ttl.Microseconds()) * time.Microsecond)
 	return l, nil
 }
 
 // readReleased reads back the lease row this transaction just released; it
 // was decided at updated_at, which a repeated release leaves as the first
 // release set it.
-func readReleased(ctx context.Context, tx *sql.Tx, name string) (*driver.LeaseRow, error) {
-	l := &driver.LeaseRow{}
+func readReleased(ctx context.Context, tx *sql.Tx, name string) (*fencedtype.Lease, error) {
+	l := &fencedtype.Lease{}
 	var expires, decided dbTime
 	err := tx.QueryRowContext(ctx, leaseReleasedSQL, name).Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &decided)
-	l.ExpiresAt, l.Now = expires.Time, decided.Time
+	l.ExpiresAt, l.DecidedAt = expires.Time, decided.Time
 	return l, err
 }
 
@@ -145,7 +146,7 @@ func readReleased(ctx context.Context, tx *sql.Tx, name string) (*driver.LeaseRo
 // holding it deadlocks with every other first-time acquirer doing the same.
 // A duplicate key means another acquirer created the row first; the
 // take-over then decides.
-func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
 	for range 100 {
 		l, holder, err := d.leaseTake(ctx, p)
 		switch {
@@ -170,7 +171,7 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 
 // leaseTake grants or extends an existing lease row, or returns its holder,
 // or nothing when there is no row.
-func (d *Driver) leaseTake(ctx context.Context, p driver.LeaseAcquireParams) (l, holder *driver.LeaseRow, err error) {
+func (d *Driver) leaseTake(ctx context.Context, p driver.LeaseAcquireParams) (l, holder *fencedtype.Lease, err error) {
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		l, holder = nil, nil
 		cur, err := readLease(ctx, tx, leaseLockSQL, p.Name)
@@ -193,8 +194,8 @@ func (d *Driver) leaseTake(ctx context.Context, p driver.LeaseAcquireParams) (l,
 
 // leaseCreate inserts the first row of a name; errRaced when another
 // acquirer created it first.
-func (d *Driver) leaseCreate(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
-	var l *driver.LeaseRow
+func (d *Driver) leaseCreate(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
+	var l *fencedtype.Lease
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		var floor int64
 		if err := tx.QueryRowContext(ctx, leaseFloorSQL).Scan(&floor); err != nil {
@@ -219,7 +220,7 @@ var errRaced = errors.New("row created concurrently")
 
 // LeaseRenew implements driver.Driver: one conditional statement; a
 // refusal is diagnosed by a read after it.
-func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
 	us := ttl.Microseconds()
 	res, err := d.db.ExecContext(ctx, leaseRenewSQL, us, ref.Name, ref.Owner, ref.Fence)
 	var n, at int64
@@ -234,8 +235,8 @@ func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.D
 		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
 	case n == 1:
 		decided := time.UnixMicro(at).UTC()
-		return &driver.LeaseRow{Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, Held: true,
-			ExpiresAt: decided.Add(time.Duration(us) * time.Microsecond), Now: decided}, nil
+		return &fencedtype.Lease{Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, Held: true,
+			ExpiresAt: decided.Add(time.Duration(us) * time.Microsecond), DecidedAt: decided}, nil
 	}
 	cur, err := readLease(ctx, d.db, leaseGetSQL, ref.Name)
 	if err != nil {
@@ -248,8 +249,8 @@ func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.D
 // read-back of what it wrote in one short transaction; zero rows becomes
 // the diagnosed typed error here, from a locking read in the same
 // transaction.
-func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver.LeaseRow, error) {
-	var l, cur *driver.LeaseRow
+func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
+	var l, cur *fencedtype.Lease
 	failed := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		l, cur, failed = nil, nil, false
@@ -275,25 +276,25 @@ func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver
 }
 
 // LeaseGet implements driver.Driver.
-func (d *Driver) LeaseGet(ctx context.Context, name string) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error) {
 	l, err := readLease(ctx, d.db, leaseGetSQL, name)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("get lease %q: %w", name, err)
 	case l == nil:
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	}
 	return l, nil
 }
 
 // LeaseList implements driver.Driver.
-func (d *Driver) LeaseList(ctx context.Context) ([]*driver.LeaseRow, error) {
+func (d *Driver) LeaseList(ctx context.Context) ([]*fencedtype.Lease, error) {
 	rows, err := d.db.QueryContext(ctx, leaseListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
 	defer rows.Close()
-	var out []*driver.LeaseRow
+	var out []*fencedtype.Lease
 	for rows.Next() {
 		l, err := scanLease(rows)
 		if err != nil {

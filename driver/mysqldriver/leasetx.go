@@ -21,7 +21,7 @@ LOCK IN SHARE MODE`
 
 // GuardLease checks, inside the caller's own transaction, that ref is the
 // current unexpired generation and share-locks the lease row until the
-// transaction ends. It returns *driver.StaleError or driver.ErrNotFound when
+// transaction ends. It returns *fencedtype.StaleError or fencedtype.ErrNotFound when
 // the check fails; the caller must then roll back.
 func (d *Driver) GuardLease(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef) error {
 	var one int

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // KEY is a reserved word in MySQL, so the column is quoted; Go raw strings
@@ -41,7 +42,7 @@ const resourceGetSQL = "SELECT `key`, value, fence, version, updated_at FROM fen
 
 // ResourceWrite implements driver.Driver. Without an operation id it runs
 // outside a transaction: each statement decides on its own.
-func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
 	if p.Value == nil {
 		p.Value = []byte{} // nil would be sent as NULL
 	}
@@ -116,12 +117,12 @@ func resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams)
 }
 
 // ResourceGet implements driver.Driver.
-func (d *Driver) ResourceGet(ctx context.Context, key string) (*driver.ResourceRow, error) {
-	var r driver.ResourceRow
+func (d *Driver) ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error) {
+	var r fencedtype.Resource
 	var updated dbTime
 	err := d.db.QueryRowContext(ctx, resourceGetSQL, key).Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get resource %q: %w", key, err)

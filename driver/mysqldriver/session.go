@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -128,5 +128,5 @@ type querier interface {
 
 // isDiagnosis tells a diagnosed refusal from a failed read.
 func isDiagnosis(err error) bool {
-	return errors.Is(err, driver.ErrStale) || errors.Is(err, driver.ErrNotFound)
+	return errors.Is(err, fencedtype.ErrStale) || errors.Is(err, fencedtype.ErrNotFound)
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Tx is the driver.Tx of a fenced transaction on MySQL or MariaDB. SQL uses
@@ -45,5 +46,5 @@ func sqlOf(tx driver.Tx) (*sql.Tx, error) {
 	if t, ok := tx.(*Tx); ok && t != nil && t.tx != nil {
 		return t.tx, nil
 	}
-	return nil, driver.Invalid("tx", "%T is not a transaction of the MySQL backend: wrap a *sql.Tx with mysqldriver.WrapTx", tx)
+	return nil, fencedtype.Invalid("tx", "%T is not a transaction of the MySQL backend: wrap a *sql.Tx with mysqldriver.WrapTx", tx)
 }

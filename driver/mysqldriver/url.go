@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -18,7 +18,7 @@ import (
 // (pool_max_conns). socket=/path connects through a Unix socket instead of
 // host:port. Errors never quote the URL, which may hold a password.
 func ParseURL(rawURL string) (cfg *mysql.Config, maxConns int, err error) {
-	invalid := func(format string, args ...any) error { return driver.Invalid("database url", format, args...) }
+	invalid := func(format string, args ...any) error { return fencedtype.Invalid("database url", format, args...) }
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		var ue *url.Error

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // FuzzParseURL: ParseURL never panics, refuses with ErrInvalid without ever
@@ -31,8 +31,8 @@ func FuzzParseURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		cfg, maxConns, err := ParseURL(raw)
 		if err != nil {
-			var inv *driver.InvalidError
-			if !errors.Is(err, driver.ErrInvalid) || !errors.As(err, &inv) || inv.Field != "database url" {
+			var inv *fencedtype.InvalidError
+			if !errors.Is(err, fencedtype.ErrInvalid) || !errors.As(err, &inv) || inv.Field != "database url" {
 				t.Fatalf("ParseURL(%q) = %v (%T), not an invalid database url", raw, err, err)
 			}
 			if cfg != nil || maxConns != 0 {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/mysqldriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 func TestParseURL(t *testing.T) {
@@ -39,7 +39,7 @@ func TestParseURL(t *testing.T) {
 		"postgres://u:hunter2@h/db",
 	} {
 		_, _, err := mysqldriver.ParseURL(bad)
-		if !errors.Is(err, driver.ErrInvalid) || strings.Contains(err.Error(), "hunter2") {
+		if !errors.Is(err, fencedtype.ErrInvalid) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("ParseURL(%q) err = %v, want invalid without the password", bad, err)
 		}
 	}

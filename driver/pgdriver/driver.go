@@ -10,9 +10,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -51,11 +54,11 @@ func Open(ctx context.Context, url string) (*Driver, error) {
 func ParseURL(url string) (*pgxpool.Config, error) {
 	scheme, rest, _ := strings.Cut(url, ":")
 	if s := strings.ToLower(scheme); (s != "postgres" && s != "postgresql") || !strings.HasPrefix(rest, "//") {
-		return nil, driver.Invalid("database url", "want postgres://host/db")
+		return nil, fencedtype.Invalid("database url", "want postgres://host/db")
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, &driver.InvalidError{Field: "database url", Reason: err.Error()}
+		return nil, &fencedtype.InvalidError{Field: "database url", Reason: err.Error()}
 	}
 	return cfg, nil
 }
@@ -64,6 +67,7 @@ func ParseURL(url string) (*pgxpool.Config, error) {
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
 	keepSynchronousCommit(cfg)
 	keepReadCommitted(cfg)
+	scanInUTC(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
@@ -112,6 +116,23 @@ func keepReadCommitted(cfg *pgxpool.Config) {
 		}
 		_, err := conn.Exec(ctx, `SET default_transaction_isolation = 'read committed'`)
 		return err
+	}
+}
+
+// scanInUTC makes every timestamptz the driver reads a time in UTC, as the
+// other backends give them, whatever the process's local zone (pgx reads
+// them in time.Local by default); the instant is the same either way.
+func scanInUTC(cfg *pgxpool.Config) {
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if after != nil {
+			if err := after(ctx, conn); err != nil {
+				return err
+			}
+		}
+		conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+		return nil
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -20,22 +21,22 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at, clock_timestamp()`
 
-func scanJob(row pgx.Row) (*driver.JobRow, error) {
-	var j driver.JobRow
+func scanJob(row pgx.Row) (*fencedtype.Job, error) {
+	var j fencedtype.Job
 	var state string
-	err := row.Scan(&j.ID, &j.Kind, &j.Queue, &j.Args, &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
-		&j.Owner, &j.RunAt, &j.LeaseExpiresAt, &j.CancelRequested, &j.Output, &j.LastError,
-		&j.Progress, &j.IdempotencyKey, &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.Now)
-	j.State = driver.JobState(state)
+	err := row.Scan(&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
+		&j.Owner, &j.RunAt, &j.LeaseExpiresAt, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
+		(*[]byte)(&j.Progress), &j.IdempotencyKey, &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.DecidedAt)
+	j.State = fencedtype.JobState(state)
 	return &j, err
 }
 
-func collectJobs(rows pgx.Rows, err error) ([]*driver.JobRow, error) {
+func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*driver.JobRow
+	var out []*fencedtype.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -66,7 +67,7 @@ WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING ` + jobColumns
 
 // JobClaim implements driver.JobDriver.
-func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
+func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
 	jobs, err := collectJobs(d.pool.Query(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
@@ -101,13 +102,13 @@ RETURNING j.id, j.cancel_requested, j.lease_expires_at`
 // JobHeartbeat implements driver.JobDriver. Ids must be distinct. A job
 // not extended is Lost unless a read shows its attempt still current (its
 // row was held by a transaction of that attempt): then it is Busy.
-func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
+func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
 	refs = slices.Clone(refs)
-	slices.SortFunc(refs, func(a, b driver.JobRef) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(refs, func(a, b fencedtype.JobRef) int { return cmp.Compare(a.ID, b.ID) })
 	ids, fences := splitRefs(refs)
-	res := &driver.HeartbeatResult{}
+	res := &fencedtype.HeartbeatResult{}
 	err := retryDeadlock(ctx, func() error {
-		*res = driver.HeartbeatResult{}
+		*res = fencedtype.HeartbeatResult{}
 		rows, err := d.pool.Query(ctx, jobHeartbeatSQL, ids, fences, ttl.Microseconds())
 		if err != nil {
 			return err
@@ -136,7 +137,7 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl tim
 	for _, id := range res.Extended {
 		extended[id] = true
 	}
-	var missing []driver.JobRef
+	var missing []fencedtype.JobRef
 	for _, r := range refs {
 		if !extended[r.ID] {
 			missing = append(missing, r)
@@ -179,7 +180,7 @@ func retryDeadlock(ctx context.Context, fn func() error) error {
 	}
 }
 
-func splitRefs(refs []driver.JobRef) (ids, fences []int64) {
+func splitRefs(refs []fencedtype.JobRef) (ids, fences []int64) {
 	ids, fences = make([]int64, len(refs)), make([]int64, len(refs))
 	for i, r := range refs {
 		ids[i], fences[i] = r.ID, r.Fence
@@ -231,7 +232,7 @@ WITH e AS (
 SELECT id, ` + finishReportedFence + `, ord FROM j`
 
 // JobFinish implements driver.JobDriver.
-func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
 	// order[k] is the end sent k-th; the statement reports each end it wrote
 	// by that position, so two ends of one attempt are never both reported
@@ -268,7 +269,7 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 		if err != nil {
 			return err
 		}
-		var ref driver.JobRef
+		var ref fencedtype.JobRef
 		var ord int
 		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord}, func() error {
 			if ord < 1 || ord > n {
@@ -300,7 +301,7 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 // then matched nothing in the snapshot), and a locking read of a row changed
 // since fails with a serialization error the caller can retry, instead of
 // diagnosing the old version.
-func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, ok []bool, lock bool) ([]error, error) {
+func diagnoseJobs(ctx context.Context, q querier, ends []fencedtype.JobEnd, ok []bool, lock bool) ([]error, error) {
 	out := make([]error, len(ends))
 	var missing []int64
 	for i, e := range ends {
@@ -319,7 +320,7 @@ func diagnoseJobs(ctx context.Context, q querier, ends []driver.JobEnd, ok []boo
 	if err != nil {
 		return nil, fmt.Errorf("diagnose jobs: %w", err)
 	}
-	byID := make(map[int64]*driver.JobRow, len(cur))
+	byID := make(map[int64]*fencedtype.Job, len(cur))
 	for _, j := range cur {
 		byID[j.ID] = j
 	}
@@ -335,7 +336,7 @@ const jobProgressSQL = `UPDATE fenced_jobs j SET progress = $3, updated_at = clo
 WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard
 
 // JobProgress implements driver.JobDriver.
-func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []byte) error {
+func (d *Driver) JobProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
 	tag, err := d.pool.Exec(ctx, jobProgressSQL, ref.ID, ref.Fence, string(progress))
 	if err != nil {
 		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
@@ -346,10 +347,10 @@ func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []
 	return d.diagnoseJob(ctx, ref)
 }
 
-func (d *Driver) diagnoseJob(ctx context.Context, ref driver.JobRef) error {
+func (d *Driver) diagnoseJob(ctx context.Context, ref fencedtype.JobRef) error {
 	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, ref.ID))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return driver.ErrNotFound
+		return fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("read job %d: %w", ref.ID, err)
@@ -363,7 +364,7 @@ func (d *Driver) diagnoseJob(ctx context.Context, ref driver.JobRef) error {
 const jobGuardSQL = `SELECT (` + guardFenceMatch + ` AND ` + jobGuard + `) FROM fenced_jobs j WHERE j.id = $1 FOR SHARE`
 
 // JobTx implements driver.JobDriver.
-func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
+func (d *Driver) JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(driver.Tx) error) error {
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		if err := guardJob(ctx, tx, ref); err != nil {
 			return err
@@ -379,16 +380,16 @@ func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx
 // GuardJob checks, inside the caller's own transaction, that ref is the
 // job's current running attempt with an unexpired lease, and share-locks the
 // job row until the transaction ends, so recovery and re-claims wait for it.
-// It returns *driver.StaleError or driver.ErrNotFound when the check fails;
+// It returns *fencedtype.StaleError or fencedtype.ErrNotFound when the check fails;
 // the caller must then roll back.
-func (d *Driver) GuardJob(ctx context.Context, tx pgx.Tx, ref driver.JobRef) error {
+func (d *Driver) GuardJob(ctx context.Context, tx pgx.Tx, ref fencedtype.JobRef) error {
 	if err := guardJob(ctx, tx, ref); !errors.Is(err, errGuardFailed) {
 		return err
 	}
 	return d.diagnoseJob(ctx, ref)
 }
 
-func guardJob(ctx context.Context, tx pgx.Tx, ref driver.JobRef) error {
+func guardJob(ctx context.Context, tx pgx.Tx, ref fencedtype.JobRef) error {
 	var current bool
 	err := tx.QueryRow(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&current)
 	if errors.Is(err, pgx.ErrNoRows) {

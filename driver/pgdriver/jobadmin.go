@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -26,7 +27,7 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
 
 // JobInsert implements driver.JobDriver.
-func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
 	n := len(jobs)
 	kinds, queues, args, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
@@ -54,8 +55,8 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	// Ids are drawn in input order, so sorted by id the inserted rows are in
 	// input order; the rest had an idempotency key that already existed.
 	sort.Slice(inserted, func(a, b int) bool { return inserted[a].ID < inserted[b].ID })
-	out := make([]driver.JobInsertResult, n)
-	byKey := map[string]*driver.JobRow{}
+	out := make([]fencedtype.EnqueueResult, n)
+	byKey := map[string]*fencedtype.Job{}
 	for _, j := range inserted {
 		if j.IdempotencyKey != "" {
 			byKey[j.IdempotencyKey] = j
@@ -85,7 +86,7 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	}
 	for i, in := range jobs {
 		if out[i].Job == nil {
-			out[i] = driver.JobInsertResult{Job: byKey[in.IdempotencyKey], Existing: true}
+			out[i] = fencedtype.EnqueueResult{Job: byKey[in.IdempotencyKey], Existing: true}
 			if out[i].Job == nil {
 				return nil, fmt.Errorf("enqueue: idempotency key %q conflicted but its job was not found", in.IdempotencyKey)
 			}
@@ -106,7 +107,7 @@ WHERE j.id = $1 AND j.state IN ('queued', 'running')
 RETURNING ` + jobColumns
 
 // JobCancel implements driver.JobDriver.
-func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (d *Driver) JobCancel(ctx context.Context, id int64) (*fencedtype.Job, error) {
 	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
 }
 
@@ -121,13 +122,13 @@ WHERE j.id = $1 AND j.state IN ('failed', 'cancelled')
 RETURNING ` + jobColumns
 
 // JobRetry implements driver.JobDriver.
-func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (d *Driver) JobRetry(ctx context.Context, id int64) (*fencedtype.Job, error) {
 	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
 }
 
 // jobAdmin runs a conditional state change; zero rows is ErrNotFound or
-// a *driver.JobStateError naming the state found.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*driver.JobRow, error) {
+// a *fencedtype.JobStateError naming the state found.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*fencedtype.Job, error) {
 	j, err := scanJob(d.pool.QueryRow(ctx, query, id))
 	if err == nil {
 		return j, nil
@@ -139,14 +140,14 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 	if err != nil {
 		return nil, err
 	}
-	return nil, &driver.JobStateError{Op: op, ID: id, State: cur.State}
+	return nil, &fencedtype.JobStateError{Op: op, ID: id, State: cur.State}
 }
 
 // JobGet implements driver.JobDriver.
-func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver.JobAttempt, error) {
+func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, driver.ErrNotFound
+		return nil, nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
@@ -156,8 +157,8 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
 	}
-	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.JobAttempt, error) {
-		var a driver.JobAttempt
+	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobAttempt, error) {
+		var a fencedtype.JobAttempt
 		err := r.Scan(&a.Attempt, &a.Fence, &a.Owner, &a.StartedAt, &a.EndedAt, &a.Outcome, &a.Error)
 		return a, err
 	})
@@ -168,7 +169,7 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver
 }
 
 // JobList implements driver.JobDriver.
-func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver.JobRow, error) {
+func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	jobs, err := collectJobs(d.pool.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j
 		WHERE ($1 = '' OR j.state = $1) AND ($2 = '' OR j.queue = $2) AND ($3 = '' OR j.kind = $3) AND j.id > $4
 		ORDER BY j.id LIMIT $5`, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
@@ -179,16 +180,16 @@ func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver
 }
 
 // JobCounts implements driver.JobDriver.
-func (d *Driver) JobCounts(ctx context.Context) ([]driver.JobCount, error) {
+func (d *Driver) JobCounts(ctx context.Context) ([]fencedtype.JobCount, error) {
 	rows, err := d.pool.Query(ctx, `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.JobCount, error) {
-		var c driver.JobCount
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobCount, error) {
+		var c fencedtype.JobCount
 		var state string
 		err := r.Scan(&c.Queue, &state, &c.Count)
-		c.State = driver.JobState(state)
+		c.State = fencedtype.JobState(state)
 		return c, err
 	})
 }

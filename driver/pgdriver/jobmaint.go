@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -41,7 +42,7 @@ WITH expired AS (
 SELECT count(*) FROM j`
 
 // JobRecover implements driver.JobDriver.
-func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b driver.Backoff) (int, error) {
+func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, jobRecoverSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter).Scan(&n)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -55,16 +56,16 @@ const leaseGetSQL = leaseSelect + ` WHERE l.name = $1`
 
 const leaseListSQL = leaseSelect + ` ORDER BY l.name`
 
-func scanLease(row pgx.Row) (*driver.LeaseRow, error) {
-	var l driver.LeaseRow
-	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &l.ExpiresAt, &l.Released, &l.Held, &l.Now); err != nil {
+func scanLease(row pgx.Row) (*fencedtype.Lease, error) {
+	var l fencedtype.Lease
+	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &l.ExpiresAt, &l.Released, &l.Held, &l.DecidedAt); err != nil {
 		return nil, err
 	}
 	return &l, nil
 }
 
 // LeaseAcquire implements driver.Driver.
-func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
 	// A refusal is diagnosed by a read; if the holder's lease ended between
 	// the two statements, the acquire is simply tried again. Each retry means
 	// another client changed the row, so this ends unless the row churns
@@ -78,7 +79,7 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 		}
 		cur, err := d.LeaseGet(ctx, p.Name)
-		if err != nil && !errors.Is(err, driver.ErrNotFound) {
+		if err != nil && !errors.Is(err, fencedtype.ErrNotFound) {
 			return nil, err
 		}
 		if cur != nil && cur.Held && cur.Owner != p.Owner {
@@ -89,20 +90,20 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 }
 
 // LeaseRenew implements driver.Driver.
-func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
 	l, err := scanLease(d.pool.QueryRow(ctx, leaseRenewSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds()))
 	return d.leaseOutcome(ctx, "renew", ref, l, err)
 }
 
 // LeaseRelease implements driver.Driver.
-func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
 	l, err := scanLease(d.pool.QueryRow(ctx, leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence))
 	return d.leaseOutcome(ctx, "release", ref, l, err)
 }
 
 // leaseOutcome turns a conditional write's result into the row or the
 // diagnosed error: the single place where zero rows becomes a typed error.
-func (d *Driver) leaseOutcome(ctx context.Context, op string, ref driver.LeaseRef, l *driver.LeaseRow, err error) (*driver.LeaseRow, error) {
+func (d *Driver) leaseOutcome(ctx context.Context, op string, ref driver.LeaseRef, l *fencedtype.Lease, err error) (*fencedtype.Lease, error) {
 	if err == nil {
 		return l, nil
 	}
@@ -110,17 +111,17 @@ func (d *Driver) leaseOutcome(ctx context.Context, op string, ref driver.LeaseRe
 		return nil, fmt.Errorf("%s lease %q: %w", op, ref.Name, err)
 	}
 	cur, err := d.LeaseGet(ctx, ref.Name)
-	if err != nil && !errors.Is(err, driver.ErrNotFound) {
+	if err != nil && !errors.Is(err, fencedtype.ErrNotFound) {
 		return nil, err
 	}
 	return nil, driver.DiagnoseLease(ref, cur)
 }
 
 // LeaseGet implements driver.Driver.
-func (d *Driver) LeaseGet(ctx context.Context, name string) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error) {
 	l, err := scanLease(d.pool.QueryRow(ctx, leaseGetSQL, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get lease %q: %w", name, err)
@@ -129,13 +130,13 @@ func (d *Driver) LeaseGet(ctx context.Context, name string) (*driver.LeaseRow, e
 }
 
 // LeaseList implements driver.Driver.
-func (d *Driver) LeaseList(ctx context.Context) ([]*driver.LeaseRow, error) {
+func (d *Driver) LeaseList(ctx context.Context) ([]*fencedtype.Lease, error) {
 	rows, err := d.pool.Query(ctx, leaseListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
 	defer rows.Close()
-	var out []*driver.LeaseRow
+	var out []*fencedtype.Lease
 	for rows.Next() {
 		l, err := scanLease(rows)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -27,13 +28,13 @@ var errGuardFailed = errors.New("lease guard failed")
 
 // GuardLease checks, inside the caller's own transaction, that ref is the
 // current unexpired generation and share-locks the lease row until the
-// transaction ends. It returns *driver.StaleError or driver.ErrNotFound when
+// transaction ends. It returns *fencedtype.StaleError or fencedtype.ErrNotFound when
 // the check fails; the caller must then roll back.
 func (d *Driver) GuardLease(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef) error {
 	err := guard(ctx, tx, ref)
 	if errors.Is(err, errGuardFailed) {
 		cur, gerr := d.LeaseGet(ctx, ref.Name)
-		if gerr != nil && !errors.Is(gerr, driver.ErrNotFound) {
+		if gerr != nil && !errors.Is(gerr, fencedtype.ErrNotFound) {
 			return gerr
 		}
 		return driver.DiagnoseLease(ref, cur)
@@ -67,7 +68,7 @@ func (d *Driver) LeaseTx(ctx context.Context, ref driver.LeaseRef, fn func(drive
 	})
 	if errors.Is(err, errGuardFailed) {
 		cur, gerr := d.LeaseGet(ctx, ref.Name)
-		if gerr != nil && !errors.Is(gerr, driver.ErrNotFound) {
+		if gerr != nil && !errors.Is(gerr, fencedtype.ErrNotFound) {
 			return gerr
 		}
 		return driver.DiagnoseLease(ref, cur)

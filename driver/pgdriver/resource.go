@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -41,7 +42,7 @@ type querier interface {
 }
 
 // ResourceWrite implements driver.Driver.
-func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
 	if p.OperationID == "" {
 		res, err := d.resourceWrite(ctx, d.pool, p)
 		if err != nil {
@@ -91,11 +92,11 @@ func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.Resource
 }
 
 // ResourceGet implements driver.Driver.
-func (d *Driver) ResourceGet(ctx context.Context, key string) (*driver.ResourceRow, error) {
-	var r driver.ResourceRow
+func (d *Driver) ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error) {
+	var r fencedtype.Resource
 	err := d.pool.QueryRow(ctx, resourceGetSQL, key).Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &r.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get resource %q: %w", key, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/pgdriver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/testdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -129,7 +130,7 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
-	ref := driver.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
+	ref := fencedtype.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
 
 	tx, err := d.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
@@ -140,13 +141,13 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_jobs`).Scan(&n); err != nil { // the snapshot
 		t.Fatal(err)
 	}
-	hb, err := d.JobHeartbeat(ctx, []driver.JobRef{ref}, time.Minute)
+	hb, err := d.JobHeartbeat(ctx, []fencedtype.JobRef{ref}, time.Minute)
 	if err != nil || len(hb.Extended) != 1 {
 		t.Fatalf("heartbeat: %+v %v", hb, err)
 	}
 	time.Sleep(time.Until(*jobs[0].LeaseExpiresAt) + 100*time.Millisecond)
 
-	errs, err := d.JobFinish(ctx, pgdriver.WrapTx(tx), []driver.JobEnd{{Ref: ref, Kind: driver.EndComplete}})
+	errs, err := d.JobFinish(ctx, pgdriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 	var pgErr *pgconn.PgError
 	switch {
 	case err != nil && errors.As(err, &pgErr) && pgErr.Code == "40001":
@@ -205,7 +206,7 @@ func TestGuardInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %v %v", jobs, err)
 		}
-		ref := driver.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
+		ref := fencedtype.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
 		tx, err := d.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +216,7 @@ func TestGuardInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_jobs`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if hb, err := d.JobHeartbeat(ctx, []driver.JobRef{ref}, time.Minute); err != nil || len(hb.Extended) != 1 {
+		if hb, err := d.JobHeartbeat(ctx, []fencedtype.JobRef{ref}, time.Minute); err != nil || len(hb.Extended) != 1 {
 			t.Fatalf("heartbeat: %+v %v", hb, err)
 		}
 		time.Sleep(time.Until(*jobs[0].LeaseExpiresAt) + 100*time.Millisecond)
@@ -246,7 +247,7 @@ func TestRepeatableReadSessionDefaultChangesNoOutcome(t *testing.T) {
 		}
 		wg.Wait()
 		for _, err := range errs {
-			var held *driver.HeldError
+			var held *fencedtype.HeldError
 			if err != nil && !errors.As(err, &held) {
 				t.Fatalf("acquire: %v", err)
 			}
@@ -296,10 +297,10 @@ func TestJobFinishTwoEndsOfOneAttempt(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
-	ref := driver.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
-	errs, err := d.JobFinish(ctx, nil, []driver.JobEnd{
-		{Ref: ref, Kind: driver.EndComplete, Output: []byte(`"first"`)},
-		{Ref: ref, Kind: driver.EndComplete, Output: []byte(`"second"`)},
+	ref := fencedtype.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
+	errs, err := d.JobFinish(ctx, nil, []fencedtype.JobEnd{
+		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"first"`)},
+		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"second"`)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,7 +24,7 @@ func pgxOf(tx driver.Tx) (pgx.Tx, error) {
 	if t, ok := tx.(*Tx); ok && t != nil && t.tx != nil {
 		return t.tx, nil
 	}
-	return nil, driver.Invalid("tx", "%T is not a transaction of the PostgreSQL backend: wrap a pgx.Tx with pgdriver.WrapTx", tx)
+	return nil, fencedtype.Invalid("tx", "%T is not a transaction of the PostgreSQL backend: wrap a pgx.Tx with pgdriver.WrapTx", tx)
 }
 
 // Pgx returns the underlying transaction for anything the narrow interface

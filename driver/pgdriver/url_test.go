@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/pgdriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 func TestParseURL(t *testing.T) {
@@ -18,7 +18,7 @@ func TestParseURL(t *testing.T) {
 	}
 	for _, in := range []string{"postgres:db", "postgres:u:hunter2@h/db", "mysql://u:hunter2@h/db", "postgres://u:hunter2@h:x/db"} {
 		_, err := pgdriver.ParseURL(in)
-		if !errors.Is(err, driver.ErrInvalid) || strings.Contains(err.Error(), "hunter2") {
+		if !errors.Is(err, fencedtype.ErrInvalid) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("ParseURL(%q) err = %v, want invalid without the password", in, err)
 		}
 	}

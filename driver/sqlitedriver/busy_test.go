@@ -9,6 +9,7 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // TestAnotherProcessWaitsOutALongFencedTx: while a fenced transaction is
@@ -54,7 +55,7 @@ func TestAnotherProcessWaitsOutALongFencedTx(t *testing.T) {
 	long, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	_, err = d2.LeaseAcquire(long, driver.LeaseAcquireParams{Name: "a", Owner: "B", TTL: time.Minute})
-	if !errors.Is(err, driver.ErrHeld) {
+	if !errors.Is(err, fencedtype.ErrHeld) {
 		t.Fatalf("takeover after the fenced transaction: %v, want it to wait, then find the lease held", err)
 	}
 	if err := <-done; err != nil {

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -44,7 +45,7 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 	// SQLite gives each connection of these a database of its own, and the
 	// pool holds several: each would migrate and grant fences on its own.
 	if path == "" || path == ":memory:" {
-		return nil, driver.Invalid("sqlite path", "%q opens a separate database on every connection; name a file", path)
+		return nil, fencedtype.Invalid("sqlite path", "%q opens a separate database on every connection; name a file", path)
 	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(30000)")

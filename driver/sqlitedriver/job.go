@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 var _ driver.JobDriver = (*Driver)(nil)
@@ -22,19 +23,19 @@ const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempt
 
 const jobGetSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
 
-func scanJob(row scanner) (*driver.JobRow, error) {
-	var j driver.JobRow
+func scanJob(row scanner) (*fencedtype.Job, error) {
+	var j fencedtype.Job
 	var state string
 	var runAt, created, now int64
 	var expires, attempted, finished sql.NullInt64
-	err := row.Scan(&j.ID, &j.Kind, &j.Queue, &j.Args, &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
-		&j.Owner, &runAt, &expires, &j.CancelRequested, &j.Output, &j.LastError,
-		&j.Progress, &j.IdempotencyKey, &created, &attempted, &finished, &now)
+	err := row.Scan(&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
+		&j.Owner, &runAt, &expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
+		(*[]byte)(&j.Progress), &j.IdempotencyKey, &created, &attempted, &finished, &now)
 	if err != nil {
 		return nil, err
 	}
-	j.State = driver.JobState(state)
-	j.RunAt, j.CreatedAt, j.Now = usTime(runAt), usTime(created), usTime(now)
+	j.State = fencedtype.JobState(state)
+	j.RunAt, j.CreatedAt, j.DecidedAt = usTime(runAt), usTime(created), usTime(now)
 	j.LeaseExpiresAt, j.AttemptedAt, j.FinishedAt = usTimePtr(expires), usTimePtr(attempted), usTimePtr(finished)
 	return &j, nil
 }
@@ -49,12 +50,12 @@ func usTimePtr(us sql.NullInt64) *time.Time {
 	return &t
 }
 
-func collectJobs(rows *sql.Rows, err error) ([]*driver.JobRow, error) {
+func collectJobs(rows *sql.Rows, err error) ([]*fencedtype.Job, error) {
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []*driver.JobRow
+	var out []*fencedtype.Job
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
@@ -66,7 +67,7 @@ func collectJobs(rows *sql.Rows, err error) ([]*driver.JobRow, error) {
 }
 
 // readJob reads one job inside tx; nil, nil when it does not exist.
-func readJob(ctx context.Context, tx *sql.Tx, id int64) (*driver.JobRow, error) {
+func readJob(ctx context.Context, tx *sql.Tx, id int64) (*fencedtype.Job, error) {
 	j, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -76,7 +77,7 @@ func readJob(ctx context.Context, tx *sql.Tx, id int64) (*driver.JobRow, error) 
 
 // diagnoseJob explains, from a read in the same write transaction as the
 // write that changed nothing, why ref is no longer current.
-func diagnoseJob(ctx context.Context, tx *sql.Tx, ref driver.JobRef) error {
+func diagnoseJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
 	j, err := readJob(ctx, tx, ref.ID)
 	if err != nil {
 		return fmt.Errorf("read job %d: %w", ref.ID, err)
@@ -103,8 +104,8 @@ RETURNING ` + jobColumns
 
 // JobClaim implements driver.JobDriver. The jobs come back in the order they
 // were picked.
-func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driver.JobRow, error) {
-	var jobs []*driver.JobRow
+func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
+	var jobs []*fencedtype.Job
 	err := d.write(ctx, func() (err error) {
 		for {
 			jobs, err = collectJobs(d.db.QueryContext(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
@@ -117,7 +118,7 @@ func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*driv
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}
 	// RETURNING order is unspecified; run_at is unchanged by the claim.
-	slices.SortFunc(jobs, func(a, b *driver.JobRow) int {
+	slices.SortFunc(jobs, func(a, b *fencedtype.Job) int {
 		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
 	})
 	return jobs, nil
@@ -133,8 +134,8 @@ RETURNING cancel_requested, lease_expires_us`
 
 // JobHeartbeat implements driver.JobDriver, one guarded statement per job in
 // one write transaction. ExpiresAt is the earliest new expiry.
-func (d *Driver) JobHeartbeat(ctx context.Context, refs []driver.JobRef, ttl time.Duration) (*driver.HeartbeatResult, error) {
-	res := &driver.HeartbeatResult{}
+func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
+	res := &fencedtype.HeartbeatResult{}
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		stmt, err := tx.PrepareContext(ctx, jobHeartbeatSQL)
 		if err != nil {
@@ -214,7 +215,7 @@ FROM fenced_jobs WHERE id = ?1`
 // whose end changed nothing is diagnosed in the same transaction. With tx
 // non-nil the caller already holds SQLite's write lock (a JobTx or its own
 // IMMEDIATE transaction), so the writer slot is not taken again.
-func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobEnd) ([]error, error) {
+func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	var out []error
 	var err error
 	if tx != nil {
@@ -235,7 +236,7 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []driver.JobE
 	return out, nil
 }
 
-func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error, error) {
+func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	end, err := tx.PrepareContext(ctx, jobFinishSQL)
 	if err != nil {
 		return nil, err
@@ -264,7 +265,7 @@ func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error,
 		if err != nil {
 			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
 		}
-		if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, driver.JobState(state)), e.Error); err != nil {
+		if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, fencedtype.JobState(state)), e.Error); err != nil {
 			return nil, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
 		}
 	}
@@ -273,30 +274,30 @@ func finishJobs(ctx context.Context, tx *sql.Tx, ends []driver.JobEnd) ([]error,
 
 // isDiagnosis tells a diagnosed refusal from a failed read.
 func isDiagnosis(err error) bool {
-	return errors.Is(err, driver.ErrStale) || errors.Is(err, driver.ErrNotFound)
+	return errors.Is(err, fencedtype.ErrStale) || errors.Is(err, fencedtype.ErrNotFound)
 }
 
 // endOutcome is the history outcome of an attempt ended by kind, leaving the
 // job in state.
-func endOutcome(kind driver.JobEndKind, state driver.JobState) string {
+func endOutcome(kind fencedtype.EndKind, state fencedtype.JobState) string {
 	switch {
-	case kind == driver.EndComplete:
-		return driver.OutcomeSucceeded
-	case state == driver.JobCancelled:
-		return driver.OutcomeCancelled
-	case kind == driver.EndSnooze:
-		return driver.OutcomeSnoozed
-	case state == driver.JobFailed:
-		return driver.OutcomeFailed
+	case kind == fencedtype.EndComplete:
+		return fencedtype.OutcomeSucceeded
+	case state == fencedtype.JobCancelled:
+		return fencedtype.OutcomeCancelled
+	case kind == fencedtype.EndSnooze:
+		return fencedtype.OutcomeSnoozed
+	case state == fencedtype.JobFailed:
+		return fencedtype.OutcomeFailed
 	}
-	return driver.OutcomeRetry
+	return fencedtype.OutcomeRetry
 }
 
 const jobProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
 
 // JobProgress implements driver.JobDriver.
-func (d *Driver) JobProgress(ctx context.Context, ref driver.JobRef, progress []byte) error {
+func (d *Driver) JobProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
 	var refused error
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, jobProgressSQL, ref.ID, ref.Fence, string(progress))
@@ -324,7 +325,7 @@ const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND fence = ?2 AND 
 // ends. A failed guard is diagnosed inside the same transaction, then rolled
 // back. fn must do its writes through the driver.Tx it is given (JobFinish
 // and JobInsert take it): the writer slot is held while fn runs.
-func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx) error) error {
+func (d *Driver) JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(driver.Tx) error) error {
 	return d.writeTx(ctx, func(tx *sql.Tx) error {
 		if err := d.GuardJob(ctx, tx, ref); err != nil {
 			return err
@@ -335,9 +336,9 @@ func (d *Driver) JobTx(ctx context.Context, ref driver.JobRef, fn func(driver.Tx
 
 // GuardJob checks, inside the caller's own transaction, which must have
 // begun IMMEDIATE, that ref is the job's current running attempt with an
-// unexpired lease. It returns *driver.StaleError or driver.ErrNotFound when
+// unexpired lease. It returns *fencedtype.StaleError or fencedtype.ErrNotFound when
 // the check fails; the caller must then roll back.
-func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref driver.JobRef) error {
+func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
 	var one int
 	err := tx.QueryRowContext(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {

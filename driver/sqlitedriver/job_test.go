@@ -12,6 +12,7 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // openJobs opens and migrates a driver on path.
@@ -39,20 +40,20 @@ func newJob(queue string) driver.JobInsertParams {
 	return driver.JobInsertParams{Kind: "email", Queue: queue, Args: []byte(`{"to":"a@b"}`), MaxAttempts: 3}
 }
 
-func enqueue(t *testing.T, d *sqlitedriver.Driver, jobs ...driver.JobInsertParams) []*driver.JobRow {
+func enqueue(t *testing.T, d *sqlitedriver.Driver, jobs ...driver.JobInsertParams) []*fencedtype.Job {
 	t.Helper()
 	res, err := d.JobInsert(context.Background(), nil, jobs)
 	if err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
-	out := make([]*driver.JobRow, len(res))
+	out := make([]*fencedtype.Job, len(res))
 	for i, r := range res {
 		out[i] = r.Job
 	}
 	return out
 }
 
-func claim(t *testing.T, d *sqlitedriver.Driver, queue, owner string, limit int, ttl time.Duration) []*driver.JobRow {
+func claim(t *testing.T, d *sqlitedriver.Driver, queue, owner string, limit int, ttl time.Duration) []*fencedtype.Job {
 	t.Helper()
 	jobs, err := d.JobClaim(context.Background(), driver.JobClaimParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
 	if err != nil {
@@ -62,7 +63,7 @@ func claim(t *testing.T, d *sqlitedriver.Driver, queue, owner string, limit int,
 }
 
 // claimOne enqueues one job with maxAttempts and claims it.
-func claimOne(t *testing.T, d *sqlitedriver.Driver, maxAttempts int, owner string, ttl time.Duration) driver.JobRef {
+func claimOne(t *testing.T, d *sqlitedriver.Driver, maxAttempts int, owner string, ttl time.Duration) fencedtype.JobRef {
 	t.Helper()
 	p := newJob("q")
 	p.MaxAttempts = maxAttempts
@@ -71,10 +72,10 @@ func claimOne(t *testing.T, d *sqlitedriver.Driver, maxAttempts int, owner strin
 	if len(got) != 1 || got[0].ID != j.ID {
 		t.Fatalf("claim: got %v, want job %d", got, j.ID)
 	}
-	return driver.JobRef{ID: j.ID, Fence: got[0].Fence}
+	return fencedtype.JobRef{ID: j.ID, Fence: got[0].Fence}
 }
 
-func getJob(t *testing.T, d *sqlitedriver.Driver, id int64) (*driver.JobRow, []driver.JobAttempt) {
+func getJob(t *testing.T, d *sqlitedriver.Driver, id int64) (*fencedtype.Job, []fencedtype.JobAttempt) {
 	t.Helper()
 	j, attempts, err := d.JobGet(context.Background(), id)
 	if err != nil {
@@ -84,7 +85,7 @@ func getJob(t *testing.T, d *sqlitedriver.Driver, id int64) (*driver.JobRow, []d
 }
 
 // finish ends attempts and returns their per-job errors.
-func finish(t *testing.T, d *sqlitedriver.Driver, ends ...driver.JobEnd) []error {
+func finish(t *testing.T, d *sqlitedriver.Driver, ends ...fencedtype.JobEnd) []error {
 	t.Helper()
 	errs, err := d.JobFinish(context.Background(), nil, ends)
 	if err != nil {
@@ -102,7 +103,7 @@ func waitExpired(t *testing.T, d *sqlitedriver.Driver, id int64) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		j, _ := getJob(t, d, id)
-		if j.LeaseExpiresAt == nil || !j.LeaseExpiresAt.After(j.Now) {
+		if j.LeaseExpiresAt == nil || !j.LeaseExpiresAt.After(j.DecidedAt) {
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -110,9 +111,9 @@ func waitExpired(t *testing.T, d *sqlitedriver.Driver, id int64) {
 	t.Fatalf("lease of job %d did not expire", id)
 }
 
-func wantStale(t *testing.T, err error, reason driver.StaleReason, current int64, owner string) {
+func wantStale(t *testing.T, err error, reason fencedtype.StaleReason, current int64, owner string) {
 	t.Helper()
-	var se *driver.StaleError
+	var se *fencedtype.StaleError
 	if !errors.As(err, &se) {
 		t.Fatalf("got %v, want *StaleError", err)
 	}
@@ -121,7 +122,7 @@ func wantStale(t *testing.T, err error, reason driver.StaleReason, current int64
 	}
 }
 
-func outcomes(attempts []driver.JobAttempt) []string {
+func outcomes(attempts []fencedtype.JobAttempt) []string {
 	var out []string
 	for _, a := range attempts {
 		out = append(out, a.Outcome)
@@ -129,7 +130,7 @@ func outcomes(attempts []driver.JobAttempt) []string {
 	return out
 }
 
-var noBackoff = driver.Backoff{}
+var noBackoff = fencedtype.Backoff{}
 
 func TestJobClaim(t *testing.T) {
 	t.Parallel()
@@ -153,8 +154,8 @@ func TestJobClaim(t *testing.T) {
 			t.Fatalf("first claim %v, want %v", got, want)
 		}
 		for _, j := range first {
-			if j.State != driver.JobRunning || j.Attempt != 1 || j.Fence != 1 || j.Owner != "w1" ||
-				j.LeaseExpiresAt == nil || !j.LeaseExpiresAt.After(j.Now) || j.AttemptedAt == nil {
+			if j.State != fencedtype.JobRunning || j.Attempt != 1 || j.Fence != 1 || j.Owner != "w1" ||
+				j.LeaseExpiresAt == nil || !j.LeaseExpiresAt.After(j.DecidedAt) || j.AttemptedAt == nil {
 				t.Fatalf("claimed %+v", j)
 			}
 		}
@@ -211,7 +212,7 @@ func TestJobClaim(t *testing.T) {
 	})
 }
 
-func ids(jobs []*driver.JobRow) []int64 {
+func ids(jobs []*fencedtype.Job) []int64 {
 	var out []int64
 	for _, j := range jobs {
 		out = append(out, j.ID)
@@ -231,7 +232,7 @@ func TestJobHeartbeat(t *testing.T) {
 		if _, err := d.JobCancel(ctx, jobs[1].ID); err != nil {
 			t.Fatal(err)
 		}
-		refs := []driver.JobRef{{ID: jobs[0].ID, Fence: 1}, {ID: jobs[1].ID, Fence: 1}, {ID: jobs[2].ID, Fence: 7}, {ID: 9999, Fence: 1}}
+		refs := []fencedtype.JobRef{{ID: jobs[0].ID, Fence: 1}, {ID: jobs[1].ID, Fence: 1}, {ID: jobs[2].ID, Fence: 7}, {ID: 9999, Fence: 1}}
 		res, err := d.JobHeartbeat(ctx, refs, time.Hour)
 		if err != nil {
 			t.Fatal(err)
@@ -242,11 +243,11 @@ func TestJobHeartbeat(t *testing.T) {
 			t.Fatalf("heartbeat %+v", res)
 		}
 		j, _ := getJob(t, d, jobs[0].ID)
-		if !j.LeaseExpiresAt.After(*jobs[0].LeaseExpiresAt) || j.LeaseExpiresAt.Sub(j.Now) < 59*time.Minute {
-			t.Fatalf("lease not extended: was %v, is %v at %v", jobs[0].LeaseExpiresAt, j.LeaseExpiresAt, j.Now)
+		if !j.LeaseExpiresAt.After(*jobs[0].LeaseExpiresAt) || j.LeaseExpiresAt.Sub(j.DecidedAt) < 59*time.Minute {
+			t.Fatalf("lease not extended: was %v, is %v at %v", jobs[0].LeaseExpiresAt, j.LeaseExpiresAt, j.DecidedAt)
 		}
-		if res.ExpiresAt.After(*j.LeaseExpiresAt) || res.ExpiresAt.Sub(j.Now) < 59*time.Minute {
-			t.Fatalf("reported expiry %v, stored %v at %v", res.ExpiresAt, j.LeaseExpiresAt, j.Now)
+		if res.ExpiresAt.After(*j.LeaseExpiresAt) || res.ExpiresAt.Sub(j.DecidedAt) < 59*time.Minute {
+			t.Fatalf("reported expiry %v, stored %v at %v", res.ExpiresAt, j.LeaseExpiresAt, j.DecidedAt)
 		}
 	})
 
@@ -255,7 +256,7 @@ func TestJobHeartbeat(t *testing.T) {
 		d, _ := setupJobs(t)
 		ref := claimOne(t, d, 3, "w", 20*time.Millisecond)
 		waitExpired(t, d, ref.ID)
-		res, err := d.JobHeartbeat(ctx, []driver.JobRef{ref}, time.Hour)
+		res, err := d.JobHeartbeat(ctx, []fencedtype.JobRef{ref}, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,41 +283,41 @@ func TestJobFinish(t *testing.T) {
 		if len(claimed) != len(in) {
 			t.Fatalf("claimed %d of %d", len(claimed), len(in))
 		}
-		ref := func(i int) driver.JobRef { return driver.JobRef{ID: in[i].ID, Fence: 1} }
+		ref := func(i int) fencedtype.JobRef { return fencedtype.JobRef{ID: in[i].ID, Fence: 1} }
 		errs := finish(t, d,
-			driver.JobEnd{Ref: ref(0), Kind: driver.EndComplete, Output: []byte(`{"sent":true}`)},
-			driver.JobEnd{Ref: ref(1), Kind: driver.EndFail, Error: "boom", Delay: time.Hour},
-			driver.JobEnd{Ref: ref(2), Kind: driver.EndFail, Error: "boom"},
-			driver.JobEnd{Ref: ref(3), Kind: driver.EndFail, Error: "bad input", Discard: true},
-			driver.JobEnd{Ref: ref(4), Kind: driver.EndSnooze, Delay: time.Hour},
-			driver.JobEnd{Ref: ref(5), Kind: driver.EndCancel, Error: "asked to stop"},
-			driver.JobEnd{Ref: driver.JobRef{ID: in[0].ID, Fence: 1}, Kind: driver.EndComplete},
-			driver.JobEnd{Ref: driver.JobRef{ID: 9999, Fence: 1}, Kind: driver.EndComplete},
+			fencedtype.JobEnd{Ref: ref(0), Kind: fencedtype.EndComplete, Output: []byte(`{"sent":true}`)},
+			fencedtype.JobEnd{Ref: ref(1), Kind: fencedtype.EndFail, Error: "boom", Delay: time.Hour},
+			fencedtype.JobEnd{Ref: ref(2), Kind: fencedtype.EndFail, Error: "boom"},
+			fencedtype.JobEnd{Ref: ref(3), Kind: fencedtype.EndFail, Error: "bad input", Discard: true},
+			fencedtype.JobEnd{Ref: ref(4), Kind: fencedtype.EndSnooze, Delay: time.Hour},
+			fencedtype.JobEnd{Ref: ref(5), Kind: fencedtype.EndCancel, Error: "asked to stop"},
+			fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: in[0].ID, Fence: 1}, Kind: fencedtype.EndComplete},
+			fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: 9999, Fence: 1}, Kind: fencedtype.EndComplete},
 		)
 		for i := range 6 {
 			if errs[i] != nil {
 				t.Fatalf("end %d: %v", i, errs[i])
 			}
 		}
-		wantStale(t, errs[6], driver.ReasonNotRunning, 1, "")
-		if !errors.Is(errs[7], driver.ErrNotFound) {
+		wantStale(t, errs[6], fencedtype.ReasonNotRunning, 1, "")
+		if !errors.Is(errs[7], fencedtype.ErrNotFound) {
 			t.Fatalf("end of an unknown job: %v, want ErrNotFound", errs[7])
 		}
 
 		type want struct {
-			state    driver.JobState
+			state    fencedtype.JobState
 			outcome  string
 			errText  string
 			finished bool
 			max      int
 		}
 		for i, w := range []want{
-			{driver.JobSucceeded, driver.OutcomeSucceeded, "", true, 3},
-			{driver.JobQueued, driver.OutcomeRetry, "boom", false, 3},
-			{driver.JobFailed, driver.OutcomeFailed, "boom", true, 1},
-			{driver.JobFailed, driver.OutcomeFailed, "bad input", true, 3},
-			{driver.JobQueued, driver.OutcomeSnoozed, "", false, 4},
-			{driver.JobCancelled, driver.OutcomeCancelled, "asked to stop", true, 3},
+			{fencedtype.JobSucceeded, fencedtype.OutcomeSucceeded, "", true, 3},
+			{fencedtype.JobQueued, fencedtype.OutcomeRetry, "boom", false, 3},
+			{fencedtype.JobFailed, fencedtype.OutcomeFailed, "boom", true, 1},
+			{fencedtype.JobFailed, fencedtype.OutcomeFailed, "bad input", true, 3},
+			{fencedtype.JobQueued, fencedtype.OutcomeSnoozed, "", false, 4},
+			{fencedtype.JobCancelled, fencedtype.OutcomeCancelled, "asked to stop", true, 3},
 		} {
 			j, attempts := getJob(t, d, in[i].ID)
 			if j.State != w.state || (j.FinishedAt != nil) != w.finished || j.MaxAttempts != w.max ||
@@ -331,8 +332,8 @@ func TestJobFinish(t *testing.T) {
 				a.EndedAt == nil || a.EndedAt.Before(a.StartedAt) {
 				t.Errorf("job %d attempt %+v, want outcome %s error %q", i, a, w.outcome, w.errText)
 			}
-			if w.state == driver.JobQueued && j.RunAt.Sub(j.Now) < 59*time.Minute {
-				t.Errorf("job %d runs again in %v, want the 1h delay", i, j.RunAt.Sub(j.Now))
+			if w.state == fencedtype.JobQueued && j.RunAt.Sub(j.DecidedAt) < 59*time.Minute {
+				t.Errorf("job %d runs again in %v, want the 1h delay", i, j.RunAt.Sub(j.DecidedAt))
 			}
 		}
 		if j, _ := getJob(t, d, in[0].ID); string(j.Output) != `{"sent":true}` {
@@ -345,7 +346,7 @@ func TestJobFinish(t *testing.T) {
 		d, _ := setupJobs(t)
 		old := claimOne(t, d, 3, "w1", 20*time.Millisecond)
 		waitExpired(t, d, old.ID)
-		wantStale(t, finish(t, d, driver.JobEnd{Ref: old, Kind: driver.EndComplete})[0], driver.ReasonExpired, 1, "")
+		wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonExpired, 1, "")
 		if n, err := d.JobRecover(ctx, nil, 10, noBackoff); err != nil || n != 1 {
 			t.Fatalf("recover: %d, %v", n, err)
 		}
@@ -353,16 +354,16 @@ func TestJobFinish(t *testing.T) {
 		if len(again) != 1 || again[0].Fence != 2 || again[0].Attempt != 2 {
 			t.Fatalf("re-claim: %+v", again)
 		}
-		wantStale(t, finish(t, d, driver.JobEnd{Ref: old, Kind: driver.EndComplete})[0], driver.ReasonSuperseded, 2, "w2")
-		if err := d.JobProgress(ctx, old, []byte(`{}`)); !errors.Is(err, driver.ErrStale) {
+		wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, 2, "w2")
+		if err := d.JobProgress(ctx, old, []byte(`{}`)); !errors.Is(err, fencedtype.ErrStale) {
 			t.Fatalf("stale progress: %v", err)
 		}
-		cur := driver.JobRef{ID: old.ID, Fence: 2}
-		if err := finish(t, d, driver.JobEnd{Ref: cur, Kind: driver.EndComplete})[0]; err != nil {
+		cur := fencedtype.JobRef{ID: old.ID, Fence: 2}
+		if err := finish(t, d, fencedtype.JobEnd{Ref: cur, Kind: fencedtype.EndComplete})[0]; err != nil {
 			t.Fatalf("current attempt's finish: %v", err)
 		}
 		j, attempts := getJob(t, d, old.ID)
-		if j.State != driver.JobSucceeded || !slices.Equal(outcomes(attempts), []string{driver.OutcomeLost, driver.OutcomeSucceeded}) {
+		if j.State != fencedtype.JobSucceeded || !slices.Equal(outcomes(attempts), []string{fencedtype.OutcomeLost, fencedtype.OutcomeSucceeded}) {
 			t.Fatalf("job %+v history %+v", j, attempts)
 		}
 		if attempts[0].Owner != "w1" || attempts[1].Owner != "w2" || attempts[1].Fence != 2 {
@@ -381,10 +382,10 @@ func TestJobFinish(t *testing.T) {
 		if string(j.Progress) != `{"done":3}` {
 			t.Fatalf("progress %s", j.Progress)
 		}
-		if len(attempts) != 1 || attempts[0].Outcome != string(driver.JobRunning) || attempts[0].Fence != ref.Fence {
+		if len(attempts) != 1 || attempts[0].Outcome != string(fencedtype.JobRunning) || attempts[0].Fence != ref.Fence {
 			t.Fatalf("history of a running job %+v", attempts)
 		}
-		if err := d.JobProgress(ctx, driver.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, driver.ErrNotFound) {
+		if err := d.JobProgress(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, fencedtype.ErrNotFound) {
 			t.Fatalf("progress of an unknown job: %v", err)
 		}
 	})
@@ -393,7 +394,7 @@ func TestJobFinish(t *testing.T) {
 func TestJobTx(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	setup := func(t *testing.T) (*sqlitedriver.Driver, driver.JobRef) {
+	setup := func(t *testing.T) (*sqlitedriver.Driver, fencedtype.JobRef) {
 		d, _ := setupJobs(t)
 		if _, err := d.DB().ExecContext(ctx, `CREATE TABLE effects (job_id INTEGER, v TEXT)`); err != nil {
 			t.Fatal(err)
@@ -415,7 +416,7 @@ func TestJobTx(t *testing.T) {
 			if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES (?1, 'x')`, ref.ID); err != nil {
 				return err
 			}
-			errs, err := d.JobFinish(ctx, tx, []driver.JobEnd{{Ref: ref, Kind: driver.EndComplete}})
+			errs, err := d.JobFinish(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 			if err != nil {
 				return err
 			}
@@ -424,12 +425,12 @@ func TestJobTx(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j, _ := getJob(t, d, ref.ID); j.State != driver.JobSucceeded || effects(t, d) != 1 {
+		if j, _ := getJob(t, d, ref.ID); j.State != fencedtype.JobSucceeded || effects(t, d) != 1 {
 			t.Fatalf("state %s, %d effects", j.State, effects(t, d))
 		}
 		called := false
 		err = d.JobTx(ctx, ref, func(driver.Tx) error { called = true; return nil })
-		wantStale(t, err, driver.ReasonNotRunning, 1, "")
+		wantStale(t, err, fencedtype.ReasonNotRunning, 1, "")
 		if called {
 			t.Fatal("fn ran after a failed guard")
 		}
@@ -443,7 +444,7 @@ func TestJobTx(t *testing.T) {
 			if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES (?1, 'x')`, ref.ID); err != nil {
 				return err
 			}
-			if _, err := d.JobFinish(ctx, tx, []driver.JobEnd{{Ref: ref, Kind: driver.EndComplete}}); err != nil {
+			if _, err := d.JobFinish(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}}); err != nil {
 				return err
 			}
 			return boom
@@ -451,7 +452,7 @@ func TestJobTx(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("got %v, want fn's error", err)
 		}
-		if j, attempts := getJob(t, d, ref.ID); j.State != driver.JobRunning || len(attempts) != 1 || effects(t, d) != 0 {
+		if j, attempts := getJob(t, d, ref.ID); j.State != fencedtype.JobRunning || len(attempts) != 1 || effects(t, d) != 0 {
 			t.Fatalf("after rollback: state %s, history %+v, %d effects", j.State, attempts, effects(t, d))
 		}
 	})
@@ -459,13 +460,13 @@ func TestJobTx(t *testing.T) {
 	t.Run("StaleFenceNeverRunsFn", func(t *testing.T) {
 		t.Parallel()
 		d, ref := setup(t)
-		err := d.JobTx(ctx, driver.JobRef{ID: ref.ID, Fence: ref.Fence - 1}, func(driver.Tx) error {
+		err := d.JobTx(ctx, fencedtype.JobRef{ID: ref.ID, Fence: ref.Fence - 1}, func(driver.Tx) error {
 			t.Error("fn ran under a stale fence")
 			return nil
 		})
-		wantStale(t, err, driver.ReasonSuperseded, ref.Fence, "w")
-		err = d.JobTx(ctx, driver.JobRef{ID: 9999, Fence: 1}, func(driver.Tx) error { return nil })
-		if !errors.Is(err, driver.ErrNotFound) {
+		wantStale(t, err, fencedtype.ReasonSuperseded, ref.Fence, "w")
+		err = d.JobTx(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, func(driver.Tx) error { return nil })
+		if !errors.Is(err, fencedtype.ErrNotFound) {
 			t.Fatalf("unknown job: %v", err)
 		}
 	})
@@ -481,16 +482,16 @@ func TestJobTx(t *testing.T) {
 		if err := d.GuardJob(ctx, tx, ref); err != nil {
 			t.Fatal(err)
 		}
-		stale := d.GuardJob(ctx, tx, driver.JobRef{ID: ref.ID, Fence: ref.Fence + 1})
-		wantStale(t, stale, driver.ReasonSuperseded, ref.Fence, "w")
-		errs, err := d.JobFinish(ctx, sqlitedriver.WrapTx(tx), []driver.JobEnd{{Ref: ref, Kind: driver.EndComplete}})
+		stale := d.GuardJob(ctx, tx, fencedtype.JobRef{ID: ref.ID, Fence: ref.Fence + 1})
+		wantStale(t, stale, fencedtype.ReasonSuperseded, ref.Fence, "w")
+		errs, err := d.JobFinish(ctx, sqlitedriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("finish in the caller's tx: %v, %v", err, errs)
 		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		if j, _ := getJob(t, d, ref.ID); j.State != driver.JobSucceeded {
+		if j, _ := getJob(t, d, ref.ID); j.State != fencedtype.JobSucceeded {
 			t.Fatalf("state %s", j.State)
 		}
 	})

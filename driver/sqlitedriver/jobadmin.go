@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // jobInsertSQL enqueues one job. A job whose idempotency key exists already
@@ -25,8 +26,8 @@ const jobByKeySQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE idempotenc
 // JobInsert implements driver.JobDriver: one write transaction (or the
 // caller's, whose write lock it already holds) inserting the jobs in input
 // order, so their ids ascend in it.
-func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
-	var out []driver.JobInsertResult
+func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
+	var out []fencedtype.EnqueueResult
 	var err error
 	if tx != nil {
 		var stx *sql.Tx
@@ -46,13 +47,13 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	return out, nil
 }
 
-func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) ([]driver.JobInsertResult, error) {
+func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
 	stmt, err := tx.PrepareContext(ctx, jobInsertSQL)
 	if err != nil {
 		return nil, err
 	}
 	defer stmt.Close()
-	out := make([]driver.JobInsertResult, len(jobs))
+	out := make([]fencedtype.EnqueueResult, len(jobs))
 	for i, in := range jobs {
 		var runAt any
 		if !in.RunAt.IsZero() {
@@ -74,7 +75,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) 
 		if err != nil {
 			return nil, fmt.Errorf("read existing key %q: %w", in.IdempotencyKey, err)
 		}
-		out[i] = driver.JobInsertResult{Job: j, Existing: true}
+		out[i] = fencedtype.EnqueueResult{Job: j, Existing: true}
 	}
 	return out, nil
 }
@@ -91,7 +92,7 @@ WHERE id = ?1 AND state IN ('queued', 'running')
 RETURNING ` + jobColumns
 
 // JobCancel implements driver.JobDriver.
-func (d *Driver) JobCancel(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (d *Driver) JobCancel(ctx context.Context, id int64) (*fencedtype.Job, error) {
 	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
 }
 
@@ -106,14 +107,14 @@ WHERE id = ?1 AND state IN ('failed', 'cancelled')
 RETURNING ` + jobColumns
 
 // JobRetry implements driver.JobDriver.
-func (d *Driver) JobRetry(ctx context.Context, id int64) (*driver.JobRow, error) {
+func (d *Driver) JobRetry(ctx context.Context, id int64) (*fencedtype.Job, error) {
 	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
 }
 
 // jobAdmin runs a conditional state change; zero rows is ErrNotFound or a
-// *driver.JobStateError naming the state read in the same write transaction.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*driver.JobRow, error) {
-	var j, cur *driver.JobRow
+// *fencedtype.JobStateError naming the state read in the same write transaction.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*fencedtype.Job, error) {
+	var j, cur *fencedtype.Job
 	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
 		j, err = scanJob(tx.QueryRowContext(ctx, query, id))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -127,9 +128,9 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 	case j != nil:
 		return j, nil
 	case cur == nil:
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	}
-	return nil, &driver.JobStateError{Op: op, ID: id, State: cur.State}
+	return nil, &fencedtype.JobStateError{Op: op, ID: id, State: cur.State}
 }
 
 const jobAttemptsSQL = `SELECT attempt, fence, owner, started_us, ended_us, outcome, COALESCE(error, '')
@@ -137,7 +138,7 @@ FROM fenced_job_attempts WHERE job_id = ?1 ORDER BY attempt`
 
 // JobGet implements driver.JobDriver. The job and its history are read in
 // one (deferred, read-only) transaction, so they agree with each other.
-func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver.JobAttempt, error) {
+func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
@@ -148,7 +149,7 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
 	}
 	if j == nil {
-		return nil, nil, driver.ErrNotFound
+		return nil, nil, fencedtype.ErrNotFound
 	}
 	attempts, err := readAttempts(ctx, tx, id)
 	if err != nil {
@@ -157,15 +158,15 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*driver.JobRow, []driver
 	return j, driver.WithRunningAttempt(j, attempts), nil
 }
 
-func readAttempts(ctx context.Context, tx *sql.Tx, id int64) ([]driver.JobAttempt, error) {
+func readAttempts(ctx context.Context, tx *sql.Tx, id int64) ([]fencedtype.JobAttempt, error) {
 	rows, err := tx.QueryContext(ctx, jobAttemptsSQL, id)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []driver.JobAttempt
+	var out []fencedtype.JobAttempt
 	for rows.Next() {
-		var a driver.JobAttempt
+		var a fencedtype.JobAttempt
 		var started int64
 		var ended sql.NullInt64
 		if err := rows.Scan(&a.Attempt, &a.Fence, &a.Owner, &started, &ended, &a.Outcome, &a.Error); err != nil {
@@ -182,7 +183,7 @@ WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR kind =
 ORDER BY id LIMIT ?5`
 
 // JobList implements driver.JobDriver.
-func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver.JobRow, error) {
+func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	jobs, err := collectJobs(d.db.QueryContext(ctx, jobListSQL, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -191,20 +192,20 @@ func (d *Driver) JobList(ctx context.Context, p driver.JobListParams) ([]*driver
 }
 
 // JobCounts implements driver.JobDriver.
-func (d *Driver) JobCounts(ctx context.Context) ([]driver.JobCount, error) {
+func (d *Driver) JobCounts(ctx context.Context) ([]fencedtype.JobCount, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
 	defer rows.Close()
-	var out []driver.JobCount
+	var out []fencedtype.JobCount
 	for rows.Next() {
-		var c driver.JobCount
+		var c fencedtype.JobCount
 		var state string
 		if err := rows.Scan(&c.Queue, &state, &c.Count); err != nil {
 			return nil, fmt.Errorf("count jobs: %w", err)
 		}
-		c.State = driver.JobState(state)
+		c.State = fencedtype.JobState(state)
 		out = append(out, c)
 	}
 	if err := rows.Err(); err != nil {

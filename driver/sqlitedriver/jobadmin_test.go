@@ -10,6 +10,7 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 func TestJobInsert(t *testing.T) {
@@ -26,11 +27,11 @@ func TestJobInsert(t *testing.T) {
 			t.Fatalf("ids %d, %d do not ascend in input order", jobs[0].ID, jobs[1].ID)
 		}
 		j := jobs[1]
-		if j.State != driver.JobQueued || j.Priority != 5 || j.MaxAttempts != 3 || j.Attempt != 0 || j.Fence != 0 ||
+		if j.State != fencedtype.JobQueued || j.Priority != 5 || j.MaxAttempts != 3 || j.Attempt != 0 || j.Fence != 0 ||
 			string(j.Args) != `{"to":"a@b"}` || j.Kind != "email" || j.Queue != "q" {
 			t.Fatalf("inserted %+v", j)
 		}
-		if d := j.RunAt.Sub(j.Now); d < 59*time.Minute {
+		if d := j.RunAt.Sub(j.DecidedAt); d < 59*time.Minute {
 			t.Fatalf("run_at %v after now, want the 1h delay", d)
 		}
 	})
@@ -43,7 +44,7 @@ func TestJobInsert(t *testing.T) {
 		if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{newJob("q"), p}); err == nil {
 			t.Fatal("invalid args accepted")
 		}
-		if jobs, _ := d.JobList(ctx, driver.JobListParams{Limit: 10}); len(jobs) != 0 {
+		if jobs, _ := d.JobList(ctx, fencedtype.JobFilter{Limit: 10}); len(jobs) != 0 {
 			t.Fatalf("a failed batch left %d jobs", len(jobs))
 		}
 	})
@@ -79,7 +80,7 @@ func TestJobInsert(t *testing.T) {
 		p := newJob("q")
 		p.IdempotencyKey = "once"
 		var wg sync.WaitGroup
-		results := make([]driver.JobInsertResult, 8)
+		results := make([]fencedtype.EnqueueResult, 8)
 		errs := make([]error, 8)
 		for i := range 8 {
 			dd := d
@@ -87,7 +88,7 @@ func TestJobInsert(t *testing.T) {
 				dd = d2
 			}
 			wg.Go(func() {
-				var res []driver.JobInsertResult
+				var res []fencedtype.EnqueueResult
 				res, errs[i] = dd.JobInsert(ctx, nil, []driver.JobInsertParams{p})
 				if errs[i] == nil {
 					results[i] = res[0]
@@ -110,7 +111,7 @@ func TestJobInsert(t *testing.T) {
 		if created != 1 {
 			t.Fatalf("%d enqueuers created the job, want 1", created)
 		}
-		if jobs, _ := d.JobList(ctx, driver.JobListParams{Limit: 100}); len(jobs) != 1 {
+		if jobs, _ := d.JobList(ctx, fencedtype.JobFilter{Limit: 100}); len(jobs) != 1 {
 			t.Fatalf("%d jobs stored, want 1", len(jobs))
 		}
 	})
@@ -129,7 +130,7 @@ func TestJobInsert(t *testing.T) {
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := d.JobGet(ctx, res[0].Job.ID); !errors.Is(err, driver.ErrNotFound) {
+		if _, _, err := d.JobGet(ctx, res[0].Job.ID); !errors.Is(err, fencedtype.ErrNotFound) {
 			t.Fatalf("job of a rolled back enqueue: %v, want ErrNotFound", err)
 		}
 	})
@@ -141,42 +142,42 @@ func TestJobCancelAndRetry(t *testing.T) {
 	d, _ := setupJobs(t)
 	queued := enqueue(t, d, newJob("q"))[0]
 	j, err := d.JobCancel(ctx, queued.ID)
-	if err != nil || j.State != driver.JobCancelled || j.FinishedAt == nil || j.CancelRequested {
+	if err != nil || j.State != fencedtype.JobCancelled || j.FinishedAt == nil || j.CancelRequested {
 		t.Fatalf("cancel queued: %+v, %v", j, err)
 	}
-	if _, err := d.JobCancel(ctx, queued.ID); !errors.Is(err, driver.ErrJobFinished) {
+	if _, err := d.JobCancel(ctx, queued.ID); !errors.Is(err, fencedtype.ErrJobFinished) {
 		t.Fatalf("cancel cancelled: %v", err)
 	}
-	if _, err := d.JobCancel(ctx, 9999); !errors.Is(err, driver.ErrNotFound) {
+	if _, err := d.JobCancel(ctx, 9999); !errors.Is(err, fencedtype.ErrNotFound) {
 		t.Fatalf("cancel unknown: %v", err)
 	}
 	j, err = d.JobRetry(ctx, queued.ID)
-	if err != nil || j.State != driver.JobQueued || j.FinishedAt != nil || j.MaxAttempts != 3 || j.RunAt.After(j.Now) {
+	if err != nil || j.State != fencedtype.JobQueued || j.FinishedAt != nil || j.MaxAttempts != 3 || j.RunAt.After(j.DecidedAt) {
 		t.Fatalf("retry cancelled: %+v, %v", j, err)
 	}
-	if _, err := d.JobRetry(ctx, queued.ID); !errors.Is(err, driver.ErrJobNotFinished) {
+	if _, err := d.JobRetry(ctx, queued.ID); !errors.Is(err, fencedtype.ErrJobNotFinished) {
 		t.Fatalf("retry queued: %v", err)
 	}
-	if _, err := d.JobRetry(ctx, 9999); !errors.Is(err, driver.ErrNotFound) {
+	if _, err := d.JobRetry(ctx, 9999); !errors.Is(err, fencedtype.ErrNotFound) {
 		t.Fatalf("retry unknown: %v", err)
 	}
 
 	// A failed job retried gets max_attempts more attempts.
 	ref := claim(t, d, "q", "w", 1, time.Hour)[0]
-	if err := finish(t, d, driver.JobEnd{Ref: driver.JobRef{ID: ref.ID, Fence: ref.Fence}, Kind: driver.EndFail, Discard: true})[0]; err != nil {
+	if err := finish(t, d, fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: ref.ID, Fence: ref.Fence}, Kind: fencedtype.EndFail, Discard: true})[0]; err != nil {
 		t.Fatal(err)
 	}
-	if j, err = d.JobRetry(ctx, ref.ID); err != nil || j.State != driver.JobQueued || j.MaxAttempts != 4 || j.Attempt != 1 {
+	if j, err = d.JobRetry(ctx, ref.ID); err != nil || j.State != fencedtype.JobQueued || j.MaxAttempts != 4 || j.Attempt != 1 {
 		t.Fatalf("retry failed: %+v, %v", j, err)
 	}
 	run := claim(t, d, "q", "w", 1, time.Hour)[0]
-	if err := finish(t, d, driver.JobEnd{Ref: driver.JobRef{ID: run.ID, Fence: run.Fence}, Kind: driver.EndComplete})[0]; err != nil {
+	if err := finish(t, d, fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: run.ID, Fence: run.Fence}, Kind: fencedtype.EndComplete})[0]; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.JobCancel(ctx, run.ID); !errors.Is(err, driver.ErrJobFinished) {
+	if _, err := d.JobCancel(ctx, run.ID); !errors.Is(err, fencedtype.ErrJobFinished) {
 		t.Fatalf("cancel succeeded: %v", err)
 	}
-	if _, err := d.JobRetry(ctx, run.ID); !errors.Is(err, driver.ErrJobNotFinished) {
+	if _, err := d.JobRetry(ctx, run.ID); !errors.Is(err, fencedtype.ErrJobNotFinished) {
 		t.Fatalf("retry succeeded: %v", err)
 	}
 }
@@ -189,19 +190,19 @@ func TestJobListAndCounts(t *testing.T) {
 	other.Kind = "sms"
 	in := enqueue(t, d, newJob("q"), newJob("q"), other, newJob("q"))
 	claim(t, d, "q", "w", 1, time.Hour)
-	page, err := d.JobList(ctx, driver.JobListParams{Queue: "q", State: driver.JobQueued, AfterID: in[0].ID, Limit: 1})
+	page, err := d.JobList(ctx, fencedtype.JobFilter{Queue: "q", State: fencedtype.JobQueued, AfterID: in[0].ID, Limit: 1})
 	if err != nil || !slices.Equal(ids(page), []int64{in[1].ID}) {
 		t.Fatalf("list page: %v, %v", ids(page), err)
 	}
-	if sms, _ := d.JobList(ctx, driver.JobListParams{Kind: "sms", Limit: 10}); !slices.Equal(ids(sms), []int64{in[2].ID}) {
+	if sms, _ := d.JobList(ctx, fencedtype.JobFilter{Kind: "sms", Limit: 10}); !slices.Equal(ids(sms), []int64{in[2].ID}) {
 		t.Fatalf("list by kind: %v", ids(sms))
 	}
 	counts, err := d.JobCounts(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []driver.JobCount{{Queue: "other", State: driver.JobQueued, Count: 1},
-		{Queue: "q", State: driver.JobQueued, Count: 2}, {Queue: "q", State: driver.JobRunning, Count: 1}}
+	want := []fencedtype.JobCount{{Queue: "other", State: fencedtype.JobQueued, Count: 1},
+		{Queue: "q", State: fencedtype.JobQueued, Count: 2}, {Queue: "q", State: fencedtype.JobRunning, Count: 1}}
 	if !slices.Equal(counts, want) {
 		t.Fatalf("counts %+v, want %+v", counts, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // jobRecoverSQL takes back running jobs whose lease expired by the database
@@ -37,7 +38,7 @@ RETURNING id, last_error`
 
 // JobRecover implements driver.JobDriver: the take-back and the history rows
 // of the lost attempts commit together.
-func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b driver.Backoff) (int, error) {
+func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
 		type lost struct {
@@ -69,7 +70,7 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 		}
 		defer record.Close()
 		for _, l := range taken {
-			if _, err := record.ExecContext(ctx, l.id, driver.OutcomeLost, l.msg); err != nil {
+			if _, err := record.ExecContext(ctx, l.id, fencedtype.OutcomeLost, l.msg); err != nil {
 				return fmt.Errorf("job %d history: %w", l.id, err)
 			}
 		}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 func TestJobRecover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	recoverAll := func(t *testing.T, d *sqlitedriver.Driver, b driver.Backoff) int {
+	recoverAll := func(t *testing.T, d *sqlitedriver.Driver, b fencedtype.Backoff) int {
 		t.Helper()
 		n, err := d.JobRecover(ctx, nil, 100, b)
 		if err != nil {
@@ -37,20 +38,20 @@ func TestJobRecover(t *testing.T) {
 			waitExpired(t, d, ref.ID)
 			b := noBackoff
 			if attempt == 3 {
-				b = driver.Backoff{Base: time.Hour, Max: 10 * time.Hour}
+				b = fencedtype.Backoff{Base: time.Hour, Max: 10 * time.Hour}
 			}
 			if n := recoverAll(t, d, b); n != 1 {
 				t.Fatalf("recovered %d, want 1", n)
 			}
 		}
 		j, attempts := getJob(t, d, ref.ID)
-		if j.State != driver.JobQueued || j.LeaseExpiresAt != nil || j.FinishedAt != nil || j.LastError == "" {
+		if j.State != fencedtype.JobQueued || j.LeaseExpiresAt != nil || j.FinishedAt != nil || j.LastError == "" {
 			t.Fatalf("recovered job %+v", j)
 		}
-		if delay := j.RunAt.Sub(j.Now); delay < 3*time.Hour+59*time.Minute || delay > 4*time.Hour {
+		if delay := j.RunAt.Sub(j.DecidedAt); delay < 3*time.Hour+59*time.Minute || delay > 4*time.Hour {
 			t.Fatalf("backoff %v, want 4h", delay)
 		}
-		if !slices.Equal(outcomes(attempts), []string{driver.OutcomeLost, driver.OutcomeLost, driver.OutcomeLost}) ||
+		if !slices.Equal(outcomes(attempts), []string{fencedtype.OutcomeLost, fencedtype.OutcomeLost, fencedtype.OutcomeLost}) ||
 			attempts[2].Error != j.LastError {
 			t.Fatalf("history %+v", attempts)
 		}
@@ -59,20 +60,20 @@ func TestJobRecover(t *testing.T) {
 	t.Run("BackoffIsCappedAndJittered", func(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
-		var refs []driver.JobRef
+		var refs []fencedtype.JobRef
 		for range 20 {
 			refs = append(refs, claimOne(t, d, 5, "w", 10*time.Millisecond))
 		}
 		for _, r := range refs {
 			waitExpired(t, d, r.ID)
 		}
-		if n := recoverAll(t, d, driver.Backoff{Base: 4 * time.Hour, Max: 2 * time.Hour, Jitter: 0.5}); n != 20 {
+		if n := recoverAll(t, d, fencedtype.Backoff{Base: 4 * time.Hour, Max: 2 * time.Hour, Jitter: 0.5}); n != 20 {
 			t.Fatalf("recovered %d, want 20", n)
 		}
 		distinct := map[time.Duration]bool{}
 		for _, r := range refs {
 			j, _ := getJob(t, d, r.ID)
-			delay := j.RunAt.Sub(j.Now)
+			delay := j.RunAt.Sub(j.DecidedAt)
 			if delay < 59*time.Minute || delay > 2*time.Hour {
 				t.Fatalf("backoff %v, want within [1h, 2h]", delay)
 			}
@@ -92,7 +93,7 @@ func TestJobRecover(t *testing.T) {
 			t.Fatalf("recovered %d", n)
 		}
 		j, attempts := getJob(t, d, ref.ID)
-		if j.State != driver.JobFailed || j.FinishedAt == nil || !slices.Equal(outcomes(attempts), []string{driver.OutcomeLost}) {
+		if j.State != fencedtype.JobFailed || j.FinishedAt == nil || !slices.Equal(outcomes(attempts), []string{fencedtype.OutcomeLost}) {
 			t.Fatalf("job %+v history %+v", j, attempts)
 		}
 	})
@@ -101,14 +102,14 @@ func TestJobRecover(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
 		ref := claimOne(t, d, 3, "w", 20*time.Millisecond)
-		if j, err := d.JobCancel(ctx, ref.ID); err != nil || j.State != driver.JobRunning || !j.CancelRequested {
+		if j, err := d.JobCancel(ctx, ref.ID); err != nil || j.State != fencedtype.JobRunning || !j.CancelRequested {
 			t.Fatalf("cancel running: %+v, %v", j, err)
 		}
 		waitExpired(t, d, ref.ID)
 		if n := recoverAll(t, d, noBackoff); n != 1 {
 			t.Fatalf("recovered %d", n)
 		}
-		if j, _ := getJob(t, d, ref.ID); j.State != driver.JobCancelled || j.FinishedAt == nil {
+		if j, _ := getJob(t, d, ref.ID); j.State != fencedtype.JobCancelled || j.FinishedAt == nil {
 			t.Fatalf("job %+v", j)
 		}
 	})
@@ -117,7 +118,7 @@ func TestJobRecover(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
 		done := claimOne(t, d, 3, "w", time.Hour)
-		if err := finish(t, d, driver.JobEnd{Ref: done, Kind: driver.EndComplete})[0]; err != nil {
+		if err := finish(t, d, fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete})[0]; err != nil {
 			t.Fatal(err)
 		}
 		live := claimOne(t, d, 3, "w", time.Hour)
@@ -129,10 +130,10 @@ func TestJobRecover(t *testing.T) {
 		if n := recoverAll(t, d, noBackoff); n != 0 {
 			t.Fatalf("second recovery took %d", n)
 		}
-		if j, attempts := getJob(t, d, done.ID); j.State != driver.JobSucceeded || len(attempts) != 1 {
+		if j, attempts := getJob(t, d, done.ID); j.State != fencedtype.JobSucceeded || len(attempts) != 1 {
 			t.Fatalf("finished job %+v history %+v", j, attempts)
 		}
-		if j, _ := getJob(t, d, live.ID); j.State != driver.JobRunning {
+		if j, _ := getJob(t, d, live.ID); j.State != fencedtype.JobRunning {
 			t.Fatalf("live job %+v", j)
 		}
 	})
@@ -148,13 +149,13 @@ func TestJobRecover(t *testing.T) {
 		lost := claimOne(t, d, 3, "w", 10*time.Millisecond)
 		waitExpired(t, d, lost.ID)
 		stale := driver.LeaseRef{Name: "maint", Owner: "other", Fence: l.Fence}
-		if _, err := d.JobRecover(ctx, &stale, 10, noBackoff); !errors.Is(err, driver.ErrStale) {
+		if _, err := d.JobRecover(ctx, &stale, 10, noBackoff); !errors.Is(err, fencedtype.ErrStale) {
 			t.Fatalf("recover under a stale lease: %v", err)
 		}
-		if _, err := d.JobDeleteFinished(ctx, &stale, 0, 10); !errors.Is(err, driver.ErrStale) {
+		if _, err := d.JobDeleteFinished(ctx, &stale, 0, 10); !errors.Is(err, fencedtype.ErrStale) {
 			t.Fatalf("delete under a stale lease: %v", err)
 		}
-		if j, _ := getJob(t, d, lost.ID); j.State != driver.JobRunning {
+		if j, _ := getJob(t, d, lost.ID); j.State != fencedtype.JobRunning {
 			t.Fatalf("a refused maintainer changed the job: %+v", j)
 		}
 		if n, err := d.JobRecover(ctx, &ref, 10, noBackoff); err != nil || n != 1 {
@@ -168,7 +169,7 @@ func TestJobDeleteFinished(t *testing.T) {
 	ctx := context.Background()
 	d, _ := setupJobs(t)
 	done := claimOne(t, d, 3, "w", time.Hour)
-	if err := finish(t, d, driver.JobEnd{Ref: done, Kind: driver.EndComplete})[0]; err != nil {
+	if err := finish(t, d, fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete})[0]; err != nil {
 		t.Fatal(err)
 	}
 	queued := enqueue(t, d, newJob("q"))[0]
@@ -189,14 +190,14 @@ func TestJobDeleteFinished(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, _, err := d.JobGet(ctx, done.ID); !errors.Is(err, driver.ErrNotFound) {
+	if _, _, err := d.JobGet(ctx, done.ID); !errors.Is(err, fencedtype.ErrNotFound) {
 		t.Fatalf("deleted job: %v", err)
 	}
 	var history int
 	if err := d.DB().QueryRowContext(ctx, `SELECT count(*) FROM fenced_job_attempts WHERE job_id = ?1`, done.ID).Scan(&history); err != nil || history != 0 {
 		t.Fatalf("%d history rows of a deleted job, %v", history, err)
 	}
-	if j, _ := getJob(t, d, queued.ID); j.State != driver.JobQueued {
+	if j, _ := getJob(t, d, queued.ID); j.State != fencedtype.JobQueued {
 		t.Fatalf("queued job %+v", j)
 	}
 }
@@ -217,13 +218,13 @@ func TestJobFenceAdvance(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, _ := getJob(t, d, ref.ID)
-	if j.Fence != ref.Fence+1000 || j.State != driver.JobRunning || j.LeaseExpiresAt.After(j.Now) {
+	if j.Fence != ref.Fence+1000 || j.State != fencedtype.JobRunning || j.LeaseExpiresAt.After(j.DecidedAt) {
 		t.Fatalf("after advance: %+v", j)
 	}
 	if q, _ := getJob(t, d, first.ID); q.Fence != 1000 {
 		t.Fatalf("queued job fence %d, want 1000", q.Fence)
 	}
-	wantStale(t, finish(t, d, driver.JobEnd{Ref: ref, Kind: driver.EndComplete})[0], driver.ReasonSuperseded, ref.Fence+1000, "")
+	wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: ref, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, ref.Fence+1000, "")
 	if n, err := d.JobRecover(ctx, nil, 10, noBackoff); err != nil || n != 1 {
 		t.Fatalf("recover: %d, %v", n, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // leaseAcquireSQL grants a free lease with fence+1 (a new name starts above
@@ -51,21 +52,21 @@ const leaseListSQL = leaseSelect + ` ORDER BY l.name`
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanLease(row scanner) (*driver.LeaseRow, error) {
-	var l driver.LeaseRow
+func scanLease(row scanner) (*fencedtype.Lease, error) {
+	var l fencedtype.Lease
 	var expires, now int64
 	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &l.Held, &now); err != nil {
 		return nil, err
 	}
-	l.ExpiresAt, l.Now = time.UnixMicro(expires).UTC(), time.UnixMicro(now).UTC()
+	l.ExpiresAt, l.DecidedAt = time.UnixMicro(expires).UTC(), time.UnixMicro(now).UTC()
 	return &l, nil
 }
 
 // LeaseAcquire implements driver.Driver. The decision and, when it refuses,
 // the read that names the holder run in one write transaction, so the
 // diagnosis sees exactly the state that decided.
-func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*driver.LeaseRow, error) {
-	var l, cur *driver.LeaseRow
+func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
+	var l, cur *fencedtype.Lease
 	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
 		l, err = scanLease(tx.QueryRowContext(ctx, leaseAcquireSQL, p.Name, p.Owner, p.TTL.Microseconds()))
 		if errors.Is(err, sql.ErrNoRows) {
@@ -83,20 +84,20 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 }
 
 // LeaseRenew implements driver.Driver.
-func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
 	return d.leaseWrite(ctx, "renew", ref, leaseRenewSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds())
 }
 
 // LeaseRelease implements driver.Driver.
-func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
 	return d.leaseWrite(ctx, "release", ref, leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
 }
 
 // leaseWrite runs one conditional lease statement; zero rows becomes the
 // diagnosed typed error here and nowhere else, from a read in the same write
 // transaction.
-func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef, query string, args ...any) (*driver.LeaseRow, error) {
-	var l, cur *driver.LeaseRow
+func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef, query string, args ...any) (*fencedtype.Lease, error) {
+	var l, cur *fencedtype.Lease
 	failed := false
 	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
 		l, err = scanLease(tx.QueryRowContext(ctx, query, args...))
@@ -119,10 +120,10 @@ func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
 }
 
 // LeaseGet implements driver.Driver.
-func (d *Driver) LeaseGet(ctx context.Context, name string) (*driver.LeaseRow, error) {
+func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error) {
 	l, err := scanLease(d.db.QueryRowContext(ctx, leaseGetSQL, name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get lease %q: %w", name, err)
@@ -131,13 +132,13 @@ func (d *Driver) LeaseGet(ctx context.Context, name string) (*driver.LeaseRow, e
 }
 
 // LeaseList implements driver.Driver.
-func (d *Driver) LeaseList(ctx context.Context) ([]*driver.LeaseRow, error) {
+func (d *Driver) LeaseList(ctx context.Context) ([]*fencedtype.Lease, error) {
 	rows, err := d.db.QueryContext(ctx, leaseListSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
 	defer rows.Close()
-	var out []*driver.LeaseRow
+	var out []*fencedtype.Lease
 	for rows.Next() {
 		l, err := scanLease(rows)
 		if err != nil {

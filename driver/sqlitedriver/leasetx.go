@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // leaseGuardSQL checks that ref is the current unexpired generation. Run as
@@ -20,7 +21,7 @@ var errGuardFailed = errors.New("lease guard failed")
 
 // GuardLease checks ref inside the caller's own transaction, which must have
 // begun IMMEDIATE (this driver's handle does that for every transaction). It
-// returns *driver.StaleError or driver.ErrNotFound when the check fails; the
+// returns *fencedtype.StaleError or fencedtype.ErrNotFound when the check fails; the
 // caller must then roll back.
 func (d *Driver) GuardLease(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef) error {
 	err := guard(ctx, tx, ref)
@@ -29,7 +30,7 @@ func (d *Driver) GuardLease(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef
 	}
 	cur, err := scanLease(tx.QueryRowContext(ctx, leaseGetSQL, ref.Name))
 	if errors.Is(err, sql.ErrNoRows) {
-		return driver.ErrNotFound
+		return fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // TestInMemoryDatabaseIsRefused: SQLite gives every connection of
@@ -19,7 +20,7 @@ func TestInMemoryDatabaseIsRefused(t *testing.T) {
 	ctx := context.Background()
 	for _, path := range []string{":memory:", ""} {
 		d, err := sqlitedriver.Open(ctx, path)
-		if errors.Is(err, driver.ErrInvalid) {
+		if errors.Is(err, fencedtype.ErrInvalid) {
 			continue
 		}
 		if err != nil {

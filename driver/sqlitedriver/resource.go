@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // resourceWriteSQL stores the value iff the writer's fence is at least the
@@ -32,7 +33,7 @@ const resourceOpGetSQL = `
 SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE key = ?1 AND op_id = ?2`
 
 // ResourceWrite implements driver.Driver.
-func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*driver.ResourceWriteResult, error) {
+func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
 	var res driver.ResourceOutcome
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		if p.OperationID != "" {
@@ -78,13 +79,13 @@ func resourceWrite(ctx context.Context, tx *sql.Tx, p driver.ResourceWriteParams
 }
 
 // ResourceGet implements driver.Driver.
-func (d *Driver) ResourceGet(ctx context.Context, key string) (*driver.ResourceRow, error) {
-	var r driver.ResourceRow
+func (d *Driver) ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error) {
+	var r fencedtype.Resource
 	var us int64
 	err := d.db.QueryRowContext(ctx, `SELECT key, value, fence, version, updated_us FROM fenced_resources WHERE key = ?1`, key).
 		Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &us)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, driver.ErrNotFound
+		return nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get resource %q: %w", key, err)

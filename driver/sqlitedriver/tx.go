@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Tx is the driver.Tx of a fenced transaction on SQLite. SQL uses ? or ?N
@@ -26,7 +27,7 @@ func sqlOf(tx driver.Tx) (*sql.Tx, error) {
 	if t, ok := tx.(*Tx); ok && t != nil && t.tx != nil {
 		return t.tx, nil
 	}
-	return nil, driver.Invalid("tx", "%T is not a transaction of the SQLite backend: wrap a *sql.Tx with sqlitedriver.WrapTx", tx)
+	return nil, fencedtype.Invalid("tx", "%T is not a transaction of the SQLite backend: wrap a *sql.Tx with sqlitedriver.WrapTx", tx)
 }
 
 // SQL returns the underlying transaction. Do not commit or roll it back

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // TestPanicInFencedTxRollsBack: a panic in the caller's function (which a
@@ -37,7 +38,7 @@ func TestPanicInFencedTxRollsBack(t *testing.T) {
 	})
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	errs, err := d.JobFinish(short, nil, []driver.JobEnd{{Ref: ref, Kind: driver.EndFail, Error: "panic"}})
+	errs, err := d.JobFinish(short, nil, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndFail, Error: "panic"}})
 	if err != nil || errs[0] != nil {
 		t.Fatalf("fail the attempt after a panic in its JobTx: %v, %v", err, errs)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 func init() {
@@ -34,17 +35,17 @@ func ParseURL(url string) (string, error) {
 		ok = false
 	}
 	if !ok {
-		return "", driver.Invalid("database url", "want sqlite:PATH")
+		return "", fencedtype.Invalid("database url", "want sqlite:PATH")
 	}
 	if strings.HasPrefix(path, "//") {
 		// sqlite:///abs/path has an empty host; sqlite://host/… is not a file.
 		path = path[2:]
 		if !strings.HasPrefix(path, "/") {
-			return "", driver.Invalid("database url", "sqlite://HOST/… names no file: use sqlite:///absolute/path or sqlite:relative/path")
+			return "", fencedtype.Invalid("database url", "sqlite://HOST/… names no file: use sqlite:///absolute/path or sqlite:relative/path")
 		}
 	}
 	if path == "" || strings.ContainsAny(path, "?#\x00") {
-		return "", driver.Invalid("database url", "want sqlite:PATH with no query, fragment or NUL byte")
+		return "", fencedtype.Invalid("database url", "want sqlite:PATH with no query, fragment or NUL byte")
 	}
 	return filepath.Clean(path), nil
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 func TestParseURL(t *testing.T) {
@@ -26,7 +26,7 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"fenced.db", "redis://h", "sqlite:", "sqlite://host/x.db", "sqlite:x.db?mode=ro", "postgres://h/db"} {
-		if _, err := sqlitedriver.ParseURL(in); !errors.Is(err, driver.ErrInvalid) {
+		if _, err := sqlitedriver.ParseURL(in); !errors.Is(err, fencedtype.ErrInvalid) {
 			t.Errorf("ParseURL(%q) err = %v, want invalid", in, err)
 		}
 	}
@@ -48,7 +48,7 @@ func FuzzParseURL(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		path, err := sqlitedriver.ParseURL(raw)
 		if err != nil {
-			if !errors.Is(err, driver.ErrInvalid) {
+			if !errors.Is(err, fencedtype.ErrInvalid) {
 				t.Fatalf("ParseURL(%q) = %v (%T), not ErrInvalid", raw, err, err)
 			}
 			if path != "" {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Defaults of Options.
@@ -113,10 +113,10 @@ func (o Options) withDefaults() Options {
 
 func (o Options) validate() error {
 	if o.Duration < 0 {
-		return driver.Invalid("duration", "%s is negative", o.Duration)
+		return fencedtype.Invalid("duration", "%s is negative", o.Duration)
 	}
 	if o.FetchBatch < 0 || o.FetchBatch > fenced.MaxClaimBatch {
-		return driver.Invalid("fetch batch", "%d is outside 1 to %d", o.FetchBatch, fenced.MaxClaimBatch)
+		return fencedtype.Invalid("fetch batch", "%d is outside 1 to %d", o.FetchBatch, fenced.MaxClaimBatch)
 	}
 	return nil
 }

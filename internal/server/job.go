@@ -66,7 +66,7 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 		return nil, err
 	}
 	s.wake.wake(j.Queue)
-	rep := ok(enqueueReply{wire.Enqueued{Job: wire.JobFrom(j), Existing: existing}, j.DecidedAt.UTC()}, j.DecidedAt)
+	rep := ok(enqueueReply{wire.Enqueued{Job: *j, Existing: existing}, j.DecidedAt.UTC()}, j.DecidedAt)
 	if !existing {
 		rep.status = http.StatusCreated
 		rep.location = "/v1/jobs/" + strconv.FormatInt(j.ID, 10)
@@ -97,9 +97,9 @@ func (s *Server) getJob(r *http.Request) (*reply, error) {
 // null when this page is the last (a full page may be followed by an
 // empty one).
 type jobsReply struct {
-	Jobs      []wire.Job `json:"jobs"`
-	NextAfter *int64     `json:"next_after"`
-	DBTime    time.Time  `json:"db_time,omitzero"`
+	Jobs      []*fenced.Job `json:"jobs"`
+	NextAfter *int64        `json:"next_after"`
+	DBTime    time.Time     `json:"db_time,omitzero"`
 }
 
 // listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after= → a page of jobs
@@ -119,7 +119,7 @@ func (s *Server) listJobs(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := jobsReply{Jobs: wire.JobsFrom(jobs)}
+	out := jobsReply{Jobs: wire.List(jobs)}
 	limit := f.Limit
 	if limit == 0 {
 		limit = fenced.DefaultListLimit
@@ -188,12 +188,12 @@ func (s *Server) cancel(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, jobNotFound(id, err)
 	}
-	return ok(jobReply{wire.JobFrom(j), j.DecidedAt.UTC()}, j.DecidedAt), nil
+	return ok(jobReply{*j, j.DecidedAt.UTC()}, j.DecidedAt), nil
 }
 
 // jobReply is one job.
 type jobReply struct {
-	wire.Job
+	fenced.Job
 	DBTime time.Time `json:"db_time,omitzero"`
 }
 

@@ -8,23 +8,22 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/wire"
 )
 
 type jobOut struct {
-	wire.Job
+	fenced.Job
 	Existing bool      `json:"existing"`
 	DBTime   time.Time `json:"db_time"`
 }
 
 type claimOut struct {
-	Jobs   []wire.Job `json:"jobs"`
-	DBTime time.Time  `json:"db_time"`
+	Jobs   []fenced.Job `json:"jobs"`
+	DBTime time.Time    `json:"db_time"`
 }
 
 type historyOut struct {
-	Job      wire.Job       `json:"job"`
-	Attempts []wire.Attempt `json:"attempts"`
+	Job      fenced.Job          `json:"job"`
+	Attempts []fenced.JobAttempt `json:"attempts"`
 }
 
 func (e *env) enqueue(body map[string]any) jobOut {
@@ -34,7 +33,7 @@ func (e *env) enqueue(body map[string]any) jobOut {
 	return j
 }
 
-func (e *env) claim(queue string, body map[string]any) []wire.Job {
+func (e *env) claim(queue string, body map[string]any) []fenced.Job {
 	e.t.Helper()
 	var c claimOut
 	e.decode(e.ok("POST", "/v1/queues/"+queue+"/claim", body), &c)
@@ -42,7 +41,7 @@ func (e *env) claim(queue string, body map[string]any) []wire.Job {
 }
 
 // claimOne claims the one job of queue default as owner, with lease ms.
-func (e *env) claimOne(owner string, leaseMs int) wire.Job {
+func (e *env) claimOne(owner string, leaseMs int) fenced.Job {
 	e.t.Helper()
 	jobs := e.claim("default", map[string]any{"owner": owner, "lease_ms": leaseMs})
 	if len(jobs) != 1 {
@@ -118,7 +117,7 @@ func TestJobs(t *testing.T) {
 			c := e.claimOne("w", 60000)
 			e.ok("POST", jobPath(j.ID, "fail"), map[string]any{"fence": c.Fence, "error": "boom", "retry_in_ms": 0})
 			h := e.job(j.ID)
-			if h.Job.State != fenced.JobQueued || h.Job.Error != "boom" || h.Attempts[0].Outcome != "retry" {
+			if h.Job.State != fenced.JobQueued || h.Job.LastError != "boom" || h.Attempts[0].Outcome != "retry" {
 				t.Fatalf("after fail = %+v", h)
 			}
 			c = e.claimOne("w", 60000)
@@ -182,8 +181,8 @@ func TestJobs(t *testing.T) {
 			path := "/v1/jobs?queue=q&limit=2"
 			for pages := 0; ; pages++ {
 				var page struct {
-					Jobs      []wire.Job `json:"jobs"`
-					NextAfter *int64     `json:"next_after"`
+					Jobs      []fenced.Job `json:"jobs"`
+					NextAfter *int64       `json:"next_after"`
 				}
 				e.decode(e.ok("GET", path, nil), &page)
 				for _, j := range page.Jobs {
@@ -201,15 +200,15 @@ func TestJobs(t *testing.T) {
 				t.Fatalf("paged ids = %v", ids)
 			}
 			var k0 struct {
-				Jobs []wire.Job `json:"jobs"`
+				Jobs []fenced.Job `json:"jobs"`
 			}
 			e.decode(e.ok("GET", "/v1/jobs?kind=k0&state=queued", nil), &k0)
 			if len(k0.Jobs) != 4 {
 				t.Fatalf("kind k0 = %d jobs, want 4", len(k0.Jobs))
 			}
 			var none struct {
-				Jobs      []wire.Job `json:"jobs"`
-				NextAfter *int64     `json:"next_after"`
+				Jobs      []fenced.Job `json:"jobs"`
+				NextAfter *int64       `json:"next_after"`
 			}
 			if e.decode(e.ok("GET", "/v1/jobs?state=failed", nil), &none); none.Jobs == nil || len(none.Jobs) != 0 || none.NextAfter != nil {
 				t.Fatalf("empty page = %+v", none)
@@ -244,7 +243,7 @@ func TestJobs(t *testing.T) {
 				n, err := e.c.RecoverJobs(context.Background(), nil, 10, fenced.Backoff{Base: time.Millisecond, Max: time.Millisecond, Jitter: -1})
 				return err == nil && n == 1
 			})
-			var b wire.Job
+			var b fenced.Job
 			waitFor(t, "B's claim", func() bool {
 				jobs := e.claim("default", map[string]any{"owner": "B", "lease_ms": 60000})
 				if len(jobs) == 1 {

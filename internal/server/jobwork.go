@@ -29,8 +29,8 @@ type claimRequest struct {
 // claimReply is what a claim took: each job with the fence of its new
 // attempt. Empty when nothing was eligible within wait_ms.
 type claimReply struct {
-	Jobs   []wire.Job `json:"jobs"`
-	DBTime time.Time  `json:"db_time,omitzero"`
+	Jobs   []*fenced.Job `json:"jobs"`
+	DBTime time.Time     `json:"db_time,omitzero"`
 }
 
 // claim: POST /v1/queues/{queue}/claim {owner, limit, lease_ms, wait_ms} →
@@ -65,7 +65,7 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 		return nil, err
 	}
 	s.metrics.claims.WithLabelValues(queue).Add(float64(len(jobs)))
-	out := claimReply{Jobs: wire.JobsFrom(jobs)}
+	out := claimReply{Jobs: wire.List(jobs)}
 	if len(jobs) > 0 {
 		out.DBTime = jobs[0].DecidedAt.UTC()
 	} else {

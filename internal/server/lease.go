@@ -14,7 +14,7 @@ const defaultLeaseTTL = 30 * time.Second
 
 // leaseReply is a lease with the database time it was decided at.
 type leaseReply struct {
-	wire.Lease
+	fenced.Lease
 	DBTime time.Time `json:"db_time,omitzero"`
 }
 
@@ -44,7 +44,7 @@ func (s *Server) acquire(r *http.Request) (*reply, error) {
 	default:
 		return nil, err
 	}
-	return ok(leaseReply{wire.LeaseFrom(l), l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
 }
 
 type renewRequest struct {
@@ -72,7 +72,7 @@ func (s *Server) renew(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
-	return ok(leaseReply{wire.LeaseFrom(l), l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
 }
 
 type releaseRequest struct {
@@ -96,7 +96,7 @@ func (s *Server) release(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
-	return ok(leaseReply{wire.LeaseFrom(l), l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
 }
 
 // getLease: GET /v1/leases/{name} → the lease, held by the database clock.
@@ -105,13 +105,13 @@ func (s *Server) getLease(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
-	return ok(leaseReply{wire.LeaseFrom(l), l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
 }
 
 // leasesReply is every lease, by name.
 type leasesReply struct {
-	Leases []wire.Lease `json:"leases"`
-	DBTime time.Time    `json:"db_time,omitzero"`
+	Leases []*fenced.Lease `json:"leases"`
+	DBTime time.Time       `json:"db_time,omitzero"`
 }
 
 // listLeases: GET /v1/leases → {"leases": [...]}.
@@ -126,7 +126,7 @@ func (s *Server) listLeases(r *http.Request) (*reply, error) {
 	} else {
 		t = s.dbNow(r.Context())
 	}
-	return ok(leasesReply{wire.LeasesFrom(ls), t}, t), nil
+	return ok(leasesReply{wire.List(ls), t}, t), nil
 }
 
 // leaseNotFound names the lease in a not-found.

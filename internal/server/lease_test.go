@@ -6,11 +6,10 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/wire"
 )
 
 type leaseOut struct {
-	wire.Lease
+	fenced.Lease
 	DBTime time.Time `json:"db_time"`
 }
 
@@ -60,7 +59,7 @@ func TestLeases(t *testing.T) {
 			}
 			e.ok("POST", "/v1/leases/other/acquire", map[string]any{"owner": "C"})
 			var list struct {
-				Leases []wire.Lease `json:"leases"`
+				Leases []fenced.Lease `json:"leases"`
 			}
 			e.decode(e.ok("GET", "/v1/leases", nil), &list)
 			if len(list.Leases) != 2 || list.Leases[0].Name != "other" || list.Leases[1].Name != "report" {
@@ -114,7 +113,7 @@ func TestLeases(t *testing.T) {
 			e.fails(http.StatusNotFound, codeNotFound, "POST", "/v1/leases/nope/renew", map[string]any{"owner": "A", "fence": 1})
 			e.fails(http.StatusNotFound, codeNotFound, "POST", "/v1/leases/nope/release", map[string]any{"owner": "A", "fence": 1})
 			var list struct {
-				Leases []wire.Lease `json:"leases"`
+				Leases []fenced.Lease `json:"leases"`
 			}
 			if e.decode(e.ok("GET", "/v1/leases", nil), &list); list.Leases == nil || len(list.Leases) != 0 {
 				t.Fatalf("empty list = %+v, want []", list)

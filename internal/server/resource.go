@@ -21,7 +21,7 @@ type putResourceRequest struct {
 
 // resourceWriteReply is an accepted write.
 type resourceWriteReply struct {
-	wire.ResourceWrite
+	fenced.ResourceWrite
 	DBTime time.Time `json:"db_time,omitzero"`
 }
 
@@ -47,7 +47,7 @@ func (s *Server) putResource(r *http.Request) (*reply, error) {
 		return nil, err
 	}
 	t := s.dbNow(r.Context())
-	return ok(resourceWriteReply{wire.ResourceWriteFrom(w), t}, t), nil
+	return ok(resourceWriteReply{*w, t}, t), nil
 }
 
 // resourceReply is a stored resource.

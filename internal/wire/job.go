@@ -1,93 +1,24 @@
 package wire
 
-import (
-	"encoding/json"
-	"time"
-
-	"github.com/fenced/fenced"
-)
-
-// Job is a job. Args, output and progress are the stored JSON; times are
-// null when absent. Fence is the current attempt's fencing token: a worker
-// passes it back with every write for the job.
-type Job struct {
-	ID              int64           `json:"id"`
-	Kind            string          `json:"kind"`
-	Args            json.RawMessage `json:"args"`
-	Queue           string          `json:"queue"`
-	Priority        int             `json:"priority"`
-	State           fenced.JobState `json:"state"`
-	Attempt         int             `json:"attempt"`
-	MaxAttempts     int             `json:"max_attempts"`
-	Fence           int64           `json:"fence"`
-	Owner           string          `json:"owner"`
-	RunAt           time.Time       `json:"run_at"`
-	LeaseExpiresAt  *time.Time      `json:"lease_expires_at"`
-	CancelRequested bool            `json:"cancel_requested"`
-	Output          json.RawMessage `json:"output"`
-	Error           string          `json:"error"`
-	Progress        json.RawMessage `json:"progress"`
-	IdempotencyKey  string          `json:"idempotency_key"`
-	CreatedAt       time.Time       `json:"created_at"`
-	AttemptedAt     *time.Time      `json:"attempted_at"`
-	FinishedAt      *time.Time      `json:"finished_at"`
-}
-
-// JobFrom is the wire form of j.
-func JobFrom(j *fenced.Job) Job {
-	return Job{
-		ID: j.ID, Kind: j.Kind, Args: rawJSON(j.Args), Queue: j.Queue, Priority: j.Priority,
-		State: j.State, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, Fence: j.Fence, Owner: j.Owner,
-		RunAt: j.RunAt.UTC(), LeaseExpiresAt: utcPtr(j.LeaseExpiresAt), CancelRequested: j.CancelRequested,
-		Output: rawJSON(j.Output), Error: j.LastError, Progress: rawJSON(j.Progress),
-		IdempotencyKey: j.IdempotencyKey, CreatedAt: j.CreatedAt.UTC(),
-		AttemptedAt: utcPtr(j.AttemptedAt), FinishedAt: utcPtr(j.FinishedAt),
-	}
-}
-
-// JobsFrom is the wire form of jobs; never nil, so it encodes as [].
-func JobsFrom(jobs []*fenced.Job) []Job {
-	out := make([]Job, len(jobs))
-	for i, j := range jobs {
-		out[i] = JobFrom(j)
-	}
-	return out
-}
+import "github.com/fenced/fenced"
 
 // Enqueued is the outcome of an enqueue: the job, and whether its
 // idempotency key matched a job enqueued before (which is returned instead
 // of a new one).
 type Enqueued struct {
-	Job
+	fenced.Job
 	Existing bool `json:"existing"`
-}
-
-// Attempt is one attempt of a job's history. EndedAt is null while the
-// attempt runs (outcome "running").
-type Attempt struct {
-	Attempt   int        `json:"attempt"`
-	Fence     int64      `json:"fence"`
-	Owner     string     `json:"owner"`
-	StartedAt time.Time  `json:"started_at"`
-	EndedAt   *time.Time `json:"ended_at"`
-	Outcome   string     `json:"outcome"`
-	Error     string     `json:"error"`
 }
 
 // JobHistory is a job with its attempts, oldest first.
 type JobHistory struct {
-	Job      Job       `json:"job"`
-	Attempts []Attempt `json:"attempts"`
+	Job      *fenced.Job         `json:"job"`
+	Attempts []fenced.JobAttempt `json:"attempts"`
 }
 
 // JobHistoryFrom is the wire form of j and its attempts.
 func JobHistoryFrom(j *fenced.Job, attempts []fenced.JobAttempt) JobHistory {
-	out := JobHistory{Job: JobFrom(j), Attempts: make([]Attempt, len(attempts))}
-	for i, a := range attempts {
-		out.Attempts[i] = Attempt{Attempt: a.Attempt, Fence: a.Fence, Owner: a.Owner,
-			StartedAt: a.StartedAt.UTC(), EndedAt: utcPtr(a.EndedAt), Outcome: a.Outcome, Error: a.Error}
-	}
-	return out
+	return JobHistory{Job: j, Attempts: List(attempts)}
 }
 
 // QueueCounts is one queue's job counts: every state, zero included, and
@@ -132,19 +63,10 @@ func CountsByQueue(counts []fenced.JobCount) []QueueCounts {
 	return out
 }
 
-// rawJSON is stored JSON as it is, or nil (null) when there is none.
-func rawJSON(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
+// List is s, or an empty slice when s is nil, so that it encodes as [].
+func List[T any](s []T) []T {
+	if s == nil {
+		return []T{}
 	}
-	return json.RawMessage(b)
-}
-
-// utcPtr is *t in UTC, or nil.
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
+	return s
 }

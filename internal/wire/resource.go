@@ -27,18 +27,3 @@ type Resource struct {
 func ResourceFrom(r *fenced.Resource) Resource {
 	return Resource{Key: r.Key, Value: string(r.Value), Fence: r.Fence, Version: r.Version, UpdatedAt: r.UpdatedAt.UTC()}
 }
-
-// ResourceWrite is the outcome of an accepted write: the fence stored, the
-// version created, and whether the operation id had been seen (then nothing
-// was applied again and this is the first outcome).
-type ResourceWrite struct {
-	Key      string `json:"key"`
-	Fence    int64  `json:"fence"`
-	Version  int64  `json:"version"`
-	Replayed bool   `json:"replayed"`
-}
-
-// ResourceWriteFrom is the wire form of w.
-func ResourceWriteFrom(w *fenced.ResourceWrite) ResourceWrite {
-	return ResourceWrite{Key: w.Key, Fence: w.Fence, Version: w.Version, Replayed: w.Replayed}
-}

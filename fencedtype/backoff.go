@@ -1,4 +1,4 @@
-package fenced
+package fencedtype
 
 import (
 	"math/rand/v2"
@@ -17,10 +17,16 @@ type Backoff struct {
 	Jitter float64
 }
 
+// MaxRetryDelay is the longest retry or snooze delay.
+const MaxRetryDelay = 365 * 24 * time.Hour
+
 // DefaultBackoff is the backoff used when none is configured.
 var DefaultBackoff = Backoff{Base: time.Second, Max: time.Hour, Jitter: 0.5}
 
-func (b Backoff) withDefaults() Backoff {
+// WithDefaults fills the zero fields from DefaultBackoff and brings the rest
+// into range: Max at most MaxRetryDelay, Base at most Max, Jitter from 0 to 1
+// (a negative Jitter means none). A backend receives a Backoff this way.
+func (b Backoff) WithDefaults() Backoff {
 	if b.Base <= 0 {
 		b.Base = DefaultBackoff.Base
 	}
@@ -42,7 +48,7 @@ func (b Backoff) withDefaults() Backoff {
 
 // Delay is the wait before the retry that follows attempt (1-based).
 func (b Backoff) Delay(attempt int) time.Duration {
-	b = b.withDefaults()
+	b = b.WithDefaults()
 	d := b.Max
 	// Base ≤ Max>>shift keeps Base<<shift ≤ Max: no overflow, whatever attempt.
 	if shift := attempt - 1; shift >= 0 && shift < 63 && b.Base <= b.Max>>shift {

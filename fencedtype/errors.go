@@ -1,13 +1,12 @@
-package driver
+package fencedtype
 
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 )
 
-// Sentinel errors. The root package re-exports them; match with errors.Is.
+// Sentinel errors; match with errors.Is.
 var (
 	// ErrNotFound reports that the named lease, job or resource does not exist.
 	// A stale caller never gets ErrNotFound for something that exists.
@@ -88,8 +87,6 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 func Invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // ErrJobFinished is returned by a cancel of a job that already finished.
 var ErrJobFinished = errors.New("job already finished")

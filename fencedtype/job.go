@@ -1,0 +1,154 @@
+package fencedtype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// JobState is one of a job's five states.
+type JobState string
+
+// The states of a job:
+//
+//	queued ──claim──▶ running ──complete──▶ succeeded
+//	   ▲                 │ ──fail, attempts left / snooze / lease lost──▶ queued
+//	   │                 │ ──fail, attempts exhausted or discarded──▶ failed (dead letter)
+//	   │                 └ ──cancel requested, then the worker stops──▶ cancelled
+//	   └──retry── failed, cancelled        queued ──cancel──▶ cancelled
+//
+// queued includes scheduled jobs and jobs waiting to retry (RunAt in the
+// future). succeeded, failed and cancelled are the finished states.
+const (
+	JobQueued    JobState = "queued"
+	JobRunning   JobState = "running"
+	JobSucceeded JobState = "succeeded"
+	JobFailed    JobState = "failed"
+	JobCancelled JobState = "cancelled"
+)
+
+// Finished reports whether s is terminal: succeeded, failed or cancelled.
+func (s JobState) Finished() bool {
+	return s == JobSucceeded || s == JobFailed || s == JobCancelled
+}
+
+// Valid reports whether s is one of the five states.
+func (s JobState) Valid() bool { return s == JobQueued || s == JobRunning || s.Finished() }
+
+// Job is a job as stored, read in the statement that returned it.
+type Job struct {
+	ID          int64           `json:"id"`
+	Kind        string          `json:"kind"`
+	Args        json.RawMessage `json:"args"`
+	Queue       string          `json:"queue"`
+	Priority    int             `json:"priority"` // 0 runs first; larger numbers wait for smaller ones
+	State       JobState        `json:"state"`
+	Attempt     int             `json:"attempt"` // attempts started so far; the running one included
+	MaxAttempts int             `json:"max_attempts"`
+	// Fence is the current attempt's fencing token, bumped by every claim.
+	// A worker's writes for the job carry it and are refused once it moved on.
+	Fence           int64           `json:"fence"`
+	Owner           string          `json:"owner"` // the worker of the last attempt
+	RunAt           time.Time       `json:"run_at"`
+	LeaseExpiresAt  *time.Time      `json:"lease_expires_at"` // set while running
+	CancelRequested bool            `json:"cancel_requested"`
+	Output          json.RawMessage `json:"output"` // set on success
+	LastError       string          `json:"error"`
+	Progress        json.RawMessage `json:"progress"` // the running attempt's last progress report
+	IdempotencyKey  string          `json:"idempotency_key"`
+	CreatedAt       time.Time       `json:"created_at"`
+	AttemptedAt     *time.Time      `json:"attempted_at"` // start of the last attempt
+	FinishedAt      *time.Time      `json:"finished_at"`
+	// DecidedAt is the database clock reading of the statement that
+	// returned this job (the claim, enqueue, cancel or read).
+	DecidedAt time.Time `json:"-"`
+}
+
+// Ref is the job's current attempt, as its worker passes it to guarded writes.
+func (j *Job) Ref() JobRef { return JobRef{ID: j.ID, Fence: j.Fence} }
+
+// JobRef identifies one attempt of a job: its id and the fence the claim
+// granted.
+type JobRef struct {
+	ID    int64
+	Fence int64
+}
+
+// Attempt outcomes recorded in the history.
+const (
+	OutcomeSucceeded = "succeeded"
+	OutcomeRetry     = "retry"     // failed, will run again
+	OutcomeFailed    = "failed"    // failed, attempts exhausted or discarded
+	OutcomeSnoozed   = "snoozed"   // put back to run later, attempt not counted
+	OutcomeCancelled = "cancelled" // ended by a cancel request
+	OutcomeLost      = "lost"      // lease expired; taken back by recovery
+	OutcomeRunning   = "running"   // the attempt in progress
+)
+
+// JobAttempt is one attempt in a job's history. EndedAt is nil while the
+// attempt runs (Outcome "running").
+type JobAttempt struct {
+	Attempt   int        `json:"attempt"`
+	Fence     int64      `json:"fence"`
+	Owner     string     `json:"owner"`
+	StartedAt time.Time  `json:"started_at"`
+	EndedAt   *time.Time `json:"ended_at"`
+	Outcome   string     `json:"outcome"`
+	Error     string     `json:"error"`
+}
+
+// EndKind says how an attempt ends.
+type EndKind string
+
+// The ways a worker ends an attempt.
+const (
+	EndComplete EndKind = "complete"
+	EndFail     EndKind = "fail"
+	EndSnooze   EndKind = "snooze"
+	EndCancel   EndKind = "cancel"
+)
+
+// JobEnd is a worker's final write for one attempt.
+type JobEnd struct {
+	Ref    JobRef
+	Kind   EndKind
+	Output json.RawMessage // complete: JSON, may be nil
+	Error  string          // fail, cancel
+	Delay  time.Duration   // fail: retry delay; snooze: delay
+	// Discard makes a failure final whatever attempts remain.
+	Discard bool
+}
+
+// HeartbeatResult reports, per job, how a heartbeat went.
+type HeartbeatResult struct {
+	Extended        []int64 // still running under the caller's fence
+	Lost            []int64 // no longer the caller's: stale or gone
+	CancelRequested []int64 // extended, but asked to stop
+	// Busy jobs are still current but were not extended this time: their row
+	// was held by an open transaction of their own attempt (a JobTx).
+	Busy      []int64
+	ExpiresAt time.Time // the new expiry of the extended ones
+}
+
+// JobCount is the number of jobs in one queue and state.
+type JobCount struct {
+	Queue string
+	State JobState
+	Count int64
+}
+
+// JobFilter selects jobs to list. Zero fields do not filter.
+type JobFilter struct {
+	State   JobState
+	Queue   string
+	Kind    string
+	AfterID int64 // the last id of the previous page
+	Limit   int   // the page size
+}
+
+// EnqueueResult is one enqueued job.
+type EnqueueResult struct {
+	Job *Job
+	// Existing is true when the idempotency key matched an existing job,
+	// which is returned instead of a new one.
+	Existing bool
+}
