@@ -53,7 +53,7 @@ func (c *Client) DatabaseTime(ctx context.Context) (time.Time, error) {
 	if !ok {
 		return time.Time{}, fmt.Errorf("database time on %s: %w", c.d.Dialect(), errors.ErrUnsupported)
 	}
-	return clock.DBNow(ctx)
+	return clock.DatabaseTime(ctx)
 }
 
 // Close closes the driver if the Client opened it (Open), else does nothing.

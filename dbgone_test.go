@@ -89,7 +89,7 @@ func TestDatabaseGoneMidTransaction(t *testing.T) {
 		}
 	}
 
-	l, err := c.Acquire(ctx, "gone", "A", time.Minute)
+	l, err := c.AcquireLease(ctx, "gone", "A", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestDatabaseGoneMidTransaction(t *testing.T) {
 	if err := c.LeaseTx(ctx, *l, func(tx fenced.Tx) error { write(t, tx, 5); return nil }); err != nil {
 		t.Fatalf("LeaseTx after the losses: %v", err)
 	}
-	if l2, err := c.Renew(ctx, *l, time.Minute); err != nil || l2.Fence != l.Fence {
+	if l2, err := c.RenewLease(ctx, *l, time.Minute); err != nil || l2.Fence != l.Fence {
 		t.Fatalf("renew after the losses: %v", err)
 	}
 	var n int
@@ -164,11 +164,11 @@ func TestDatabaseGoneMidTransaction(t *testing.T) {
 // countRows counts gone_writes through the client's own pool (a LeaseTx on
 // a lease of its own), so it also shows that the pool recovered.
 func countRows(ctx context.Context, c *fenced.Client, n *int) error {
-	l, err := c.Acquire(ctx, "gone-count", "counter", time.Minute)
+	l, err := c.AcquireLease(ctx, "gone-count", "counter", time.Minute)
 	if err != nil {
 		return err
 	}
-	defer c.Release(ctx, *l)
+	defer c.ReleaseLease(ctx, *l)
 	return c.LeaseTx(ctx, *l, func(tx fenced.Tx) error {
 		return tx.QueryRow(ctx, `SELECT count(*) FROM gone_writes`).Scan(n)
 	})

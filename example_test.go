@@ -25,17 +25,17 @@ func Example() {
 		panic(err)
 	}
 
-	a, _ := c.Acquire(ctx, "nightly-report", "worker-a", 50*time.Millisecond)
+	a, _ := c.AcquireLease(ctx, "nightly-report", "worker-a", 50*time.Millisecond)
 	fmt.Println("A holds fence", a.Fence)
 
-	_, err = c.Acquire(ctx, "nightly-report", "worker-b", time.Minute)
+	_, err = c.AcquireLease(ctx, "nightly-report", "worker-b", time.Minute)
 	fmt.Println("B refused while A holds it:", errors.Is(err, fenced.ErrHeld))
 
 	// A pauses past its TTL; B takes over with the next fence.
 	var b *fenced.Lease
 	for b == nil {
 		time.Sleep(10 * time.Millisecond)
-		b, _ = c.Acquire(ctx, "nightly-report", "worker-b", time.Minute)
+		b, _ = c.AcquireLease(ctx, "nightly-report", "worker-b", time.Minute)
 	}
 	fmt.Println("B holds fence", b.Fence)
 	_, _ = c.WriteResource(ctx, "report", []byte("8"), b.Fence, fenced.WriteOptions{})
@@ -66,7 +66,7 @@ func ExampleClient_LeaseTx() {
 	defer c.Close()
 	c.Migrate(ctx)
 
-	l, _ := c.Acquire(ctx, "billing", "worker-a", time.Minute)
+	l, _ := c.AcquireLease(ctx, "billing", "worker-a", time.Minute)
 	err := c.LeaseTx(ctx, *l, func(tx fenced.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TABLE invoices (id INTEGER PRIMARY KEY, total INTEGER)`); err != nil {
 			return err

@@ -28,5 +28,5 @@ func (c *Client) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	if by == 0 {
 		by = DefaultAdvance
 	}
-	return c.d.FenceAdvance(ctx, by)
+	return c.d.AdvanceFences(ctx, by)
 }

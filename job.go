@@ -101,8 +101,8 @@ type EnqueueParams struct {
 // key matched.
 type EnqueueResult = fencedtype.EnqueueResult
 
-func (p EnqueueParams) validate() (driver.JobInsertParams, error) {
-	out := driver.JobInsertParams{Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, RunAt: p.RunAt,
+func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
+	out := driver.EnqueueParams{Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, RunAt: p.RunAt,
 		Delay: p.Delay, MaxAttempts: p.MaxAttempts, IdempotencyKey: p.IdempotencyKey}
 	if err := validName("kind", p.Kind); err != nil {
 		return out, err
@@ -192,7 +192,7 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	in := make([]driver.JobInsertParams, len(ps))
+	in := make([]driver.EnqueueParams, len(ps))
 	for i, p := range ps {
 		var err error
 		if in[i], err = p.validate(); err != nil {
@@ -202,7 +202,7 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 			return nil, err
 		}
 	}
-	return c.d.JobInsert(ctx, tx, in)
+	return c.d.Enqueue(ctx, tx, in)
 }
 
 // GetJob reads a job and its attempt history (the running attempt last).
@@ -210,7 +210,7 @@ func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, erro
 	if id <= 0 {
 		return nil, nil, fencedtype.Invalid("job id", "%d is not positive", id)
 	}
-	r, attempts, err := c.d.JobGet(ctx, id)
+	r, attempts, err := c.d.GetJob(ctx, id)
 	if err != nil {
 		return nil, nil, withJobID(id, err)
 	}
@@ -243,28 +243,28 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 			return nil, err
 		}
 	}
-	return c.d.JobList(ctx, f)
+	return c.d.ListJobs(ctx, f)
 }
 
 // JobCount is the number of jobs in one queue and state.
 type JobCount = fencedtype.JobCount
 
-// JobCounts counts jobs by queue and state.
-func (c *Client) JobCounts(ctx context.Context) ([]JobCount, error) {
-	return c.d.JobCounts(ctx)
+// CountJobs counts jobs by queue and state.
+func (c *Client) CountJobs(ctx context.Context) ([]JobCount, error) {
+	return c.d.CountJobs(ctx)
 }
 
 // CancelJob cancels a queued job at once, or asks a running one to stop: its
 // worker learns it at its next heartbeat, its handler's context is cancelled,
 // and its final write records cancelled. A finished job gives ErrJobFinished.
 func (c *Client) CancelJob(ctx context.Context, id int64) (*Job, error) {
-	return c.jobAdmin(ctx, id, driver.JobDriver.JobCancel)
+	return c.jobAdmin(ctx, id, driver.JobDriver.CancelJob)
 }
 
 // RetryJob puts a failed or cancelled job back to queued, to run now, with
 // MaxAttempts more attempts. Other states give ErrJobNotFinished.
 func (c *Client) RetryJob(ctx context.Context, id int64) (*Job, error) {
-	return c.jobAdmin(ctx, id, driver.JobDriver.JobRetry)
+	return c.jobAdmin(ctx, id, driver.JobDriver.RetryJob)
 }
 
 func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDriver, context.Context, int64) (*fencedtype.Job, error)) (*Job, error) {

@@ -41,7 +41,7 @@ func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, 
 	if err := validTTL(ttl); err != nil {
 		return nil, err
 	}
-	rows, err := c.d.JobClaim(ctx, driver.JobClaimParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
+	rows, err := c.d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Dura
 	if len(refs) == 0 {
 		return &HeartbeatResult{}, nil
 	}
-	return c.d.JobHeartbeat(ctx, refs, ttl)
+	return c.d.HeartbeatJobs(ctx, refs, ttl)
 }
 
 func validRefs(refs []JobRef) error {
@@ -125,7 +125,7 @@ func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []erro
 	if len(valid) == 0 {
 		return errs, nil
 	}
-	written, err := c.d.JobFinish(ctx, tx, valid)
+	written, err := c.d.EndJobs(ctx, tx, valid)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) err
 	if err != nil {
 		return err
 	}
-	return c.d.JobProgress(ctx, ref, b)
+	return c.d.ReportProgress(ctx, ref, b)
 }
 
 // JobTx runs fn in a transaction that commits only under attempt ref: it

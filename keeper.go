@@ -53,7 +53,7 @@ type Keeper struct {
 // released; it expires).
 func (c *Client) Keep(ctx context.Context, name, owner string, ttl time.Duration, opts KeepOptions) (*Keeper, error) {
 	start := c.now()
-	l, err := c.Acquire(ctx, name, owner, ttl)
+	l, err := c.AcquireLease(ctx, name, owner, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func (k *Keeper) Stop() {
 // Release stops renewing and releases the lease.
 func (k *Keeper) Release(ctx context.Context) error {
 	k.Stop()
-	_, err := k.c.Release(ctx, k.Lease())
+	_, err := k.c.ReleaseLease(ctx, k.Lease())
 	return err
 }
 
@@ -133,7 +133,7 @@ func (k *Keeper) run(start time.Time) {
 			// abandoned: the timer cannot fire while it blocks.
 			start := k.c.now()
 			rctx, cancel := context.WithTimeout(k.ctx, trustUntil.Sub(start))
-			l, err := k.c.Renew(rctx, k.Lease(), k.ttl)
+			l, err := k.c.RenewLease(rctx, k.Lease(), k.ttl)
 			cancel()
 			var stale *StaleError
 			switch {

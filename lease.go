@@ -16,14 +16,14 @@ func leaseRef(l Lease) driver.LeaseRef {
 	return driver.LeaseRef{Name: l.Name, Owner: l.Owner, Fence: l.Fence}
 }
 
-// Acquire takes the named lease for ttl by the database clock.
+// AcquireLease takes the named lease for ttl by the database clock.
 //
 // A free lease (never held, released, or expired) is granted with a fence one
 // above its last. If owner already holds it unexpired, the same fence is kept
 // and the expiry extended, so retrying an acquire after an ambiguous reply
 // never mints a second generation. If another owner holds it, the error is a
 // *HeldError (errors.Is ErrHeld) naming the holder and its expiry.
-func (c *Client) Acquire(ctx context.Context, name, owner string, ttl time.Duration) (*Lease, error) {
+func (c *Client) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (*Lease, error) {
 	if err := validName("lease name", name); err != nil {
 		return nil, err
 	}
@@ -33,56 +33,56 @@ func (c *Client) Acquire(ctx context.Context, name, owner string, ttl time.Durat
 	if err := validTTL(ttl); err != nil {
 		return nil, err
 	}
-	r, err := c.d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: name, Owner: owner, TTL: ttl})
+	r, err := c.d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: name, Owner: owner, TTL: ttl})
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// Renew extends the generation l to ttl from now by the database clock. It
+// RenewLease extends the generation l to ttl from now by the database clock. It
 // succeeds only while l is current: same name, owner and fence, unreleased and
 // unexpired. Otherwise it returns a *StaleError (superseded, expired or
 // released: an expired lease must be acquired again, with a new fence), or
 // ErrNotFound if the name was never acquired.
-func (c *Client) Renew(ctx context.Context, l Lease, ttl time.Duration) (*Lease, error) {
+func (c *Client) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (*Lease, error) {
 	if err := validRef(l); err != nil {
 		return nil, err
 	}
 	if err := validTTL(ttl); err != nil {
 		return nil, err
 	}
-	r, err := c.d.LeaseRenew(ctx, leaseRef(l), ttl)
+	r, err := c.d.RenewLease(ctx, leaseRef(l), ttl)
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// Release gives up the generation l. The row and its fence stay, so the next
+// ReleaseLease gives up the generation l. The row and its fence stay, so the next
 // grant continues the sequence. Releasing a generation that is already
 // released, or that expired with no takeover, succeeds; after a takeover it
 // returns a *StaleError. The lease returned is the released generation:
 // Released is set, and ExpiresAt is when it stopped being held (the release,
 // or its earlier expiry).
-func (c *Client) Release(ctx context.Context, l Lease) (*Lease, error) {
+func (c *Client) ReleaseLease(ctx context.Context, l Lease) (*Lease, error) {
 	if err := validRef(l); err != nil {
 		return nil, err
 	}
-	row, err := c.d.LeaseRelease(ctx, leaseRef(l))
+	row, err := c.d.ReleaseLease(ctx, leaseRef(l))
 	if err != nil {
 		return nil, err
 	}
 	return row, nil
 }
 
-// Get reads the named lease; Held says whether it is held now by the
+// GetLease reads the named lease; Held says whether it is held now by the
 // database clock. ErrNotFound if it was never acquired.
-func (c *Client) Get(ctx context.Context, name string) (*Lease, error) {
+func (c *Client) GetLease(ctx context.Context, name string) (*Lease, error) {
 	if err := validName("lease name", name); err != nil {
 		return nil, err
 	}
-	r, err := c.d.LeaseGet(ctx, name)
+	r, err := c.d.GetLease(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -93,14 +93,14 @@ func (c *Client) Get(ctx context.Context, name string) (*Lease, error) {
 // lease by the database clock. It is a point-in-time answer for display and
 // liveness; protect writes with LeaseTx or the resource store instead.
 func (c *Client) IsHolder(ctx context.Context, l Lease) (bool, error) {
-	cur, err := c.Get(ctx, l.Name)
+	cur, err := c.GetLease(ctx, l.Name)
 	if err != nil {
 		return false, err
 	}
 	return cur.Held && cur.Owner == l.Owner && cur.Fence == l.Fence, nil
 }
 
-// List reads every lease, ordered by name.
-func (c *Client) List(ctx context.Context) ([]*Lease, error) {
-	return c.d.LeaseList(ctx)
+// ListLeases reads every lease, ordered by name.
+func (c *Client) ListLeases(ctx context.Context) ([]*Lease, error) {
+	return c.d.ListLeases(ctx)
 }

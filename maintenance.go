@@ -24,7 +24,7 @@ func (c *Client) RecoverJobs(ctx context.Context, guard *Lease, limit int, b Bac
 	if err != nil {
 		return 0, err
 	}
-	return c.d.JobRecover(ctx, g, limit, b.WithDefaults())
+	return c.d.RecoverJobs(ctx, g, limit, b.WithDefaults())
 }
 
 // DeleteFinishedJobs deletes up to limit jobs that finished more than age
@@ -37,7 +37,7 @@ func (c *Client) DeleteFinishedJobs(ctx context.Context, guard *Lease, age time.
 	if age < 0 {
 		return 0, fencedtype.Invalid("age", "%s is negative", age)
 	}
-	return c.d.JobDeleteFinished(ctx, g, age, limit)
+	return c.d.DeleteFinishedJobs(ctx, g, age, limit)
 }
 
 // maintenanceArgs validates a maintenance call and returns its guard.
@@ -226,7 +226,7 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 		return nil
 	}
 	// The period is read from the database clock, this round.
-	cur, err := m.c.Get(ctx, lease.Name)
+	cur, err := m.c.GetLease(ctx, lease.Name)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func TestPeriodicOncePerPeriodDespiteRetention(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Stop()
-	l, err := c.Acquire(ctx, "fenced:maintenance", "m", time.Minute)
+	l, err := c.AcquireLease(ctx, "fenced:maintenance", "m", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

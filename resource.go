@@ -48,7 +48,7 @@ func (c *Client) WriteResource(ctx context.Context, key string, value []byte, fe
 			return nil, err
 		}
 	}
-	return c.d.ResourceWrite(ctx, driver.ResourceWriteParams{Key: key, Value: value, Fence: fence, OperationID: opts.OperationID})
+	return c.d.WriteResource(ctx, driver.WriteResourceParams{Key: key, Value: value, Fence: fence, OperationID: opts.OperationID})
 }
 
 // ReadResource reads the value, fence and version stored under key, or
@@ -57,5 +57,5 @@ func (c *Client) ReadResource(ctx context.Context, key string) (*Resource, error
 	if err := validName("resource key", key); err != nil {
 		return nil, err
 	}
-	return c.d.ResourceGet(ctx, key)
+	return c.d.ReadResource(ctx, key)
 }

@@ -41,7 +41,7 @@ func TestSQLiteFullDisk(t *testing.T) {
 	if _, err := c.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held, err := c.Acquire(ctx, "before", "A", time.Minute)
+	held, err := c.AcquireLease(ctx, "before", "A", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +72,9 @@ func TestSQLiteFullDisk(t *testing.T) {
 	granted := map[string]bool{}
 	for i := 0; i < 10000 && lastErr == nil; i++ {
 		name := strings.Repeat("n", 190) + itoa(i)
-		if _, lastErr = c.Acquire(ctx, name, "A", time.Minute); lastErr == nil {
+		if _, lastErr = c.AcquireLease(ctx, name, "A", time.Minute); lastErr == nil {
 			granted[name] = true
-		} else if got, err := c.Get(ctx, name); !errors.Is(err, fenced.ErrNotFound) {
+		} else if got, err := c.GetLease(ctx, name); !errors.Is(err, fenced.ErrNotFound) {
 			t.Fatalf("the refused lease %s was half-written: %+v, %v", name, got, err)
 		}
 	}
@@ -97,11 +97,11 @@ func TestSQLiteFullDisk(t *testing.T) {
 	}
 
 	// What was there is intact, and reads work on a full disk.
-	got, err := c.Get(ctx, "before")
+	got, err := c.GetLease(ctx, "before")
 	if err != nil || got.Fence != held.Fence || got.Owner != "A" || !got.Held {
 		t.Fatalf("existing lease after the full disk: %+v, %v", got, err)
 	}
-	leases, err := c.List(ctx)
+	leases, err := c.ListLeases(ctx)
 	if err != nil || len(leases) != len(granted)+1 {
 		t.Fatalf("List on a full disk: %d leases (want %d), %v", len(leases), len(granted)+1, err)
 	}
@@ -113,7 +113,7 @@ func TestSQLiteFullDisk(t *testing.T) {
 	if _, err := c.EnqueueMany(ctx, nil, batch); err != nil {
 		t.Fatalf("enqueue once there is room: %v", err)
 	}
-	if _, err := c.Renew(ctx, *held, time.Minute); err != nil {
+	if _, err := c.RenewLease(ctx, *held, time.Minute); err != nil {
 		t.Fatalf("renew once there is room: %v", err)
 	}
 }
@@ -138,7 +138,7 @@ func TestSQLiteReadOnly(t *testing.T) {
 		if _, err := c.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Acquire(ctx, "existing", "A", time.Minute); err != nil {
+		if _, err := c.AcquireLease(ctx, "existing", "A", time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Close(); err != nil {
@@ -167,14 +167,14 @@ func TestSQLiteReadOnly(t *testing.T) {
 		if _, err := d.DB().ExecContext(ctx, `PRAGMA query_only = ON`); err != nil {
 			t.Fatal(err)
 		}
-		_, err := c.Acquire(ctx, "new", "A", time.Minute)
+		_, err := c.AcquireLease(ctx, "new", "A", time.Minute)
 		wantReadOnly(t, err, "Acquire (query_only, running as root)")
 		_, _, err = c.Enqueue(ctx, fenced.EnqueueParams{Kind: "ro"})
 		wantReadOnly(t, err, "Enqueue (query_only)")
-		if l, err := c.Get(ctx, "existing"); err != nil || l.Owner != "A" {
+		if l, err := c.GetLease(ctx, "existing"); err != nil || l.Owner != "A" {
 			t.Fatalf("read on a read-only database: %+v, %v", l, err)
 		}
-		if _, err := c.Get(ctx, "new"); !errors.Is(err, fenced.ErrNotFound) {
+		if _, err := c.GetLease(ctx, "new"); !errors.Is(err, fenced.ErrNotFound) {
 			t.Fatalf("the refused acquire is visible: %v", err)
 		}
 		return
@@ -201,7 +201,7 @@ func TestSQLiteReadOnly(t *testing.T) {
 		return
 	}
 	defer c.Close()
-	_, err = c.Acquire(ctx, "new", "A", time.Minute)
+	_, err = c.AcquireLease(ctx, "new", "A", time.Minute)
 	wantReadOnly(t, err, "Acquire")
 }
 

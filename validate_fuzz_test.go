@@ -150,21 +150,21 @@ func FuzzValidName(f *testing.F) {
 		ctx := fuzzCtx(t)
 		for _, b := range backends {
 			// Owner = name: names are never taken by another owner here.
-			l, err := b.c.Acquire(ctx, s, s, time.Minute)
+			l, err := b.c.AcquireLease(ctx, s, s, time.Minute)
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Acquire(%q)", s))
 			if l.Name != s || l.Owner != s {
 				t.Fatalf("%s: Acquire(%q) returned name %q owner %q", b.name, s, l.Name, l.Owner)
 			}
-			got, err := b.c.Get(ctx, s)
+			got, err := b.c.GetLease(ctx, s)
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Get(%q)", s))
 			if got.Name != s || got.Owner != s || got.Fence != l.Fence {
 				t.Fatalf("%s: Get(%q) = %+v, acquired %+v", b.name, s, got, l)
 			}
 			err = b.c.LeaseTx(ctx, *l, func(Tx) error { return nil })
 			wantNoDBError(t, err, b.name, fmt.Sprintf("LeaseTx(%q)", s))
-			_, err = b.c.Renew(ctx, *l, time.Minute)
+			_, err = b.c.RenewLease(ctx, *l, time.Minute)
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Renew(%q)", s))
-			_, err = b.c.Release(ctx, *l)
+			_, err = b.c.ReleaseLease(ctx, *l)
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Release(%q)", s))
 
 			_, err = b.c.WriteResource(ctx, s, []byte(s), 0, WriteOptions{OperationID: s})
@@ -209,18 +209,18 @@ func FuzzValidTTL(f *testing.F) {
 		}
 		ctx := fuzzCtx(t)
 		for _, b := range backends {
-			l, err := b.c.Acquire(ctx, "ttl", "fuzz", ttl)
+			l, err := b.c.AcquireLease(ctx, "ttl", "fuzz", ttl)
 			wantNoDBError(t, err, b.name, fmt.Sprintf("Acquire(ttl=%v)", ttl))
 			// The databases keep microseconds (SQLite: the clock has
 			// milliseconds); allow for rounding of a sub-microsecond ttl.
 			if d := l.ExpiresAt.Sub(l.DecidedAt) - ttl; d < -time.Millisecond || d > time.Millisecond {
 				t.Fatalf("%s: Acquire(ttl=%v) expires %v after the decision", b.name, ttl, l.ExpiresAt.Sub(l.DecidedAt))
 			}
-			if _, err := b.c.Renew(ctx, *l, ttl); err != nil && !errors.Is(err, ErrStale) {
+			if _, err := b.c.RenewLease(ctx, *l, ttl); err != nil && !errors.Is(err, ErrStale) {
 				// A 1 ms lease may expire before the renew: stale, not invalid.
 				wantNoDBError(t, err, b.name, fmt.Sprintf("Renew(ttl=%v)", ttl))
 			}
-			if _, err := b.c.Release(ctx, *l); err != nil && !errors.Is(err, ErrStale) {
+			if _, err := b.c.ReleaseLease(ctx, *l); err != nil && !errors.Is(err, ErrStale) {
 				wantNoDBError(t, err, b.name, "Release")
 			}
 		}
@@ -267,10 +267,10 @@ func FuzzValidRef(f *testing.F) {
 		}
 		for _, b := range backends {
 			l := Lease{Name: name, Owner: owner, Fence: fence}
-			if _, err := b.c.Renew(ctx, l, time.Second); !lease(err) {
+			if _, err := b.c.RenewLease(ctx, l, time.Second); !lease(err) {
 				t.Fatalf("%s: Renew(%q, %q, %d): %v", b.name, name, owner, fence, err)
 			}
-			if _, err := b.c.Release(ctx, l); !lease(err) {
+			if _, err := b.c.ReleaseLease(ctx, l); !lease(err) {
 				t.Fatalf("%s: Release(%q, %q, %d): %v", b.name, name, owner, fence, err)
 			}
 			if err := b.c.LeaseTx(ctx, l, func(Tx) error { return nil }); !lease(err) {

@@ -194,7 +194,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.bgWG.Add(2)
 	go w.heartbeats(bg)
 	go w.completer(bg)
-	if n, ok := w.c.d.(driver.JobNotifier); ok {
+	if n, ok := w.c.d.(driver.JobListener); ok {
 		w.bgWG.Add(1)
 		go w.listen(bg, n)
 	}
@@ -277,10 +277,10 @@ func (w *Worker) wakeQueue(q string) {
 }
 
 // listen wakes queues on the backend's enqueue notifications.
-func (w *Worker) listen(ctx context.Context, n driver.JobNotifier) {
+func (w *Worker) listen(ctx context.Context, n driver.JobListener) {
 	defer w.bgWG.Done()
 	for ctx.Err() == nil {
-		if err := n.JobListen(ctx, w.wakeQueue); err != nil && ctx.Err() == nil {
+		if err := n.ListenJobs(ctx, w.wakeQueue); err != nil && ctx.Err() == nil {
 			w.log.Warn("fenced: job notifications interrupted", "err", err)
 			sleepCtx(ctx, w.cfg.PollInterval)
 		}

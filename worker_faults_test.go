@@ -22,7 +22,7 @@ type faultDriver struct {
 	hangFinish  atomic.Bool   // outcome writes wait until their ctx ends
 }
 
-func (d *faultDriver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
+func (d *faultDriver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
 	if d.hbDelay > 0 {
 		select {
 		case <-time.After(d.hbDelay):
@@ -30,27 +30,27 @@ func (d *faultDriver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef
 			return nil, ctx.Err()
 		}
 	}
-	res, err := d.Driver.JobHeartbeat(ctx, refs, ttl)
+	res, err := d.Driver.HeartbeatJobs(ctx, refs, ttl)
 	if err == nil && d.hbLostReply.Load() {
 		return nil, errors.New("connection reset after commit")
 	}
 	return res, err
 }
 
-func (d *faultDriver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
+func (d *faultDriver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	if d.hangClaims.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return d.Driver.JobClaim(ctx, p)
+	return d.Driver.ClaimJobs(ctx, p)
 }
 
-func (d *faultDriver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+func (d *faultDriver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	if d.hangFinish.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return d.Driver.JobFinish(ctx, tx, ends)
+	return d.Driver.EndJobs(ctx, tx, ends)
 }
 
 func faultClient(t *testing.T) (*Client, *faultDriver) {

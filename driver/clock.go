@@ -10,7 +10,7 @@ import (
 // the deciding statement. It is for reports such as the time the HTTP
 // service stamps on answers whose statement returns no clock reading.
 type Clock interface {
-	// DBNow reads the database clock (the one expiry is judged by) in one
+	// DatabaseTime reads the database clock (the one expiry is judged by) in one
 	// statement.
-	DBNow(ctx context.Context) (time.Time, error)
+	DatabaseTime(ctx context.Context) (time.Time, error)
 }

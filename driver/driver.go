@@ -29,42 +29,42 @@ type Driver interface {
 	// Close releases the driver's connections.
 	Close() error
 
-	// LeaseAcquire grants the lease when free (never held, released, or
+	// AcquireLease grants the lease when free (never held, released, or
 	// expired by the database clock) with fence+1, or extends it keeping the
 	// fence when the same owner holds it unexpired. Otherwise *fencedtype.HeldError.
-	LeaseAcquire(ctx context.Context, p LeaseAcquireParams) (*fencedtype.Lease, error)
-	// LeaseRenew extends an unexpired, unreleased lease whose name, owner and
+	AcquireLease(ctx context.Context, p AcquireLeaseParams) (*fencedtype.Lease, error)
+	// RenewLease extends an unexpired, unreleased lease whose name, owner and
 	// fence match. Otherwise *fencedtype.StaleError or fencedtype.ErrNotFound.
-	LeaseRenew(ctx context.Context, ref LeaseRef, ttl time.Duration) (*fencedtype.Lease, error)
-	// LeaseRelease marks the generation released; the row and its fence stay.
+	RenewLease(ctx context.Context, ref LeaseRef, ttl time.Duration) (*fencedtype.Lease, error)
+	// ReleaseLease marks the generation released; the row and its fence stay.
 	// Releasing an already released generation succeeds. Otherwise
 	// *fencedtype.StaleError or fencedtype.ErrNotFound.
-	LeaseRelease(ctx context.Context, ref LeaseRef) (*fencedtype.Lease, error)
-	// LeaseGet reads one lease, with Held decided by the database clock.
-	LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error)
-	// LeaseList reads every lease ordered by name.
-	LeaseList(ctx context.Context) ([]*fencedtype.Lease, error)
+	ReleaseLease(ctx context.Context, ref LeaseRef) (*fencedtype.Lease, error)
+	// GetLease reads one lease, with Held decided by the database clock.
+	GetLease(ctx context.Context, name string) (*fencedtype.Lease, error)
+	// ListLeases reads every lease ordered by name.
+	ListLeases(ctx context.Context) ([]*fencedtype.Lease, error)
 	// LeaseTx runs fn in a transaction that first locks the lease row in
 	// share mode (a write transaction on SQLite) and checks owner, fence and
 	// expiry. A failed check returns *fencedtype.StaleError without calling fn; an error
 	// from fn rolls back. While the transaction is open a takeover blocks.
 	LeaseTx(ctx context.Context, ref LeaseRef, fn func(Tx) error) error
 
-	// ResourceWrite stores value under key iff fence >= the stored fence, in
+	// WriteResource stores value under key iff fence >= the stored fence, in
 	// one statement. With an operation id, the first outcome for (key, op) is
 	// recorded and returned again on repeat without applying twice.
-	ResourceWrite(ctx context.Context, p ResourceWriteParams) (*fencedtype.ResourceWrite, error)
-	// ResourceGet reads one resource.
-	ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error)
+	WriteResource(ctx context.Context, p WriteResourceParams) (*fencedtype.ResourceWrite, error)
+	// ReadResource reads one resource.
+	ReadResource(ctx context.Context, key string) (*fencedtype.Resource, error)
 
-	// FenceAdvance makes every fence granted afterwards greater than every
+	// AdvanceFences makes every fence granted afterwards greater than every
 	// fence stored now plus by, and ends every current lease. It returns the
 	// new floor.
-	FenceAdvance(ctx context.Context, by int64) (int64, error)
+	AdvanceFences(ctx context.Context, by int64) (int64, error)
 }
 
-// LeaseAcquireParams are the inputs of LeaseAcquire.
-type LeaseAcquireParams struct {
+// AcquireLeaseParams are the inputs of AcquireLease.
+type AcquireLeaseParams struct {
 	Name  string
 	Owner string
 	TTL   time.Duration
@@ -77,8 +77,8 @@ type LeaseRef struct {
 	Fence int64
 }
 
-// ResourceWriteParams are the inputs of ResourceWrite.
-type ResourceWriteParams struct {
+// WriteResourceParams are the inputs of ResourceWrite.
+type WriteResourceParams struct {
 	Key         string
 	Value       []byte
 	Fence       int64

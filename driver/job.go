@@ -12,46 +12,46 @@ import (
 // guarded by id + fence + state = running + unexpired lease in the same
 // statement; zero rows is diagnosed into *fencedtype.StaleError or fencedtype.ErrNotFound.
 type JobDriver interface {
-	// JobInsert enqueues jobs in one statement (or one short transaction),
+	// Enqueue enqueues jobs in one statement (or one short transaction),
 	// or, with tx non-nil, inside the caller's transaction. A job whose
 	// idempotency key exists already yields the existing job.
-	JobInsert(ctx context.Context, tx Tx, jobs []JobInsertParams) ([]fencedtype.EnqueueResult, error)
-	// JobClaim moves up to Limit eligible queued jobs of Queue to running,
+	Enqueue(ctx context.Context, tx Tx, jobs []EnqueueParams) ([]fencedtype.EnqueueResult, error)
+	// ClaimJobs moves up to Limit eligible queued jobs of Queue to running,
 	// bumping fence and attempt, in one statement.
-	JobClaim(ctx context.Context, p JobClaimParams) ([]*fencedtype.Job, error)
-	// JobHeartbeat extends the leases of a worker's running jobs (distinct
+	ClaimJobs(ctx context.Context, p ClaimJobsParams) ([]*fencedtype.Job, error)
+	// HeartbeatJobs extends the leases of a worker's running jobs (distinct
 	// ids) in one statement and reports which are lost or asked to cancel.
-	JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error)
-	// JobFinish records the end of attempts (complete, fail, snooze, cancel)
+	HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error)
+	// EndJobs records the end of attempts (complete, fail, snooze, cancel)
 	// in one statement; tx non-nil runs it inside the caller's transaction.
 	// Each result is nil or the diagnosed error for that job.
-	JobFinish(ctx context.Context, tx Tx, ends []fencedtype.JobEnd) ([]error, error)
-	// JobProgress stores a running attempt's progress.
-	JobProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error
+	EndJobs(ctx context.Context, tx Tx, ends []fencedtype.JobEnd) ([]error, error)
+	// ReportProgress stores a running attempt's progress.
+	ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error
 	// JobTx runs fn in a transaction that share-locks the job row and checks
 	// the attempt is current (see LeaseTx).
 	JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(Tx) error) error
-	// JobCancel cancels a queued job at once and asks a running one to stop.
-	JobCancel(ctx context.Context, id int64) (*fencedtype.Job, error)
-	// JobRetry puts a failed or cancelled job back to queued.
-	JobRetry(ctx context.Context, id int64) (*fencedtype.Job, error)
-	// JobGet reads one job with its attempt history.
-	JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error)
-	// JobList lists jobs by id.
-	JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error)
-	// JobCounts counts jobs by queue and state.
-	JobCounts(ctx context.Context) ([]fencedtype.JobCount, error)
-	// JobRecover takes back up to limit running jobs whose lease expired:
+	// CancelJob cancels a queued job at once and asks a running one to stop.
+	CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error)
+	// RetryJob puts a failed or cancelled job back to queued.
+	RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error)
+	// GetJob reads one job with its attempt history.
+	GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error)
+	// ListJobs lists jobs by id.
+	ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error)
+	// CountJobs counts jobs by queue and state.
+	CountJobs(ctx context.Context) ([]fencedtype.JobCount, error)
+	// RecoverJobs takes back up to limit running jobs whose lease expired:
 	// to queued with backoff, or failed when attempts are exhausted. Each
 	// row is re-checked on state, observed fence and expiry. When guard is
 	// non-nil, it runs inside a transaction guarded by that lease.
-	JobRecover(ctx context.Context, guard *LeaseRef, limit int, backoff fencedtype.Backoff) (int, error)
-	// JobDeleteFinished deletes up to limit finished jobs older than age.
-	JobDeleteFinished(ctx context.Context, guard *LeaseRef, age time.Duration, limit int) (int, error)
+	RecoverJobs(ctx context.Context, guard *LeaseRef, limit int, backoff fencedtype.Backoff) (int, error)
+	// DeleteFinishedJobs deletes up to limit finished jobs older than age.
+	DeleteFinishedJobs(ctx context.Context, guard *LeaseRef, age time.Duration, limit int) (int, error)
 }
 
-// JobInsertParams are the inputs of one enqueued job.
-type JobInsertParams struct {
+// EnqueueParams are the inputs of one enqueued job.
+type EnqueueParams struct {
 	Kind           string
 	Queue          string
 	Args           []byte // JSON
@@ -62,8 +62,8 @@ type JobInsertParams struct {
 	IdempotencyKey string // optional
 }
 
-// JobClaimParams are the inputs of JobClaim.
-type JobClaimParams struct {
+// ClaimJobsParams are the inputs of ClaimJobs.
+type ClaimJobsParams struct {
 	Queue string
 	Owner string
 	Limit int
@@ -102,10 +102,10 @@ func WithRunningAttempt(j *fencedtype.Job, ended []fencedtype.JobAttempt) []fenc
 		StartedAt: *j.AttemptedAt, Outcome: string(fencedtype.JobRunning)})
 }
 
-// JobNotifier is implemented by backends that can wake idle workers when
+// JobListener is implemented by backends that can wake idle workers when
 // jobs are enqueued (PostgreSQL LISTEN/NOTIFY). Others are polled.
-type JobNotifier interface {
-	// JobListen calls wake with a queue name whenever jobs were enqueued in
+type JobListener interface {
+	// ListenJobs calls wake with a queue name whenever jobs were enqueued in
 	// it, until ctx ends or the connection fails.
-	JobListen(ctx context.Context, wake func(queue string)) error
+	ListenJobs(ctx context.Context, wake func(queue string)) error
 }

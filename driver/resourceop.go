@@ -11,7 +11,7 @@ import (
 // ResourceDigest is what a resource write's operation id is recorded with:
 // a SHA-256 of the write's fence and value. A repeat of the id must carry
 // the same fence and value.
-func ResourceDigest(p ResourceWriteParams) []byte {
+func ResourceDigest(p WriteResourceParams) []byte {
 	h := sha256.New()
 	var f [8]byte
 	binary.BigEndian.PutUint64(f[:], uint64(p.Fence))
@@ -25,7 +25,7 @@ func ResourceDigest(p ResourceWriteParams) []byte {
 // before digests were kept, not checked). It is an invalid-input error: the
 // caller reused an id for another operation, and returning the first
 // outcome would hide that.
-func CheckReplay(p ResourceWriteParams, stored []byte) error {
+func CheckReplay(p WriteResourceParams, stored []byte) error {
 	if stored == nil || bytes.Equal(stored, ResourceDigest(p)) {
 		return nil
 	}
@@ -44,7 +44,7 @@ type ResourceOutcome struct {
 
 // Result is the outcome as ResourceWrite returns it: the write, or a
 // *fencedtype.StaleError naming the stored fence.
-func (o ResourceOutcome) Result(p ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
+func (o ResourceOutcome) Result(p WriteResourceParams) (*fencedtype.ResourceWrite, error) {
 	if !o.Accepted {
 		return nil, &fencedtype.StaleError{Kind: "resource", Name: p.Key, Fence: o.Fence,
 			CurrentFence: o.Current, Reason: fencedtype.ReasonSuperseded}

@@ -55,18 +55,18 @@ var benchOps = []benchOp{
 	{"AcquireRelease", func(b *testing.B, e *benchEnv, w int) func(context.Context) error {
 		name := BenchName("AcquireRelease", w)
 		return func(ctx context.Context) error {
-			l, err := e.c.Acquire(ctx, name, BenchOwner, BenchTTL)
+			l, err := e.c.AcquireLease(ctx, name, BenchOwner, BenchTTL)
 			if err != nil {
 				return err
 			}
-			_, err = e.c.Release(ctx, *l)
+			_, err = e.c.ReleaseLease(ctx, *l)
 			return err
 		}
 	}},
 	{"Renew", func(b *testing.B, e *benchEnv, w int) func(context.Context) error {
 		l := e.acquire(b, BenchName("Renew", w))
 		return func(ctx context.Context) error {
-			_, err := e.c.Renew(ctx, *l, BenchTTL)
+			_, err := e.c.RenewLease(ctx, *l, BenchTTL)
 			return err
 		}
 	}},
@@ -137,7 +137,7 @@ func newBenchEnv(b *testing.B, bb BenchBackend, conns int) *benchEnv {
 
 func (e *benchEnv) acquire(b *testing.B, name string) *fenced.Lease {
 	b.Helper()
-	l, err := e.c.Acquire(context.Background(), name, BenchOwner, BenchTTL)
+	l, err := e.c.AcquireLease(context.Background(), name, BenchOwner, BenchTTL)
 	if err != nil {
 		b.Fatalf("acquire %s: %v", name, err)
 	}

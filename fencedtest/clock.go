@@ -23,13 +23,13 @@ func runClockSkew(t *testing.T, b Backend) {
 			if d := a.ExpiresAt.Sub(a.DecidedAt); d != short {
 				t.Fatalf("expiry - decision = %s, want the ttl", d)
 			}
-			if _, err := e.c.Acquire(ctx(t), "job", "B", long); err == nil {
+			if _, err := e.c.AcquireLease(ctx(t), "job", "B", long); err == nil {
 				t.Fatal("B took a held lease")
 			}
 			e.waitExpired(t, "job")
 			bl := e.acquire(t, "job", "B", long)
 			wantFence(t, bl, 2)
-			_, err := e.c.Renew(ctx(t), *a, long)
+			_, err := e.c.RenewLease(ctx(t), *a, long)
 			wantStale(t, err, 1, 2, "B", fenced.ReasonSuperseded)
 
 			ttl := 3 * time.Second

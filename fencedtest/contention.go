@@ -41,7 +41,7 @@ func runContention(t *testing.T, b Backend) {
 				defer wg.Done()
 				c, owner := clients[w%len(clients)], fmt.Sprintf("w%02d", w)
 				for i := 0; time.Now().Before(stop); i++ {
-					l, err := c.Acquire(ctx(t), "hot", owner, 30*time.Millisecond)
+					l, err := c.AcquireLease(ctx(t), "hot", owner, 30*time.Millisecond)
 					if errors.Is(err, fenced.ErrHeld) {
 						continue
 					}
@@ -62,7 +62,7 @@ func runContention(t *testing.T, b Backend) {
 					}
 					mu.Unlock()
 					if i%3 != 0 { // else let it expire
-						if _, err := c.Release(ctx(t), *l); err != nil && !errors.Is(err, fenced.ErrStale) {
+						if _, err := c.ReleaseLease(ctx(t), *l); err != nil && !errors.Is(err, fenced.ErrStale) {
 							t.Errorf("release: %v", err)
 							return
 						}

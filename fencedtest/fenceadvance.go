@@ -17,9 +17,9 @@ func runFenceAdvance(t *testing.T, b Backend) {
 		wantNoErr(t, err, "migrate")
 		grant := func(c *fenced.Client, name, owner string) int64 {
 			t.Helper()
-			l, err := c.Acquire(ctx(t), name, owner, long)
+			l, err := c.AcquireLease(ctx(t), name, owner, long)
 			wantNoErr(t, err, "acquire")
-			wantNoErr(t, errOf(c.Release(ctx(t), *l)), "release")
+			wantNoErr(t, errOf(c.ReleaseLease(ctx(t), *l)), "release")
 			return l.Fence
 		}
 		grant(c, "a", "w")
@@ -58,7 +58,7 @@ func runFenceAdvance(t *testing.T, b Backend) {
 		if floor != 1+fenced.DefaultAdvance {
 			t.Fatalf("floor = %d", floor)
 		}
-		_, err = e.c.Renew(ctx(t), *a, long)
+		_, err = e.c.RenewLease(ctx(t), *a, long)
 		wantStale(t, err, 1, floor, "", fenced.ReasonSuperseded)
 		wantFence(t, e.acquire(t, "job", "B", time.Second), floor+1)
 	})

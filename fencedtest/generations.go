@@ -25,7 +25,7 @@ func runGenerations(t *testing.T, b Backend) {
 	}
 	unchanged := func(t *testing.T, e *env, cur *fenced.Lease, what string) {
 		t.Helper()
-		got, err := e.c.Get(ctx(t), "job")
+		got, err := e.c.GetLease(ctx(t), "job")
 		wantNoErr(t, err, "get")
 		if !got.Held || got.Released || got.Owner != "A" || got.Fence != cur.Fence || !got.ExpiresAt.Equal(cur.ExpiresAt) {
 			t.Fatalf("%s by the old generation changed the current one: %+v, want %+v", what, got, cur)
@@ -35,7 +35,7 @@ func runGenerations(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		old, cur := twoGenerations(t, e)
-		_, err := e.c.Renew(ctx(t), *old, 2*long)
+		_, err := e.c.RenewLease(ctx(t), *old, 2*long)
 		wantStale(t, err, 1, 2, "A", fenced.ReasonSuperseded)
 		unchanged(t, e, cur, "renew")
 	})
@@ -43,17 +43,17 @@ func runGenerations(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		old, cur := twoGenerations(t, e)
-		wantStale(t, errOf(e.c.Release(ctx(t), *old)), 1, 2, "A", fenced.ReasonSuperseded)
+		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), *old)), 1, 2, "A", fenced.ReasonSuperseded)
 		unchanged(t, e, cur, "release")
 	})
 	t.Run("ReleaseOfReleasedGenerationAfterSameOwnerReacquireIsStale", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
 		old := e.acquire(t, "job", "A", long)
-		wantNoErr(t, errOf(e.c.Release(ctx(t), *old)), "release")
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *old)), "release")
 		cur := e.acquire(t, "job", "A", long)
 		wantFence(t, cur, 2)
-		wantStale(t, errOf(e.c.Release(ctx(t), *old)), 1, 2, "A", fenced.ReasonSuperseded)
+		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), *old)), 1, 2, "A", fenced.ReasonSuperseded)
 		unchanged(t, e, cur, "release")
 	})
 	t.Run("LeaseTxOfOlderGenerationOfSameOwnerIsStale", func(t *testing.T) {

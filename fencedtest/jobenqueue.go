@@ -183,7 +183,7 @@ func runEnqueue(t *testing.T, b Backend) {
 		}
 		_, err = e.c.ListJobs(ctx(t), fenced.JobFilter{State: "bogus"})
 		wantErrIs(t, err, fenced.ErrInvalid)
-		counts, err := e.c.JobCounts(ctx(t))
+		counts, err := e.c.CountJobs(ctx(t))
 		wantNoErr(t, err, "counts")
 		if len(counts) != 3 {
 			t.Fatalf("counts = %+v", counts)

@@ -216,7 +216,7 @@ func runWorker(t *testing.T, b Backend) {
 	t.Run("AnIdleWorkerIsWokenByEnqueue", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		if _, ok := e.c.Driver().(driver.JobNotifier); !ok {
+		if _, ok := e.c.Driver().(driver.JobListener); !ok {
 			t.Skipf("%s has no enqueue notifications; idle workers poll", b.Name)
 		}
 		done := make(chan struct{}, 1)
@@ -301,7 +301,7 @@ func runNothingLost(t *testing.T, b Backend) {
 	}
 	kill()
 	for {
-		counts, err := e.c.JobCounts(ctx(t))
+		counts, err := e.c.CountJobs(ctx(t))
 		wantNoErr(t, err, "counts")
 		open := int64(0)
 		for _, c := range counts {

@@ -13,7 +13,7 @@ func (e *env) waitDBPast(t *testing.T, name string, at time.Time) *fenced.Lease 
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, err := e.c.Get(ctx(t), name)
+		l, err := e.c.GetLease(ctx(t), name)
 		wantNoErr(t, err, "get")
 		if l.DecidedAt.After(at) {
 			return l
@@ -49,7 +49,7 @@ func runKeeper(t *testing.T, b Backend) {
 			t.Fatalf("after 2×ttl: lease %+v, keeper err %v", l, k.Err())
 		}
 		wantNoErr(t, k.Release(ctx(t)), "release")
-		if l, _ := e.c.Get(ctx(t), "job"); l.Held {
+		if l, _ := e.c.GetLease(ctx(t), "job"); l.Held {
 			t.Fatalf("held after keeper release: %+v", l)
 		}
 		if !errors.Is(k.Err(), fenced.ErrKeeperStopped) {
@@ -111,7 +111,7 @@ func runKeeper(t *testing.T, b Backend) {
 		k, err := e.c.Keep(ctx(t), "job", "A", long, fenced.KeepOptions{})
 		wantNoErr(t, err, "keep")
 		k.Stop()
-		if l, _ := e.c.Get(ctx(t), "job"); !l.Held || l.Owner != "A" {
+		if l, _ := e.c.GetLease(ctx(t), "job"); !l.Held || l.Owner != "A" {
 			t.Fatalf("stop released the lease: %+v", l)
 		}
 		if !errors.Is(k.Err(), fenced.ErrKeeperStopped) {

@@ -28,7 +28,7 @@ func runLease(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		_, err := e.c.Acquire(ctx(t), "job", "B", long)
+		_, err := e.c.AcquireLease(ctx(t), "job", "B", long)
 		var held *fenced.HeldError
 		if !errors.As(err, &held) || !errors.Is(err, fenced.ErrHeld) {
 			t.Fatalf("want *HeldError, got %v", err)
@@ -36,7 +36,7 @@ func runLease(t *testing.T, b Backend) {
 		if held.Owner != "A" || held.Fence != 1 || !held.ExpiresAt.Equal(a.ExpiresAt) {
 			t.Fatalf("held = %+v, want owner A fence 1 expiring %s", held, a.ExpiresAt)
 		}
-		cur, _ := e.c.Get(ctx(t), "job")
+		cur, _ := e.c.GetLease(ctx(t), "job")
 		if cur.Owner != "A" || cur.Fence != 1 || !cur.Held {
 			t.Fatalf("refused acquire changed the lease: %+v", cur)
 		}
@@ -73,7 +73,7 @@ func runLease(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", time.Second)
-		r, err := e.c.Renew(ctx(t), *a, long)
+		r, err := e.c.RenewLease(ctx(t), *a, long)
 		wantNoErr(t, err, "renew")
 		wantFence(t, r, 1)
 		if !r.ExpiresAt.After(a.ExpiresAt) || !r.Held {
@@ -86,9 +86,9 @@ func runLease(t *testing.T, b Backend) {
 		a := e.acquire(t, "job", "A", 50*time.Millisecond)
 		e.waitExpired(t, "job")
 		e.acquire(t, "job", "B", long)
-		_, err := e.c.Renew(ctx(t), *a, long)
+		_, err := e.c.RenewLease(ctx(t), *a, long)
 		wantStale(t, err, 1, 2, "B", fenced.ReasonSuperseded)
-		cur, _ := e.c.Get(ctx(t), "job")
+		cur, _ := e.c.GetLease(ctx(t), "job")
 		if cur.Owner != "B" || cur.Fence != 2 || !cur.Held {
 			t.Fatalf("stale renew changed the lease: %+v", cur)
 		}
@@ -98,9 +98,9 @@ func runLease(t *testing.T, b Backend) {
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", 50*time.Millisecond)
 		e.waitExpired(t, "job")
-		_, err := e.c.Renew(ctx(t), *a, long)
+		_, err := e.c.RenewLease(ctx(t), *a, long)
 		wantStale(t, err, 1, 1, "", fenced.ReasonExpired)
-		cur, _ := e.c.Get(ctx(t), "job")
+		cur, _ := e.c.GetLease(ctx(t), "job")
 		if cur.Held {
 			t.Fatalf("renew after expiry revived the lease: %+v", cur)
 		}
@@ -109,21 +109,21 @@ func runLease(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "release")
-		_, err := e.c.Renew(ctx(t), *a, long)
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "release")
+		_, err := e.c.RenewLease(ctx(t), *a, long)
 		wantStale(t, err, 1, 1, "", fenced.ReasonReleased)
 	})
 	t.Run("ReleaseKeepsRowAndNextGrantContinues", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		rel, err := e.c.Release(ctx(t), *a)
+		rel, err := e.c.ReleaseLease(ctx(t), *a)
 		wantNoErr(t, err, "release")
 		if rel.Held || !rel.Released || rel.Owner != "A" || rel.Fence != 1 || rel.ExpiresAt.After(a.ExpiresAt) ||
 			rel.ExpiresAt.Before(a.DecidedAt) {
 			t.Fatalf("release returned %+v; want released, no longer held, expiry between %v and %v", rel, a.DecidedAt, a.ExpiresAt)
 		}
-		cur, err := e.c.Get(ctx(t), "job")
+		cur, err := e.c.GetLease(ctx(t), "job")
 		wantNoErr(t, err, "get after release")
 		if cur.Held || !cur.Released || cur.Fence != 1 {
 			t.Fatalf("after release = %+v", cur)
@@ -135,15 +135,15 @@ func runLease(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "release")
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "release")
 		wantFence(t, e.acquire(t, "job", "A", long), 2)
 	})
 	t.Run("ReleaseTwiceIsFine", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
 		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "first release")
-		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "second release")
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "first release")
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "second release")
 	})
 	t.Run("ReleaseAfterTakeoverIsStale", func(t *testing.T) {
 		t.Parallel()
@@ -151,8 +151,8 @@ func runLease(t *testing.T, b Backend) {
 		a := e.acquire(t, "job", "A", 50*time.Millisecond)
 		e.waitExpired(t, "job")
 		e.acquire(t, "job", "B", long)
-		wantStale(t, errOf(e.c.Release(ctx(t), *a)), 1, 2, "B", fenced.ReasonSuperseded)
-		cur, _ := e.c.Get(ctx(t), "job")
+		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), *a)), 1, 2, "B", fenced.ReasonSuperseded)
+		cur, _ := e.c.GetLease(ctx(t), "job")
 		if !cur.Held || cur.Owner != "B" {
 			t.Fatalf("stale release freed the new owner's lease: %+v", cur)
 		}
@@ -163,16 +163,16 @@ func runLease(t *testing.T, b Backend) {
 		a := e.acquire(t, "job", "A", long)
 		forged := *a
 		forged.Owner = "B"
-		wantStale(t, errOf(e.c.Release(ctx(t), forged)), 1, 1, "A", fenced.ReasonSuperseded)
+		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), forged)), 1, 1, "A", fenced.ReasonSuperseded)
 	})
 	t.Run("UnknownLeaseIsNotFound", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
 		ghost := fenced.Lease{Name: "ghost", Owner: "A", Fence: 1}
-		_, err := e.c.Renew(ctx(t), ghost, long)
+		_, err := e.c.RenewLease(ctx(t), ghost, long)
 		wantErrIs(t, err, fenced.ErrNotFound)
-		wantErrIs(t, errOf(e.c.Release(ctx(t), ghost)), fenced.ErrNotFound)
-		_, err = e.c.Get(ctx(t), "ghost")
+		wantErrIs(t, errOf(e.c.ReleaseLease(ctx(t), ghost)), fenced.ErrNotFound)
+		_, err = e.c.GetLease(ctx(t), "ghost")
 		wantErrIs(t, err, fenced.ErrNotFound)
 	})
 	t.Run("ListOrdersByNameAndShowsHolding", func(t *testing.T) {
@@ -180,8 +180,8 @@ func runLease(t *testing.T, b Backend) {
 		e := setup(t, b)
 		e.acquire(t, "b", "B", long)
 		a := e.acquire(t, "a", "A", long)
-		wantNoErr(t, errOf(e.c.Release(ctx(t), *a)), "release")
-		ls, err := e.c.List(ctx(t))
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "release")
+		ls, err := e.c.ListLeases(ctx(t))
 		wantNoErr(t, err, "list")
 		if len(ls) != 2 || ls[0].Name != "a" || ls[1].Name != "b" || ls[0].Held || !ls[1].Held {
 			t.Fatalf("list = %+v %+v", ls[0], ls[1])

@@ -138,7 +138,7 @@ func takeoverWaits(t *testing.T, e *env) {
 	}
 	took := make(chan result, 1)
 	go func() {
-		l, err := other.Acquire(ctx(t), "job", "B", long)
+		l, err := other.AcquireLease(ctx(t), "job", "B", long)
 		took <- result{l, err}
 	}()
 	if e.b.WaitBlocked != nil {

@@ -334,7 +334,7 @@ func (w *linWorker) acquireFor(ttl time.Duration) linOutput {
 	in := linInput{Kind: linAcquire, Name: w.name, Owner: w.owner}
 	var got *fenced.Lease
 	out := w.call(in, func(ctx context.Context) (linOutput, error) {
-		l, err := w.c.Acquire(ctx, w.name, w.owner, ttl)
+		l, err := w.c.AcquireLease(ctx, w.name, w.owner, ttl)
 		if err != nil {
 			return linOutput{}, err
 		}
@@ -351,7 +351,7 @@ func (w *linWorker) renew(l fenced.Lease) {
 	in := linInput{Kind: linRenew, Name: l.Name, Owner: l.Owner, Fence: l.Fence}
 	var got *fenced.Lease
 	out := w.call(in, func(ctx context.Context) (linOutput, error) {
-		r, err := w.c.Renew(ctx, l, time.Duration(20+w.rng.IntN(61))*time.Millisecond)
+		r, err := w.c.RenewLease(ctx, l, time.Duration(20+w.rng.IntN(61))*time.Millisecond)
 		if err != nil {
 			return linOutput{}, err
 		}
@@ -369,7 +369,7 @@ func (w *linWorker) renew(l fenced.Lease) {
 func (w *linWorker) release(l fenced.Lease) {
 	in := linInput{Kind: linRelease, Name: l.Name, Owner: l.Owner, Fence: l.Fence}
 	w.call(in, func(ctx context.Context) (linOutput, error) {
-		_, err := w.c.Release(ctx, l)
+		_, err := w.c.ReleaseLease(ctx, l)
 		return linOutput{Result: linOK}, err
 	})
 	w.lose(l) // released, stale or unknown: not to be relied on again
@@ -422,7 +422,7 @@ func (w *linWorker) read() {
 
 func (w *linWorker) get() linOutput {
 	return w.call(linInput{Kind: linGet, Name: w.name}, func(ctx context.Context) (linOutput, error) {
-		l, err := w.c.Get(ctx, w.name)
+		l, err := w.c.GetLease(ctx, w.name)
 		if err != nil {
 			return linOutput{}, err
 		}

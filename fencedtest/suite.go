@@ -49,7 +49,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("Lease", func(t *testing.T) { t.Parallel(); runLease(t, b) })
 	t.Run("LeaseTx", func(t *testing.T) { t.Parallel(); runLeaseTx(t, b) })
 	t.Run("Resource", func(t *testing.T) { t.Parallel(); runResource(t, b) })
-	t.Run("FenceAdvance", func(t *testing.T) { t.Parallel(); runFenceAdvance(t, b) })
+	t.Run("AdvanceFences", func(t *testing.T) { t.Parallel(); runFenceAdvance(t, b) })
 	t.Run("Keeper", func(t *testing.T) { t.Parallel(); runKeeper(t, b) })
 	t.Run("ClockSkew", func(t *testing.T) { t.Parallel(); runClockSkew(t, b) })
 	t.Run("Contention", func(t *testing.T) { t.Parallel(); runContention(t, b) })
@@ -99,7 +99,7 @@ func ctx(t testing.TB) context.Context {
 
 func (e *env) acquire(t *testing.T, name, owner string, ttl time.Duration) *fenced.Lease {
 	t.Helper()
-	l, err := e.c.Acquire(ctx(t), name, owner, ttl)
+	l, err := e.c.AcquireLease(ctx(t), name, owner, ttl)
 	if err != nil {
 		t.Fatalf("acquire %s by %s: %v", name, owner, err)
 	}
@@ -111,7 +111,7 @@ func (e *env) waitExpired(t *testing.T, name string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, err := e.c.Get(ctx(t), name)
+		l, err := e.c.GetLease(ctx(t), name)
 		if err != nil {
 			t.Fatalf("get %s: %v", name, err)
 		}

@@ -18,30 +18,30 @@ func runValidation(t *testing.T, b Backend) {
 	ok := fenced.Lease{Name: "job", Owner: "A", Fence: 1}
 	with := func(f func(*fenced.Lease)) fenced.Lease { l := ok; f(&l); return l }
 	cases := map[string]func() error{
-		"AcquireEmptyName":   func() error { _, err := e.c.Acquire(ctx(t), "", "A", time.Second); return err },
-		"AcquireLongName":    func() error { _, err := e.c.Acquire(ctx(t), long201, "A", time.Second); return err },
-		"AcquireBadUTF8":     func() error { _, err := e.c.Acquire(ctx(t), bad, "A", time.Second); return err },
-		"AcquireControlChar": func() error { _, err := e.c.Acquire(ctx(t), "a\x00b", "A", time.Second); return err },
-		"AcquireEmptyOwner":  func() error { _, err := e.c.Acquire(ctx(t), "job", "", time.Second); return err },
-		"AcquireLongOwner":   func() error { _, err := e.c.Acquire(ctx(t), "job", long201, time.Second); return err },
-		"AcquireZeroTTL":     func() error { _, err := e.c.Acquire(ctx(t), "job", "A", 0); return err },
-		"AcquireNegativeTTL": func() error { _, err := e.c.Acquire(ctx(t), "job", "A", -time.Second); return err },
-		"AcquireTTLOver24h":  func() error { _, err := e.c.Acquire(ctx(t), "job", "A", 24*time.Hour+1); return err },
+		"AcquireEmptyName":   func() error { _, err := e.c.AcquireLease(ctx(t), "", "A", time.Second); return err },
+		"AcquireLongName":    func() error { _, err := e.c.AcquireLease(ctx(t), long201, "A", time.Second); return err },
+		"AcquireBadUTF8":     func() error { _, err := e.c.AcquireLease(ctx(t), bad, "A", time.Second); return err },
+		"AcquireControlChar": func() error { _, err := e.c.AcquireLease(ctx(t), "a\x00b", "A", time.Second); return err },
+		"AcquireEmptyOwner":  func() error { _, err := e.c.AcquireLease(ctx(t), "job", "", time.Second); return err },
+		"AcquireLongOwner":   func() error { _, err := e.c.AcquireLease(ctx(t), "job", long201, time.Second); return err },
+		"AcquireZeroTTL":     func() error { _, err := e.c.AcquireLease(ctx(t), "job", "A", 0); return err },
+		"AcquireNegativeTTL": func() error { _, err := e.c.AcquireLease(ctx(t), "job", "A", -time.Second); return err },
+		"AcquireTTLOver24h":  func() error { _, err := e.c.AcquireLease(ctx(t), "job", "A", 24*time.Hour+1); return err },
 		"RenewNegativeFence": func() error {
-			_, err := e.c.Renew(ctx(t), with(func(l *fenced.Lease) { l.Fence = -1 }), time.Second)
+			_, err := e.c.RenewLease(ctx(t), with(func(l *fenced.Lease) { l.Fence = -1 }), time.Second)
 			return err
 		},
-		"RenewZeroTTL": func() error { _, err := e.c.Renew(ctx(t), ok, 0); return err },
+		"RenewZeroTTL": func() error { _, err := e.c.RenewLease(ctx(t), ok, 0); return err },
 		"RenewBadOwner": func() error {
-			_, err := e.c.Renew(ctx(t), with(func(l *fenced.Lease) { l.Owner = bad }), time.Second)
+			_, err := e.c.RenewLease(ctx(t), with(func(l *fenced.Lease) { l.Owner = bad }), time.Second)
 			return err
 		},
-		"ReleaseEmptyName":     func() error { return errOf(e.c.Release(ctx(t), with(func(l *fenced.Lease) { l.Name = "" }))) },
-		"ReleaseNegativeFence": func() error { return errOf(e.c.Release(ctx(t), with(func(l *fenced.Lease) { l.Fence = -5 }))) },
+		"ReleaseEmptyName":     func() error { return errOf(e.c.ReleaseLease(ctx(t), with(func(l *fenced.Lease) { l.Name = "" }))) },
+		"ReleaseNegativeFence": func() error { return errOf(e.c.ReleaseLease(ctx(t), with(func(l *fenced.Lease) { l.Fence = -5 }))) },
 		"LeaseTxNegativeFence": func() error {
 			return e.c.LeaseTx(ctx(t), with(func(l *fenced.Lease) { l.Fence = -1 }), func(fenced.Tx) error { return nil })
 		},
-		"GetLongName": func() error { _, err := e.c.Get(ctx(t), long201); return err },
+		"GetLongName": func() error { _, err := e.c.GetLease(ctx(t), long201); return err },
 		"WriteEmptyKey": func() error {
 			_, err := e.c.WriteResource(ctx(t), "", []byte("v"), 1, fenced.WriteOptions{})
 			return err
@@ -75,7 +75,7 @@ func runValidation(t *testing.T, b Backend) {
 			t.Errorf("%s: want ErrInvalid with a reason, got %v", name, err)
 		}
 	}
-	ls, err := e.c.List(ctx(t))
+	ls, err := e.c.ListLeases(ctx(t))
 	wantNoErr(t, err, "list")
 	if len(ls) != 0 {
 		t.Fatalf("invalid input created leases: %+v", ls)

@@ -64,7 +64,7 @@ func setup(ctx context.Context, base, schema string, clients int) error {
 	}
 	for w := range clients {
 		for _, op := range []string{"Renew", "LeaseTx"} {
-			l, err := c.Acquire(ctx, fencedtest.BenchName(op, w), fencedtest.BenchOwner, fencedtest.BenchTTL)
+			l, err := c.AcquireLease(ctx, fencedtest.BenchName(op, w), fencedtest.BenchOwner, fencedtest.BenchTTL)
 			if err != nil {
 				return err
 			}

@@ -111,7 +111,7 @@ for later and jobs waiting to retry.`,
 				return err
 			}
 			defer c.Close()
-			counts, err := c.JobCounts(cmd.Context())
+			counts, err := c.CountJobs(cmd.Context())
 			if err != nil {
 				return err
 			}

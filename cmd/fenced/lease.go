@@ -54,7 +54,7 @@ acquire fails with exit 3.`,
 				return err
 			}
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.Acquire(ctx, args[0], owner, ttl)
+				_, err := c.AcquireLease(ctx, args[0], owner, ttl)
 				return err
 			}); err != nil {
 				return err
@@ -64,7 +64,7 @@ acquire fails with exit 3.`,
 				return err
 			}
 			defer c.Close()
-			l, err := c.Acquire(cmd.Context(), args[0], owner, ttl)
+			l, err := c.AcquireLease(cmd.Context(), args[0], owner, ttl)
 			if err != nil {
 				return err
 			}
@@ -95,7 +95,7 @@ stale (exit 4): acquire again, and get a new fence.`,
 				return err
 			}
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.Renew(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
+				_, err := c.RenewLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
 				return err
 			}); err != nil {
 				return err
@@ -105,7 +105,7 @@ stale (exit 4): acquire again, and get a new fence.`,
 				return err
 			}
 			defer c.Close()
-			l, err := c.Renew(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
+			l, err := c.RenewLease(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
 			if err != nil {
 				return notFound("lease", args[0], err)
 			}
@@ -136,7 +136,7 @@ with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`
 				return err
 			}
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.Release(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
+				_, err := c.ReleaseLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
 				return err
 			}); err != nil {
 				return err
@@ -146,7 +146,7 @@ with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`
 				return err
 			}
 			defer c.Close()
-			l, err := c.Release(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
+			l, err := c.ReleaseLease(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
 			if err != nil {
 				return notFound("lease", args[0], err)
 			}
@@ -169,7 +169,7 @@ func newLeaseShowCmd(a *app) *cobra.Command {
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.Get(ctx, args[0])
+				_, err := c.GetLease(ctx, args[0])
 				return err
 			}); err != nil {
 				return err
@@ -179,7 +179,7 @@ func newLeaseShowCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			l, err := c.Get(cmd.Context(), args[0])
+			l, err := c.GetLease(cmd.Context(), args[0])
 			if err != nil {
 				return notFound("lease", args[0], err)
 			}
@@ -208,7 +208,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			leases, err := c.List(cmd.Context())
+			leases, err := c.ListLeases(cmd.Context())
 			if err != nil {
 				return err
 			}

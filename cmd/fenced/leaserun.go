@@ -69,7 +69,7 @@ the lease was lost and COMMAND still exited 0, it exits 4 (stale) or 1.`,
 				return usage("--grace %s is negative", p.grace)
 			}
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.Acquire(ctx, p.name, p.owner, p.ttl)
+				_, err := c.AcquireLease(ctx, p.name, p.owner, p.ttl)
 				return err
 			}); err != nil {
 				return err

@@ -21,29 +21,29 @@ var errChecked = errors.New("input checked")
 // interface is nil).
 type checkDriver struct{ driver.Driver }
 
-func (checkDriver) LeaseAcquire(context.Context, driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
+func (checkDriver) AcquireLease(context.Context, driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) LeaseRenew(context.Context, driver.LeaseRef, time.Duration) (*fencedtype.Lease, error) {
+func (checkDriver) RenewLease(context.Context, driver.LeaseRef, time.Duration) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) LeaseRelease(context.Context, driver.LeaseRef) (*fencedtype.Lease, error) {
+func (checkDriver) ReleaseLease(context.Context, driver.LeaseRef) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) LeaseGet(context.Context, string) (*fencedtype.Lease, error) {
+func (checkDriver) GetLease(context.Context, string) (*fencedtype.Lease, error) {
 	return nil, errChecked
 }
-func (checkDriver) ResourceWrite(context.Context, driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
+func (checkDriver) WriteResource(context.Context, driver.WriteResourceParams) (*fencedtype.ResourceWrite, error) {
 	return nil, errChecked
 }
-func (checkDriver) ResourceGet(context.Context, string) (*fencedtype.Resource, error) {
+func (checkDriver) ReadResource(context.Context, string) (*fencedtype.Resource, error) {
 	return nil, errChecked
 }
-func (checkDriver) FenceAdvance(context.Context, int64) (int64, error) { return 0, errChecked }
-func (checkDriver) JobInsert(context.Context, driver.Tx, []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
+func (checkDriver) AdvanceFences(context.Context, int64) (int64, error) { return 0, errChecked }
+func (checkDriver) Enqueue(context.Context, driver.Tx, []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
 	return nil, errChecked
 }
-func (checkDriver) JobList(context.Context, fencedtype.JobFilter) ([]*fencedtype.Job, error) {
+func (checkDriver) ListJobs(context.Context, fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	return nil, errChecked
 }
 

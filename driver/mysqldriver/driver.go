@@ -65,7 +65,7 @@ type Driver struct {
 	db  *sql.DB
 	cfg *mysql.Config // to open the migration connection
 	// consecutiveIDs: innodb_autoinc_lock_mode is 0 or 1, so the ids of one
-	// multiple-row INSERT are consecutive (JobInsert).
+	// multiple-row INSERT are consecutive (Enqueue).
 	consecutiveIDs bool
 }
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// FenceAdvance statements, run in this order in one transaction. MySQL's
+// AdvanceFences statements, run in this order in one transaction. MySQL's
 // LOCK TABLES would commit the transaction, so locking reads take the
 // locks instead: the fence floor row first (a lease created for a new name
 // share-locks it, so waits and then starts above the new floor), then every
@@ -40,8 +40,8 @@ VALUES (?, 'fenced.fence-advance', 'fenced', '{}', 'cancelled', ` + now + `, 1, 
 	fenceDropSQL = `DELETE FROM fenced_jobs WHERE id IN (?, ?)`
 )
 
-// FenceAdvance implements driver.Driver.
-func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
+// AdvanceFences implements driver.Driver.
+func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	var floor int64
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		var top int64

@@ -22,10 +22,10 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at, ` + now
 
 const (
-	jobGetSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
+	getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
 	// jobLockSQL reads the current row for a diagnosis or a read-back,
 	// share-locked until the transaction ends.
-	jobLockSQL = jobGetSQL + ` LOCK IN SHARE MODE`
+	jobLockSQL = getJobSQL + ` LOCK IN SHARE MODE`
 )
 
 // jobScan holds the scan targets of jobColumns.
@@ -135,9 +135,9 @@ UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     cancel_requested = FALSE, progress = NULL
 WHERE state = 'queued' AND id IN (%s)`
 
-// JobClaim implements driver.JobDriver: pick, start and read back in one
+// ClaimJobs implements driver.JobDriver: pick, start and read back in one
 // short transaction. The jobs come back in claim order.
-func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
+func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		jobs = nil
@@ -201,13 +201,13 @@ func collectIDs(rows *sql.Rows, err error) ([]int64, error) {
 // row in that state, other workers' included.
 const jobGuard = `state = 'running' AND lease_expires_at > ` + now
 
-const jobProgressSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET progress = ?, updated_at = ` + now + `
+const reportProgressSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET progress = ?, updated_at = ` + now + `
 WHERE id = ? AND fence = ? AND ` + jobGuard
 
-// JobProgress implements driver.JobDriver: one guarded statement; a refusal
+// ReportProgress implements driver.JobDriver: one guarded statement; a refusal
 // is diagnosed by a read after it.
-func (d *Driver) JobProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
-	n, err := execCount(ctx, d.db, jobProgressSQL, string(progress), ref.ID, ref.Fence)
+func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
+	n, err := execCount(ctx, d.db, reportProgressSQL, string(progress), ref.ID, ref.Fence)
 	if err != nil {
 		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
 	}

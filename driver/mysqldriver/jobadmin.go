@@ -10,10 +10,10 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// jobCancelSQL cancels a queued job at once and flags a running one; the
+// cancelJobSQL cancels a queued job at once and flags a running one; the
 // running job's worker learns it at its next heartbeat. state is assigned
 // last, as the others read it.
-const jobCancelSQL = `
+const cancelJobSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     finished_at = IF(state = 'queued', ` + now + `, finished_at),
     cancel_requested = (state = 'running'),
@@ -21,23 +21,23 @@ UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = IF(state = 'queued', 'cancelled', state)
 WHERE id = ? AND state IN ('queued', 'running')`
 
-// JobCancel implements driver.JobDriver.
-func (d *Driver) JobCancel(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
+// CancelJob implements driver.JobDriver.
+func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
+	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL)
 }
 
-// jobRetrySQL puts a failed or cancelled job back to queued with a fresh
+// retryJobSQL puts a failed or cancelled job back to queued with a fresh
 // budget of max_attempts more attempts.
-const jobRetrySQL = `
+const retryJobSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = 'queued', run_at = ` + now + `, finished_at = NULL, cancel_requested = FALSE,
     max_attempts = attempt + max_attempts,
     updated_at = ` + now + `
 WHERE id = ? AND state IN ('failed', 'cancelled')`
 
-// JobRetry implements driver.JobDriver.
-func (d *Driver) JobRetry(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
+// RetryJob implements driver.JobDriver.
+func (d *Driver) RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
+	return d.jobAdmin(ctx, "retry", id, retryJobSQL)
 }
 
 // jobAdmin runs a conditional state change and reads the job in the same
@@ -74,8 +74,8 @@ FROM fenced_jobs j LEFT JOIN fenced_job_attempts a ON a.job_id = j.id
 WHERE j.id = ?
 ORDER BY a.attempt`
 
-// JobGet implements driver.JobDriver.
-func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
+// GetJob implements driver.JobDriver.
+func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	rows, err := d.db.QueryContext(ctx, jobWithAttemptsSQL, id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
@@ -110,9 +110,9 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	return j, driver.WithRunningAttempt(j, attempts), nil
 }
 
-// JobList implements driver.JobDriver. Each filter adds a fixed condition
+// ListJobs implements driver.JobDriver. Each filter adds a fixed condition
 // with its own placeholder.
-func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
+func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	where, args := []string{"j.id > ?"}, []any{p.AfterID}
 	for _, f := range []struct{ cond, value string }{
 		{"j.state = ?", string(p.State)}, {"j.queue = ?", p.Queue}, {"j.kind = ?", p.Kind},
@@ -129,8 +129,8 @@ func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fenced
 	return jobs, nil
 }
 
-// JobCounts implements driver.JobDriver.
-func (d *Driver) JobCounts(ctx context.Context) ([]fencedtype.JobCount, error) {
+// CountJobs implements driver.JobDriver.
+func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, COUNT(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)

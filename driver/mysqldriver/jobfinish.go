@@ -12,33 +12,33 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// JobFinish ends a batch of attempts with a few statements whatever its
+// EndJobs ends a batch of attempts with a few statements whatever its
 // size: the rows still current are locked (in id order; a single row is
 // not, the UPDATE alone deciding), one UPDATE ends them all, each by its own
 // kind and guarded by its own fence, and one INSERT records the ended
 // attempts. The ends travel as a derived table of
 // literal rows (UNION ALL), MySQL having nothing like PostgreSQL's unnest.
 
-// jobEndsRowSQL is one row of the ends' derived table. Parameters: id,
+// endJobsRowSQL is one row of the ends' derived table. Parameters: id,
 // fence, kind, output, error, delay_us, discard.
-const jobEndsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard`
+const endJobsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard`
 
-// jobEndPickSQL locks the rows whose attempt is still current, in id order,
+// endJobsPickSQL locks the rows whose attempt is still current, in id order,
 // as a heartbeat locks them. Parameters: the ids, then the (id, fence)
 // pairs.
-const jobEndPickSQL = `
+const endJobsPickSQL = `
 SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
 ORDER BY id
 FOR UPDATE`
 
-// jobEndSQL ends the picked attempts. A failure retries (queued, run_at =
+// endJobsSQL ends the picked attempts. A failure retries (queued, run_at =
 // now + delay) unless attempts are exhausted or it is discarded; a snooze
 // does not count against max_attempts. A job asked to cancel that fails or
 // snoozes ends cancelled: the request is never lost. No assignment reads a
 // column another one writes, so the order MySQL gives a multiple-table
 // UPDATE's assignments does not matter. Parameters: the ends' rows, then
 // the picked ids.
-const jobEndSQL = `
+const endJobsSQL = `
 UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
     j.state = CASE
         WHEN e.kind = 'complete' THEN 'succeeded'
@@ -71,11 +71,11 @@ SELECT j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.updated_at,
 FROM fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id
 WHERE j.id IN (%s)`
 
-// jobEndedSQL finds which locked rows the ending statement changed: every
+// endJobsEndedSQL finds which locked rows the ending statement changed: every
 // end takes a job out of running. A locking read: in the caller's
 // REPEATABLE READ transaction a plain read shows its snapshot, where a job
 // the statement left running may not be running yet.
-const jobEndedSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND state <> 'running' LOCK IN SHARE MODE`
+const endJobsEndedSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND state <> 'running' LOCK IN SHARE MODE`
 
 // Limits on one round of statements, kept well under max_allowed_packet
 // (16 MiB on MariaDB, 64 MiB on MySQL) though every end carries 64 KiB of
@@ -85,10 +85,10 @@ const (
 	finishChunkBytes = 4 << 20
 )
 
-// JobFinish implements driver.JobDriver: in one transaction (or the
+// EndJobs implements driver.JobDriver: in one transaction (or the
 // caller's). A job whose end changed nothing is diagnosed in the same
 // transaction.
-func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	var out []error
 	var err error
 	if tx != nil {
@@ -158,7 +158,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 	// matching it or not says whether it ended.
 	picked := []int64{refs[0].ID}
 	if len(refs) > 1 {
-		query, args := withRefs(jobEndPickSQL, refs)
+		query, args := withRefs(endJobsPickSQL, refs)
 		var err error
 		if picked, err = collectIDs(tx.QueryContext(ctx, query, args...)); err != nil {
 			return err
@@ -168,7 +168,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 	if len(picked) > 0 {
 		table, rowArgs := endsTable(ends, at)
 		args := append(rowArgs, anys(picked)...)
-		n, err := execCount(ctx, tx, fmt.Sprintf(jobEndSQL, table, placeholders(len(picked))), args...)
+		n, err := execCount(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
 		if err != nil {
 			return err
 		}
@@ -178,7 +178,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		case n < int64(len(picked)):
 			// A picked lease ran out between the two statements; the rows
 			// are locked, so those still running are the ones not ended.
-			if ended, err = collectIDs(tx.QueryContext(ctx, fmt.Sprintf(jobEndedSQL, placeholders(len(picked))), anys(picked)...)); err != nil {
+			if ended, err = collectIDs(tx.QueryContext(ctx, fmt.Sprintf(endJobsEndedSQL, placeholders(len(picked))), anys(picked)...)); err != nil {
 				return err
 			}
 		}
@@ -231,7 +231,7 @@ func endsTable(ends []fencedtype.JobEnd, at []int) (string, []any) {
 		if e.Output != nil {
 			output = string(e.Output)
 		}
-		rows[k] = jobEndsRowSQL
+		rows[k] = endJobsRowSQL
 		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard)
 	}
 	return strings.Join(rows, " UNION ALL "), args

@@ -55,13 +55,13 @@ func TestBatchFinishInASnapshotReportsOnlyWhatEnded(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		errs, err := d.JobFinish(ctx(t), mysqldriver.WrapTx(tx), []fencedtype.JobEnd{
+		errs, err := d.EndJobs(ctx(t), mysqldriver.WrapTx(tx), []fencedtype.JobEnd{
 			{Ref: x.Ref(), Kind: fencedtype.EndComplete}, {Ref: y.Ref(), Kind: fencedtype.EndComplete}})
 		done <- result{errs, err}
 	}()
 	testdb.MySQLWaitBlocked(t, url)
 	for {
-		now, err := d.DBNow(ctx(t))
+		now, err := d.DatabaseTime(ctx(t))
 		must(t, err, "db clock")
 		if now.After(*x.LeaseExpiresAt) {
 			break

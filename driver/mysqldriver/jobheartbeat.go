@@ -11,23 +11,23 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// jobHeartbeatPickSQL locks, in id order, the rows of the attempts given
+// heartbeatJobsPickSQL locks, in id order, the rows of the attempts given
 // that are still current, and skips rows another transaction holds (an open
 // JobTx of the attempt share-locks its row): one long transaction cannot
 // stall the heartbeat of every other job. Finishes lock in id order too, so
 // the two never wait for each other in a cycle. Parameters: the ids, then
 // the (id, fence) pairs.
-const jobHeartbeatPickSQL = `
+const heartbeatJobsPickSQL = `
 SELECT id, cancel_requested FROM fenced_jobs FORCE INDEX (PRIMARY)
 WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
 ORDER BY id
 FOR UPDATE SKIP LOCKED`
 
-// jobHeartbeatSQL extends the picked rows, re-checking the guard with its
+// heartbeatJobsSQL extends the picked rows, re-checking the guard with its
 // own clock, which it hands back as the LAST_INSERT_ID (microseconds since
-// the epoch; see leaseRenewSQL). Parameters: ttl_us, the ids, then the
+// the epoch; see renewLeaseSQL). Parameters: ttl_us, the ids, then the
 // (id, fence) pairs.
-const jobHeartbeatSQL = `
+const heartbeatJobsSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND
 WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
     AND LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ` + now + `)) > 0`
@@ -36,14 +36,14 @@ WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
 // ids, then the (id, fence) pairs.
 const jobCurrentSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard
 
-// JobHeartbeat implements driver.JobDriver, in one short transaction: the
+// HeartbeatJobs implements driver.JobDriver, in one short transaction: the
 // current rows are locked, then extended by one statement. A picked row
 // whose lease ran out between the two statements is not extended; the rows
 // stay locked, so those the statement extended are exactly the picked rows
 // whose expiry is now past its clock reading. A job not picked is Lost
 // unless a read after the transaction shows its attempt current (another
 // transaction held its row): then it is Busy.
-func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
+func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
 	if len(refs) == 0 {
 		return &fencedtype.HeartbeatResult{}, nil
 	}
@@ -53,7 +53,7 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl
 	extended := map[int64]bool{}
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		*res, extended = fencedtype.HeartbeatResult{}, map[int64]bool{}
-		query, args := withRefs(jobHeartbeatPickSQL, refs)
+		query, args := withRefs(heartbeatJobsPickSQL, refs)
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -78,7 +78,7 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl
 		for i := range picked {
 			picked[i].Fence = fenceOf(refs, picked[i].ID)
 		}
-		query, args = withRefs(jobHeartbeatSQL, picked)
+		query, args = withRefs(heartbeatJobsSQL, picked)
 		result, err := tx.ExecContext(ctx, query, append([]any{ttl.Microseconds()}, args...)...)
 		if err != nil {
 			return err

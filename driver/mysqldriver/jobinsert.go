@@ -11,11 +11,11 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// jobInsertSQL enqueues jobs, one VALUES row each (jobInsertRow).
+// enqueueSQL enqueues jobs, one VALUES row each (jobInsertRow).
 // Parameters per row: kind, queue, args, priority, run_at or NULL,
 // delay_us, max_attempts, idempotency key (NULL for none).
 const (
-	jobInsertSQL = `
+	enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
 VALUES `
 	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ` +
@@ -34,7 +34,7 @@ const (
 	insertRunBytes = 4 << 20
 )
 
-// JobInsert implements driver.JobDriver: in one transaction (or the
+// Enqueue implements driver.JobDriver: in one transaction (or the
 // caller's), the jobs inserted in input order, so their ids ascend in it,
 // then read back together.
 //
@@ -46,7 +46,7 @@ const (
 // a key, one statement per job: a duplicate key fails the statement, and in
 // MySQL a failed statement undoes only itself, so the existing job is read
 // and the transaction, the caller's too, goes on.
-func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
+func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
 	var out []fencedtype.EnqueueResult
 	var err error
 	if tx != nil {
@@ -70,13 +70,13 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 // inserter enqueues one batch in tx.
 type inserter struct {
 	tx       *sql.Tx
-	jobs     []driver.JobInsertParams
+	jobs     []driver.EnqueueParams
 	out      []fencedtype.EnqueueResult
 	inserted map[int]int64 // index in jobs → id of the row inserted for it
 	step     int64         // auto_increment_increment, once read
 }
 
-func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams, consecutive bool) ([]fencedtype.EnqueueResult, error) {
+func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams, consecutive bool) ([]fencedtype.EnqueueResult, error) {
 	in := &inserter{tx: tx, jobs: jobs, out: make([]fencedtype.EnqueueResult, len(jobs)), inserted: map[int]int64{}}
 	for i := 0; i < len(jobs); {
 		end := i + 1
@@ -121,7 +121,7 @@ func (in *inserter) args(i int) []any {
 
 // one inserts jobs[i], or finds the job holding its idempotency key.
 func (in *inserter) one(ctx context.Context, i int) error {
-	res, err := in.tx.ExecContext(ctx, jobInsertSQL+jobInsertRow, in.args(i)...)
+	res, err := in.tx.ExecContext(ctx, enqueueSQL+jobInsertRow, in.args(i)...)
 	if err == nil {
 		id, err := res.LastInsertId()
 		in.inserted[i] = id
@@ -150,7 +150,7 @@ func (in *inserter) run(ctx context.Context, from, to int) error {
 	for i := from; i < to; i++ {
 		rows, args = append(rows, jobInsertRow), append(args, in.args(i)...)
 	}
-	res, err := in.tx.ExecContext(ctx, jobInsertSQL+strings.Join(rows, ", "), args...)
+	res, err := in.tx.ExecContext(ctx, enqueueSQL+strings.Join(rows, ", "), args...)
 	if err != nil {
 		return err
 	}

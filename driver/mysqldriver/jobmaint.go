@@ -20,7 +20,7 @@ ORDER BY lease_expires_at
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-// jobRecoverSQL takes back the picked jobs. It re-checks state, the fence
+// recoverJobsSQL takes back the picked jobs. It re-checks state, the fence
 // observed by the pick and the expiry, so it can never overwrite a job that
 // finished or was re-claimed in between (the pick's locks already prevent
 // that; the statement says what it relies on). A job asked to cancel ends
@@ -28,7 +28,7 @@ FOR UPDATE SKIP LOCKED`
 // after min(max, base·2^(attempt−1)) scaled by 1 − jitter·[0,1) random.
 // state is assigned first and read by nothing after it. Parameters: max_us,
 // base_us, jitter, the ids, then the (id, fence) pairs.
-const jobRecoverSQL = `
+const recoverJobsSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
@@ -46,9 +46,9 @@ INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ende
 SELECT id, attempt, fence, owner, attempted_at, updated_at, 'lost', last_error
 FROM fenced_jobs WHERE id IN (%s)`
 
-// JobRecover implements driver.JobDriver: pick, take back and record in one
+// RecoverJobs implements driver.JobDriver: pick, take back and record in one
 // transaction, guarded by the maintenance lease when one is given.
-func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
+func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
 		n = 0
@@ -73,7 +73,7 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 			return err
 		}
 		args := append([]any{b.Max.Microseconds(), b.Base.Microseconds(), b.Jitter}, anys(ids)...)
-		taken, err := execCount(ctx, tx, fmt.Sprintf(jobRecoverSQL, placeholders(len(ids)), pairPlaceholders(len(ids))), append(args, pairs...)...)
+		taken, err := execCount(ctx, tx, fmt.Sprintf(recoverJobsSQL, placeholders(len(ids)), pairPlaceholders(len(ids))), append(args, pairs...)...)
 		if err != nil {
 			return err
 		}
@@ -102,19 +102,19 @@ ORDER BY finished_at
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-// jobDeleteFinishedSQL deletes the picked (and locked) jobs, repeating the
+// deleteFinishedJobsSQL deletes the picked (and locked) jobs, repeating the
 // conditions the statement relies on. It is written as a multiple-table
 // DELETE, the form that takes an index hint. Parameters: the ids, then
 // age_us.
-const jobDeleteFinishedSQL = `
+const deleteFinishedJobsSQL = `
 DELETE j FROM fenced_jobs j FORCE INDEX (PRIMARY)
 WHERE j.id IN (%s) AND j.state IN ('succeeded', 'failed', 'cancelled')
     AND j.finished_at < ` + now + ` - INTERVAL ? MICROSECOND`
 
-// JobDeleteFinished implements driver.JobDriver. Attempt history goes with
+// DeleteFinishedJobs implements driver.JobDriver. Attempt history goes with
 // its job (ON DELETE CASCADE, which the affected-row count leaves out); the
 // count is of jobs.
-func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
+func (d *Driver) DeleteFinishedJobs(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
 	var n int64
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
 		n = 0
@@ -122,7 +122,7 @@ func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, 
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		n, err = execCount(ctx, tx, fmt.Sprintf(jobDeleteFinishedSQL, placeholders(len(ids))),
+		n, err = execCount(ctx, tx, fmt.Sprintf(deleteFinishedJobsSQL, placeholders(len(ids))),
 			append(anys(ids), age.Microseconds())...)
 		return err
 	})

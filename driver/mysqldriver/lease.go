@@ -28,7 +28,7 @@ import (
 // before its call, earlier still).
 
 // leaseLockSQL reads and locks the row until the transaction ends.
-const leaseLockSQL = leaseGetSQL + ` FOR UPDATE`
+const leaseLockSQL = getLeaseSQL + ` FOR UPDATE`
 
 // leaseTakeSQL grants a free lease with fence+1, or extends the same
 // owner's unexpired lease keeping its fence. Parameters: owner, owner,
@@ -55,21 +55,21 @@ const leaseInsertSQL = `
 INSERT INTO fenced_leases (name, owner, fence, expires_at, released, updated_at)
 VALUES (?, ?, ? + 1, ` + now + ` + INTERVAL ? MICROSECOND, FALSE, ` + now + `)`
 
-// leaseRenewSQL extends the lease iff name, owner and fence match and it is
+// renewLeaseSQL extends the lease iff name, owner and fence match and it is
 // unreleased and unexpired. Its last condition hands the statement's clock
 // back as the LAST_INSERT_ID in the OK packet (microseconds since the
 // epoch), the one integer MySQL returns from an UPDATE: with it the
 // renewal's outcome is fully known without a read. Parameters: ttl_us,
 // name, owner, fence.
-const leaseRenewSQL = `
+const renewLeaseSQL = `
 UPDATE fenced_leases SET expires_at = ` + now + ` + INTERVAL ? MICROSECOND, updated_at = ` + now + `
 WHERE name = ? AND owner = ? AND fence = ? AND NOT released AND expires_at > ` + now + `
     AND LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ` + now + `)) > 0`
 
-// leaseReleaseSQL marks the generation released; the row and its fence
+// releaseLeaseSQL marks the generation released; the row and its fence
 // stay. Releasing it again matches and changes nothing, which
 // clientFoundRows counts as done. Parameters: name, owner, fence.
-const leaseReleaseSQL = `
+const releaseLeaseSQL = `
 UPDATE fenced_leases SET
     updated_at = IF(released, updated_at, ` + now + `),
     expires_at = LEAST(expires_at, ` + now + `),
@@ -88,8 +88,8 @@ SELECT name, owner, fence, expires_at, released, NOT released AND expires_at > `
 FROM fenced_leases`
 
 const (
-	leaseGetSQL  = leaseSelect + ` WHERE name = ?`
-	leaseListSQL = leaseSelect + ` ORDER BY name`
+	getLeaseSQL  = leaseSelect + ` WHERE name = ?`
+	listLeasesSQL = leaseSelect + ` ORDER BY name`
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -138,7 +138,7 @@ func readReleased(ctx context.Context, tx *sql.Tx, name string) (*fencedtype.Lea
 	return l, err
 }
 
-// LeaseAcquire implements driver.Driver. An existing row is locked, then
+// AcquireLease implements driver.Driver. An existing row is locked, then
 // the conditional take-over decides; a refusal names the holder from the
 // locked row, unchanged since. A name never acquired is inserted above the
 // fence floor in a transaction of its own: under REPEATABLE READ the
@@ -146,7 +146,7 @@ func readReleased(ctx context.Context, tx *sql.Tx, name string) (*fencedtype.Lea
 // holding it deadlocks with every other first-time acquirer doing the same.
 // A duplicate key means another acquirer created the row first; the
 // take-over then decides.
-func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
+func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
 	for range 100 {
 		l, holder, err := d.leaseTake(ctx, p)
 		switch {
@@ -171,7 +171,7 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 
 // leaseTake grants or extends an existing lease row, or returns its holder,
 // or nothing when there is no row.
-func (d *Driver) leaseTake(ctx context.Context, p driver.LeaseAcquireParams) (l, holder *fencedtype.Lease, err error) {
+func (d *Driver) leaseTake(ctx context.Context, p driver.AcquireLeaseParams) (l, holder *fencedtype.Lease, err error) {
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		l, holder = nil, nil
 		cur, err := readLease(ctx, tx, leaseLockSQL, p.Name)
@@ -194,7 +194,7 @@ func (d *Driver) leaseTake(ctx context.Context, p driver.LeaseAcquireParams) (l,
 
 // leaseCreate inserts the first row of a name; errRaced when another
 // acquirer created it first.
-func (d *Driver) leaseCreate(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
+func (d *Driver) leaseCreate(ctx context.Context, p driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
 	var l *fencedtype.Lease
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		var floor int64
@@ -218,11 +218,11 @@ func (d *Driver) leaseCreate(ctx context.Context, p driver.LeaseAcquireParams) (
 // caller starts again and finds the row.
 var errRaced = errors.New("row created concurrently")
 
-// LeaseRenew implements driver.Driver: one conditional statement; a
+// RenewLease implements driver.Driver: one conditional statement; a
 // refusal is diagnosed by a read after it.
-func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
+func (d *Driver) RenewLease(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
 	us := ttl.Microseconds()
-	res, err := d.db.ExecContext(ctx, leaseRenewSQL, us, ref.Name, ref.Owner, ref.Fence)
+	res, err := d.db.ExecContext(ctx, renewLeaseSQL, us, ref.Name, ref.Owner, ref.Fence)
 	var n, at int64
 	if err == nil {
 		n, err = res.RowsAffected()
@@ -238,23 +238,23 @@ func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.D
 		return &fencedtype.Lease{Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, Held: true,
 			ExpiresAt: decided.Add(time.Duration(us) * time.Microsecond), DecidedAt: decided}, nil
 	}
-	cur, err := readLease(ctx, d.db, leaseGetSQL, ref.Name)
+	cur, err := readLease(ctx, d.db, getLeaseSQL, ref.Name)
 	if err != nil {
 		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
 	}
 	return nil, driver.DiagnoseLease(ref, cur)
 }
 
-// LeaseRelease implements driver.Driver: the conditional statement and the
+// ReleaseLease implements driver.Driver: the conditional statement and the
 // read-back of what it wrote in one short transaction; zero rows becomes
 // the diagnosed typed error here, from a locking read in the same
 // transaction.
-func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
+func (d *Driver) ReleaseLease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
 	var l, cur *fencedtype.Lease
 	failed := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		l, cur, failed = nil, nil, false
-		n, err := execCount(ctx, tx, leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
+		n, err := execCount(ctx, tx, releaseLeaseSQL, ref.Name, ref.Owner, ref.Fence)
 		switch {
 		case err != nil:
 			return err
@@ -275,9 +275,9 @@ func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*fenced
 	return l, nil
 }
 
-// LeaseGet implements driver.Driver.
-func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	l, err := readLease(ctx, d.db, leaseGetSQL, name)
+// GetLease implements driver.Driver.
+func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
+	l, err := readLease(ctx, d.db, getLeaseSQL, name)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("get lease %q: %w", name, err)
@@ -287,9 +287,9 @@ func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, 
 	return l, nil
 }
 
-// LeaseList implements driver.Driver.
-func (d *Driver) LeaseList(ctx context.Context) ([]*fencedtype.Lease, error) {
-	rows, err := d.db.QueryContext(ctx, leaseListSQL)
+// ListLeases implements driver.Driver.
+func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
+	rows, err := d.db.QueryContext(ctx, listLeasesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}

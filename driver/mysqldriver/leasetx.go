@@ -32,7 +32,7 @@ func (d *Driver) GuardLease(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef
 	if !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("guard lease %q: %w", ref.Name, err)
 	}
-	cur, err := readLease(ctx, tx, leaseGetSQL+` LOCK IN SHARE MODE`, ref.Name)
+	cur, err := readLease(ctx, tx, getLeaseSQL+` LOCK IN SHARE MODE`, ref.Name)
 	if err != nil {
 		return fmt.Errorf("guard lease %q: %w", ref.Name, err)
 	}

@@ -38,11 +38,11 @@ const resourceOpRecordSQL = "UPDATE fenced_resource_ops SET accepted = ?, versio
 
 const resourceOpGetSQL = "SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE `key` = ? AND op_id = ? LOCK IN SHARE MODE"
 
-const resourceGetSQL = "SELECT `key`, value, fence, version, updated_at FROM fenced_resources WHERE `key` = ?"
+const readResourceSQL = "SELECT `key`, value, fence, version, updated_at FROM fenced_resources WHERE `key` = ?"
 
-// ResourceWrite implements driver.Driver. Without an operation id it runs
+// WriteResource implements driver.Driver. Without an operation id it runs
 // outside a transaction: each statement decides on its own.
-func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
+func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams) (*fencedtype.ResourceWrite, error) {
 	if p.Value == nil {
 		p.Value = []byte{} // nil would be sent as NULL
 	}
@@ -85,7 +85,7 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 // the insert. A refusal is read back as the stored fence, which can only
 // have grown since; if the key appeared or its fence is not above the
 // writer's after all (the row was created in between), it decides again.
-func resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams) (driver.ResourceOutcome, error) {
+func resourceWrite(ctx context.Context, q querier, p driver.WriteResourceParams) (driver.ResourceOutcome, error) {
 	o := driver.ResourceOutcome{Fence: p.Fence}
 	for range 100 {
 		res, err := q.ExecContext(ctx, resourceUpdateSQL, p.Value, p.Fence, p.Key, p.Fence)
@@ -116,11 +116,11 @@ func resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams)
 	return o, fmt.Errorf("the key kept changing while being written")
 }
 
-// ResourceGet implements driver.Driver.
-func (d *Driver) ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error) {
+// ReadResource implements driver.Driver.
+func (d *Driver) ReadResource(ctx context.Context, key string) (*fencedtype.Resource, error) {
 	var r fencedtype.Resource
 	var updated dbTime
-	err := d.db.QueryRowContext(ctx, resourceGetSQL, key).Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &updated)
+	err := d.db.QueryRowContext(ctx, readResourceSQL, key).Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fencedtype.ErrNotFound
 	}

@@ -23,16 +23,16 @@ func TestAffectedRowsAreMatchedRows(t *testing.T) {
 	stopped := withParam(t, withParam(t, url, "timestamp", frozen), "clientFoundRows", "false")
 	c := open(t, stopped)
 
-	a, err := c.Acquire(ctx(t), "job", "A", time.Minute)
+	a, err := c.AcquireLease(ctx(t), "job", "A", time.Minute)
 	must(t, err, "acquire")
 	for i := range 2 {
-		r, err := c.Renew(ctx(t), *a, time.Minute)
+		r, err := c.RenewLease(ctx(t), *a, time.Minute)
 		must(t, err, fmt.Sprintf("renew %d to the same expiry", i+1))
 		if r.Fence != a.Fence || !r.ExpiresAt.Equal(a.ExpiresAt) {
 			t.Fatalf("renew %d = %+v, want the acquired generation unchanged %+v", i+1, r, a)
 		}
 	}
-	again, err := c.Acquire(ctx(t), "job", "A", time.Minute)
+	again, err := c.AcquireLease(ctx(t), "job", "A", time.Minute)
 	must(t, err, "re-acquire to the same expiry")
 	if again.Fence != a.Fence {
 		t.Fatalf("re-acquire fence %d, want %d", again.Fence, a.Fence)
@@ -81,31 +81,31 @@ func TestSessionTimeZoneChangesNothing(t *testing.T) {
 	west := open(t, withParam(t, url, "time_zone", "'-07:00'"))
 
 	before := time.Now()
-	a, err := east.Acquire(ctx(t), "job", "A", 300*time.Millisecond)
+	a, err := east.AcquireLease(ctx(t), "job", "A", 300*time.Millisecond)
 	must(t, err, "acquire in +05:00")
 	if d := a.DecidedAt.Sub(before); d < -time.Minute || d > time.Minute {
 		t.Fatalf("decided at %s, %s from the host clock: not UTC", a.DecidedAt, d)
 	}
-	seen, err := west.Get(ctx(t), "job")
+	seen, err := west.GetLease(ctx(t), "job")
 	must(t, err, "get in -07:00")
 	if !seen.ExpiresAt.Equal(a.ExpiresAt) || !seen.Held {
 		t.Fatalf("-07:00 sees %+v, +05:00 wrote %+v", seen, a)
 	}
-	_, err = west.Acquire(ctx(t), "job", "B", time.Minute)
+	_, err = west.AcquireLease(ctx(t), "job", "B", time.Minute)
 	if !errors.Is(err, fenced.ErrHeld) {
 		t.Fatalf("-07:00 took a held lease: %v", err)
 	}
 	for {
-		l, err := west.Get(ctx(t), "job")
+		l, err := west.GetLease(ctx(t), "job")
 		must(t, err, "get")
 		if !l.Held {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	b, err := west.Acquire(ctx(t), "job", "B", time.Minute)
+	b, err := west.AcquireLease(ctx(t), "job", "B", time.Minute)
 	must(t, err, "takeover in -07:00 after expiry")
-	_, err = east.Renew(ctx(t), *a, time.Minute)
+	_, err = east.RenewLease(ctx(t), *a, time.Minute)
 	if !errors.Is(err, fenced.ErrStale) {
 		t.Fatalf("renew after takeover: %v", err)
 	}
@@ -292,11 +292,11 @@ func testAutocommit(t *testing.T, name, value string) {
 	url, other := setup(t)
 	c := open(t, withParam(t, url, name, value))
 
-	a, err := c.Acquire(ctx(t), "job", "A", time.Minute)
+	a, err := c.AcquireLease(ctx(t), "job", "A", time.Minute)
 	must(t, err, "acquire")
-	r, err := c.Renew(ctx(t), *a, 2*time.Minute)
+	r, err := c.RenewLease(ctx(t), *a, 2*time.Minute)
 	must(t, err, "renew")
-	seen, err := other.Get(ctx(t), "job")
+	seen, err := other.GetLease(ctx(t), "job")
 	must(t, err, "get")
 	if !seen.ExpiresAt.Equal(r.ExpiresAt) {
 		t.Fatalf("renewal reported done to %s, but other sessions see the lease expire at %s", r.ExpiresAt, seen.ExpiresAt)

@@ -36,13 +36,13 @@ func TestPanicInFencedTxRollsBack(t *testing.T) {
 	defer cancel()
 	must(t, c.FailJob(short, jobs[0].Ref(), "panic", 0, false), "fail the attempt after a panic in its JobTx")
 
-	l, err := c.Acquire(ctx(t), "lease", "A", time.Minute)
+	l, err := c.AcquireLease(ctx(t), "lease", "A", time.Minute)
 	must(t, err, "acquire")
 	panicking(func() {
 		c.LeaseTx(context.Background(), *l, func(fenced.Tx) error { panic("caller bug") })
 	})
 	short, cancel = context.WithTimeout(ctx(t), 5*time.Second)
 	defer cancel()
-	_, err = c.Release(short, *l)
+	_, err = c.ReleaseLease(short, *l)
 	must(t, err, "release after a panic in a LeaseTx")
 }

@@ -10,9 +10,9 @@ import (
 
 var _ driver.Clock = (*Driver)(nil)
 
-// DBNow implements driver.Clock: clock_timestamp(), the reading every
+// DatabaseTime implements driver.Clock: clock_timestamp(), the reading every
 // deciding statement uses (not now(), frozen at transaction start).
-func (d *Driver) DBNow(ctx context.Context) (time.Time, error) {
+func (d *Driver) DatabaseTime(ctx context.Context) (time.Time, error) {
 	var t time.Time
 	if err := d.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&t); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)

@@ -7,9 +7,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// FenceAdvance implements driver.Driver. The table lock makes concurrent
+// AdvanceFences implements driver.Driver. The table lock makes concurrent
 // grants wait, so none can slip in under the old floor.
-func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
+func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	var floor int64
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `LOCK TABLE fenced_meta, fenced_leases, fenced_jobs IN EXCLUSIVE MODE`); err != nil {

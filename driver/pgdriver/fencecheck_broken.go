@@ -11,9 +11,9 @@ package pgdriver
 // commit its business writes; the chaos checkers must report it. Never ship
 // a binary built with this tag.
 const (
-	// finishReportedFence is the fence jobFinishSQL reports an ended
+	// endReportedFence is the fence endJobsSQL reports an ended
 	// attempt under, which the driver matches against the caller's.
-	finishReportedFence = `ended_fence`
-	finishFenceMatch    = `e.fence IS NOT NULL`
+	endReportedFence = `ended_fence`
+	endFenceMatch    = `e.fence IS NOT NULL`
 	guardFenceMatch     = `$2::bigint IS NOT NULL`
 )

@@ -47,10 +47,10 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 	return out, rows.Err()
 }
 
-// jobClaimSQL picks eligible jobs in priority order, skipping rows other
+// claimJobsSQL picks eligible jobs in priority order, skipping rows other
 // claimers have locked, and starts a new attempt on each: state running,
 // fence and attempt bumped, lease from the database clock.
-const jobClaimSQL = `
+const claimJobsSQL = `
 WITH picked AS (
     SELECT id FROM fenced_jobs
     WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()
@@ -66,9 +66,9 @@ UPDATE fenced_jobs j SET
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING ` + jobColumns
 
-// JobClaim implements driver.JobDriver.
-func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
-	jobs, err := collectJobs(d.pool.Query(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
+// ClaimJobs implements driver.JobDriver.
+func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
+	jobs, err := collectJobs(d.pool.Query(ctx, claimJobsSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}
@@ -82,12 +82,12 @@ func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fenc
 // the batch for every row (half a second per batch of outcomes).
 const jobGuard = `j.state = 'running' AND j.lease_expires_at > clock_timestamp()`
 
-// jobHeartbeatSQL extends the leases of the attempts given. Rows are locked
-// in id order (as jobFinishSQL locks them), so a heartbeat and a batch of
+// heartbeatJobsSQL extends the leases of the attempts given. Rows are locked
+// in id order (as endJobsSQL locks them), so a heartbeat and a batch of
 // outcomes never deadlock; a row held by an open JobTx of its attempt is
 // skipped rather than waited for, so one long transaction cannot stall the
 // heartbeat of every other job.
-const jobHeartbeatSQL = `
+const heartbeatJobsSQL = `
 WITH locked AS (
     SELECT j.id FROM fenced_jobs j
     JOIN unnest($1::bigint[], $2::bigint[]) AS h(id, fence) ON j.id = h.id AND j.fence = h.fence
@@ -99,17 +99,17 @@ UPDATE fenced_jobs j SET lease_expires_at = clock_timestamp() + $3::bigint * int
 FROM locked WHERE j.id = locked.id AND ` + jobGuard + `
 RETURNING j.id, j.cancel_requested, j.lease_expires_at`
 
-// JobHeartbeat implements driver.JobDriver. Ids must be distinct. A job
+// HeartbeatJobs implements driver.JobDriver. Ids must be distinct. A job
 // not extended is Lost unless a read shows its attempt still current (its
 // row was held by a transaction of that attempt): then it is Busy.
-func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
+func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, func(a, b fencedtype.JobRef) int { return cmp.Compare(a.ID, b.ID) })
 	ids, fences := splitRefs(refs)
 	res := &fencedtype.HeartbeatResult{}
 	err := retryDeadlock(ctx, func() error {
 		*res = fencedtype.HeartbeatResult{}
-		rows, err := d.pool.Query(ctx, jobHeartbeatSQL, ids, fences, ttl.Microseconds())
+		rows, err := d.pool.Query(ctx, heartbeatJobsSQL, ids, fences, ttl.Microseconds())
 		if err != nil {
 			return err
 		}
@@ -188,14 +188,20 @@ func splitRefs(refs []fencedtype.JobRef) (ids, fences []int64) {
 	return ids, fences
 }
 
-// jobFinishSQL ends attempts, each guarded by its own fence, and records each
+// endJobsSQL ends attempts, each guarded by its own fence, and records each
 // ended attempt in the history, all in one statement. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
 // cancel that fails or snoozes ends cancelled: the request is never lost.
 // Each written end is reported with its position in the batch (ord): when
 // two ends name one attempt, only the one the row was updated with is.
-const jobFinishSQL = `
+//
+// The fence check is endFenceMatch (j.fence = e.fence: the row's fence is
+// the attempt's) and the reported fence endReportedFence (the row's fence),
+// constants in fencecheck.go so that the chaos suite's deliberately broken
+// build (fencecheck_broken.go) can drop them; jobGuard adds state running
+// and an unexpired lease by clock_timestamp().
+const endJobsSQL = `
 WITH e AS (
     SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[])
         WITH ORDINALITY AS e(id, fence, kind, output, error, delay_us, discard, ord)
@@ -219,7 +225,7 @@ WITH e AS (
         lease_expires_at = NULL,
         updated_at = clock_timestamp()
     FROM e
-    WHERE j.id = e.id AND ` + finishFenceMatch + ` AND ` + jobGuard + `
+    WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
     RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
@@ -229,10 +235,10 @@ WITH e AS (
         NULLIF(error, '')
     FROM j
 )
-SELECT id, ` + finishReportedFence + `, ord FROM j`
+SELECT id, ` + endReportedFence + `, ord FROM j`
 
-// JobFinish implements driver.JobDriver.
-func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+// EndJobs implements driver.JobDriver.
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
 	// order[k] is the end sent k-th; the statement reports each end it wrote
 	// by that position, so two ends of one attempt are never both reported
@@ -265,7 +271,7 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.
 	written := make([]bool, n)
 	run := func() error {
 		clear(written)
-		rows, err := q.Query(ctx, jobFinishSQL, ids, fences, kinds, outputs, errs, delays, discards)
+		rows, err := q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards)
 		if err != nil {
 			return err
 		}
@@ -332,12 +338,12 @@ func diagnoseJobs(ctx context.Context, q querier, ends []fencedtype.JobEnd, ok [
 	return out, nil
 }
 
-const jobProgressSQL = `UPDATE fenced_jobs j SET progress = $3, updated_at = clock_timestamp()
+const reportProgressSQL = `UPDATE fenced_jobs j SET progress = $3, updated_at = clock_timestamp()
 WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard
 
-// JobProgress implements driver.JobDriver.
-func (d *Driver) JobProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
-	tag, err := d.pool.Exec(ctx, jobProgressSQL, ref.ID, ref.Fence, string(progress))
+// ReportProgress implements driver.JobDriver.
+func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
+	tag, err := d.pool.Exec(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress))
 	if err != nil {
 		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
 	}
@@ -360,7 +366,9 @@ func (d *Driver) diagnoseJob(ctx context.Context, ref fencedtype.JobRef) error {
 
 // jobGuardSQL share-locks the job row and says whether the attempt is
 // current; like leaseGuardSQL it checks the version it locked, never an older
-// one a caller's REPEATABLE READ snapshot still shows.
+// one a caller's REPEATABLE READ snapshot still shows. Its fence check is
+// guardFenceMatch (j.fence = $2, in fencecheck.go; dropped by the broken
+// build, fencecheck_broken.go), beside jobGuard's state and expiry.
 const jobGuardSQL = `SELECT (` + guardFenceMatch + ` AND ` + jobGuard + `) FROM fenced_jobs j WHERE j.id = $1 FOR SHARE`
 
 // JobTx implements driver.JobDriver.

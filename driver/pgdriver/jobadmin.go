@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// jobInsertSQL enqueues a batch in one statement. A row whose idempotency key
+// enqueueSQL enqueues a batch in one statement. A row whose idempotency key
 // exists already (or repeats within the batch) is skipped here and read back
 // by the caller. Rows are inserted in input order, so their ids ascend in it.
-const jobInsertSQL = `
+const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
@@ -26,8 +26,8 @@ ORDER BY i.ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
 
-// JobInsert implements driver.JobDriver.
-func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
+// Enqueue implements driver.JobDriver.
+func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
 	n := len(jobs)
 	kinds, queues, args, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
@@ -48,7 +48,7 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 		}
 		q = ptx
 	}
-	inserted, err := collectJobs(q.Query(ctx, jobInsertSQL, kinds, queues, args, prios, runAts, delays, maxes, keys))
+	inserted, err := collectJobs(q.Query(ctx, enqueueSQL, kinds, queues, args, prios, runAts, delays, maxes, keys))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
@@ -95,9 +95,9 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	return out, nil
 }
 
-// jobCancelSQL cancels a queued job at once and flags a running one; the
+// cancelJobSQL cancels a queued job at once and flags a running one; the
 // running job's worker learns it at its next heartbeat.
-const jobCancelSQL = `
+const cancelJobSQL = `
 UPDATE fenced_jobs j SET
     state = CASE WHEN j.state = 'queued' THEN 'cancelled' ELSE j.state END,
     finished_at = CASE WHEN j.state = 'queued' THEN clock_timestamp() ELSE j.finished_at END,
@@ -106,14 +106,14 @@ UPDATE fenced_jobs j SET
 WHERE j.id = $1 AND j.state IN ('queued', 'running')
 RETURNING ` + jobColumns
 
-// JobCancel implements driver.JobDriver.
-func (d *Driver) JobCancel(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
+// CancelJob implements driver.JobDriver.
+func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
+	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL)
 }
 
-// jobRetrySQL puts a failed or cancelled job back to queued with a fresh
+// retryJobSQL puts a failed or cancelled job back to queued with a fresh
 // budget of max_attempts more attempts.
-const jobRetrySQL = `
+const retryJobSQL = `
 UPDATE fenced_jobs j SET
     state = 'queued', run_at = clock_timestamp(), finished_at = NULL, cancel_requested = false,
     max_attempts = j.attempt + j.max_attempts,
@@ -121,9 +121,9 @@ UPDATE fenced_jobs j SET
 WHERE j.id = $1 AND j.state IN ('failed', 'cancelled')
 RETURNING ` + jobColumns
 
-// JobRetry implements driver.JobDriver.
-func (d *Driver) JobRetry(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
+// RetryJob implements driver.JobDriver.
+func (d *Driver) RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
+	return d.jobAdmin(ctx, "retry", id, retryJobSQL)
 }
 
 // jobAdmin runs a conditional state change; zero rows is ErrNotFound or
@@ -136,15 +136,15 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
 	}
-	cur, _, err := d.JobGet(ctx, id)
+	cur, _, err := d.GetJob(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	return nil, &fencedtype.JobStateError{Op: op, ID: id, State: cur.State}
 }
 
-// JobGet implements driver.JobDriver.
-func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
+// GetJob implements driver.JobDriver.
+func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, fencedtype.ErrNotFound
@@ -168,8 +168,8 @@ func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	return j, driver.WithRunningAttempt(j, attempts), nil
 }
 
-// JobList implements driver.JobDriver.
-func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
+// ListJobs implements driver.JobDriver.
+func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	jobs, err := collectJobs(d.pool.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j
 		WHERE ($1 = '' OR j.state = $1) AND ($2 = '' OR j.queue = $2) AND ($3 = '' OR j.kind = $3) AND j.id > $4
 		ORDER BY j.id LIMIT $5`, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
@@ -179,8 +179,8 @@ func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fenced
 	return jobs, nil
 }
 
-// JobCounts implements driver.JobDriver.
-func (d *Driver) JobCounts(ctx context.Context) ([]fencedtype.JobCount, error) {
+// CountJobs implements driver.JobDriver.
+func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
 	rows, err := d.pool.Query(ctx, `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)

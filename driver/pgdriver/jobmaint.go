@@ -10,12 +10,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// jobRecoverSQL takes back running jobs whose lease expired by the database
+// recoverJobsSQL takes back running jobs whose lease expired by the database
 // clock. The UPDATE re-checks state, the fence observed by the pick and the
 // expiry, so it can never overwrite a job that finished or was re-claimed in
 // between. A job asked to cancel ends cancelled; one out of attempts ends
 // failed; the rest go back to queued after the backoff.
-const jobRecoverSQL = `
+const recoverJobsSQL = `
 WITH expired AS (
     SELECT id, fence FROM fenced_jobs
     WHERE state = 'running' AND lease_expires_at <= clock_timestamp()
@@ -41,11 +41,11 @@ WITH expired AS (
 )
 SELECT count(*) FROM j`
 
-// JobRecover implements driver.JobDriver.
-func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
+// RecoverJobs implements driver.JobDriver.
+func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, jobRecoverSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter).Scan(&n)
+		return tx.QueryRow(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter).Scan(&n)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("recover expired jobs: %w", err)
@@ -53,13 +53,13 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 	return n, nil
 }
 
-// jobDeleteFinishedSQL deletes the oldest finished jobs. The outer WHERE
+// deleteFinishedJobsSQL deletes the oldest finished jobs. The outer WHERE
 // repeats the condition: a DELETE that waited for a row lock re-checks only
 // its own WHERE, and a job retried meanwhile is no longer finished. The pick
 // is an ARRAY(...) so it runs once: as an IN subquery the planner may rescan
 // it per row, and each rescan no longer sees the rows already deleted, so
 // the LIMIT slid and one call deleted more than limit jobs.
-const jobDeleteFinishedSQL = `
+const deleteFinishedJobsSQL = `
 DELETE FROM fenced_jobs
 WHERE id = ANY(ARRAY(
     SELECT id FROM fenced_jobs
@@ -69,11 +69,11 @@ WHERE id = ANY(ARRAY(
 AND state IN ('succeeded', 'failed', 'cancelled')
 AND finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'`
 
-// JobDeleteFinished implements driver.JobDriver.
-func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
+// DeleteFinishedJobs implements driver.JobDriver.
+func (d *Driver) DeleteFinishedJobs(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
 	var n int64
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, jobDeleteFinishedSQL, age.Microseconds(), limit)
+		tag, err := tx.Exec(ctx, deleteFinishedJobsSQL, age.Microseconds(), limit)
 		n = tag.RowsAffected()
 		return err
 	})

@@ -8,12 +8,12 @@ import (
 	"github.com/fenced/fenced/driver"
 )
 
-var _ driver.JobNotifier = (*Driver)(nil)
+var _ driver.JobListener = (*Driver)(nil)
 
-// JobListen implements driver.JobNotifier: it holds one pooled connection
+// ListenJobs implements driver.JobNotifier: it holds one pooled connection
 // LISTENing on the channel the enqueue trigger notifies, and calls wake with
 // each notified queue name until ctx ends or the connection fails.
-func (d *Driver) JobListen(ctx context.Context, wake func(queue string)) error {
+func (d *Driver) ListenJobs(ctx context.Context, wake func(queue string)) error {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("listen for jobs: %w", err)

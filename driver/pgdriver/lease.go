@@ -11,13 +11,13 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// leaseAcquireSQL grants a free lease with fence+1 (a new name starts above
+// acquireLeaseSQL grants a free lease with fence+1 (a new name starts above
 // the fence floor) or extends the same owner's unexpired lease keeping its
 // fence. clock_timestamp() is called in the DO UPDATE clauses, which run after
 // the conflicting row is locked, so expiry is judged at the moment of
 // deciding, not when the statement began (it may have waited for the lock).
 // The decision time returned is the reading the new expiry was computed from.
-const leaseAcquireSQL = `
+const acquireLeaseSQL = `
 INSERT INTO fenced_leases AS l (name, owner, fence, expires_at, released, updated_at)
 SELECT $1, $2, m.fence_floor + 1, clock_timestamp() + $3::bigint * interval '1 microsecond', false, clock_timestamp()
 FROM fenced_meta m
@@ -31,18 +31,18 @@ ON CONFLICT (name) DO UPDATE SET
 WHERE l.released OR l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner
 RETURNING l.name, l.owner, l.fence, l.expires_at, l.released, true, l.expires_at - $3::bigint * interval '1 microsecond'`
 
-// leaseRenewSQL extends the lease iff name, owner and fence match and it is
+// renewLeaseSQL extends the lease iff name, owner and fence match and it is
 // unreleased and unexpired by the database clock (re-read if the statement
 // waited for the row).
-const leaseRenewSQL = `
+const renewLeaseSQL = `
 UPDATE fenced_leases l
 SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond', updated_at = clock_timestamp()
 WHERE l.name = $1 AND l.owner = $2 AND l.fence = $3 AND NOT l.released AND l.expires_at > clock_timestamp()
 RETURNING l.name, l.owner, l.fence, l.expires_at, l.released, true, l.expires_at - $4::bigint * interval '1 microsecond'`
 
-// leaseReleaseSQL marks the generation released; matching an already released
+// releaseLeaseSQL marks the generation released; matching an already released
 // generation again is success. The row and its fence stay.
-const leaseReleaseSQL = `
+const releaseLeaseSQL = `
 UPDATE fenced_leases l
 SET released = true, expires_at = LEAST(l.expires_at, clock_timestamp()), updated_at = clock_timestamp()
 WHERE l.name = $1 AND l.owner = $2 AND l.fence = $3
@@ -52,9 +52,9 @@ const leaseSelect = `
 SELECT l.name, l.owner, l.fence, l.expires_at, l.released, NOT l.released AND l.expires_at > n.t, n.t
 FROM fenced_leases l, (SELECT clock_timestamp() AS t) n`
 
-const leaseGetSQL = leaseSelect + ` WHERE l.name = $1`
+const getLeaseSQL = leaseSelect + ` WHERE l.name = $1`
 
-const leaseListSQL = leaseSelect + ` ORDER BY l.name`
+const listLeasesSQL = leaseSelect + ` ORDER BY l.name`
 
 func scanLease(row pgx.Row) (*fencedtype.Lease, error) {
 	var l fencedtype.Lease
@@ -64,21 +64,21 @@ func scanLease(row pgx.Row) (*fencedtype.Lease, error) {
 	return &l, nil
 }
 
-// LeaseAcquire implements driver.Driver.
-func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
+// AcquireLease implements driver.Driver.
+func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
 	// A refusal is diagnosed by a read; if the holder's lease ended between
 	// the two statements, the acquire is simply tried again. Each retry means
 	// another client changed the row, so this ends unless the row churns
 	// without pause; then a plain error, never a made-up holder.
 	for range 100 {
-		l, err := scanLease(d.pool.QueryRow(ctx, leaseAcquireSQL, p.Name, p.Owner, p.TTL.Microseconds()))
+		l, err := scanLease(d.pool.QueryRow(ctx, acquireLeaseSQL, p.Name, p.Owner, p.TTL.Microseconds()))
 		if err == nil {
 			return l, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 		}
-		cur, err := d.LeaseGet(ctx, p.Name)
+		cur, err := d.GetLease(ctx, p.Name)
 		if err != nil && !errors.Is(err, fencedtype.ErrNotFound) {
 			return nil, err
 		}
@@ -89,15 +89,15 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 	return nil, fmt.Errorf("acquire lease %q: refused 100 times while the lease kept changing hands", p.Name)
 }
 
-// LeaseRenew implements driver.Driver.
-func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.pool.QueryRow(ctx, leaseRenewSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds()))
+// RenewLease implements driver.Driver.
+func (d *Driver) RenewLease(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
+	l, err := scanLease(d.pool.QueryRow(ctx, renewLeaseSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds()))
 	return d.leaseOutcome(ctx, "renew", ref, l, err)
 }
 
-// LeaseRelease implements driver.Driver.
-func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.pool.QueryRow(ctx, leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence))
+// ReleaseLease implements driver.Driver.
+func (d *Driver) ReleaseLease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
+	l, err := scanLease(d.pool.QueryRow(ctx, releaseLeaseSQL, ref.Name, ref.Owner, ref.Fence))
 	return d.leaseOutcome(ctx, "release", ref, l, err)
 }
 
@@ -110,16 +110,16 @@ func (d *Driver) leaseOutcome(ctx context.Context, op string, ref driver.LeaseRe
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s lease %q: %w", op, ref.Name, err)
 	}
-	cur, err := d.LeaseGet(ctx, ref.Name)
+	cur, err := d.GetLease(ctx, ref.Name)
 	if err != nil && !errors.Is(err, fencedtype.ErrNotFound) {
 		return nil, err
 	}
 	return nil, driver.DiagnoseLease(ref, cur)
 }
 
-// LeaseGet implements driver.Driver.
-func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.pool.QueryRow(ctx, leaseGetSQL, name))
+// GetLease implements driver.Driver.
+func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
+	l, err := scanLease(d.pool.QueryRow(ctx, getLeaseSQL, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fencedtype.ErrNotFound
 	}
@@ -129,9 +129,9 @@ func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, 
 	return l, nil
 }
 
-// LeaseList implements driver.Driver.
-func (d *Driver) LeaseList(ctx context.Context) ([]*fencedtype.Lease, error) {
-	rows, err := d.pool.Query(ctx, leaseListSQL)
+// ListLeases implements driver.Driver.
+func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
+	rows, err := d.pool.Query(ctx, listLeasesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}

@@ -33,7 +33,7 @@ var errGuardFailed = errors.New("lease guard failed")
 func (d *Driver) GuardLease(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef) error {
 	err := guard(ctx, tx, ref)
 	if errors.Is(err, errGuardFailed) {
-		cur, gerr := d.LeaseGet(ctx, ref.Name)
+		cur, gerr := d.GetLease(ctx, ref.Name)
 		if gerr != nil && !errors.Is(gerr, fencedtype.ErrNotFound) {
 			return gerr
 		}
@@ -67,7 +67,7 @@ func (d *Driver) LeaseTx(ctx context.Context, ref driver.LeaseRef, fn func(drive
 		return fn(&Tx{tx: tx})
 	})
 	if errors.Is(err, errGuardFailed) {
-		cur, gerr := d.LeaseGet(ctx, ref.Name)
+		cur, gerr := d.GetLease(ctx, ref.Name)
 		if gerr != nil && !errors.Is(gerr, fencedtype.ErrNotFound) {
 			return gerr
 		}

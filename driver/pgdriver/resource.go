@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// resourceWriteSQL stores the value iff the writer's fence is at least the
+// writeResourceSQL stores the value iff the writer's fence is at least the
 // stored one: the whole decision is this one statement.
-const resourceWriteSQL = `
+const writeResourceSQL = `
 INSERT INTO fenced_resources AS r (key, value, fence, version, updated_at)
 VALUES ($1, $2, $3, 1, clock_timestamp())
 ON CONFLICT (key) DO UPDATE SET
@@ -33,7 +33,7 @@ WHERE key = $1 AND op_id = $2`
 const resourceOpGetSQL = `
 SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE key = $1 AND op_id = $2`
 
-const resourceGetSQL = `SELECT key, value, fence, version, updated_at FROM fenced_resources WHERE key = $1`
+const readResourceSQL = `SELECT key, value, fence, version, updated_at FROM fenced_resources WHERE key = $1`
 
 // querier is what the pool and a transaction share.
 type querier interface {
@@ -41,8 +41,8 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// ResourceWrite implements driver.Driver.
-func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
+// WriteResource implements driver.Driver.
+func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams) (*fencedtype.ResourceWrite, error) {
 	if p.OperationID == "" {
 		res, err := d.resourceWrite(ctx, d.pool, p)
 		if err != nil {
@@ -77,9 +77,9 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 	return res.Result(p)
 }
 
-func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.ResourceWriteParams) (driver.ResourceOutcome, error) {
+func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.WriteResourceParams) (driver.ResourceOutcome, error) {
 	o := driver.ResourceOutcome{Fence: p.Fence}
-	err := q.QueryRow(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
+	err := q.QueryRow(ctx, writeResourceSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
 	if err == nil {
 		o.Accepted = true
 		return o, nil
@@ -91,10 +91,10 @@ func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.Resource
 	return o, err
 }
 
-// ResourceGet implements driver.Driver.
-func (d *Driver) ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error) {
+// ReadResource implements driver.Driver.
+func (d *Driver) ReadResource(ctx context.Context, key string) (*fencedtype.Resource, error) {
 	var r fencedtype.Resource
-	err := d.pool.QueryRow(ctx, resourceGetSQL, key).Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &r.UpdatedAt)
+	err := d.pool.QueryRow(ctx, readResourceSQL, key).Scan(&r.Key, &r.Value, &r.Fence, &r.Version, &r.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fencedtype.ErrNotFound
 	}

@@ -47,7 +47,7 @@ func TestJobListenLeavesNoListenerInThePool(t *testing.T) {
 	woke := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- d.JobListen(lctx, func(q string) {
+		done <- d.ListenJobs(lctx, func(q string) {
 			select {
 			case woke <- q:
 			default:
@@ -75,14 +75,14 @@ func TestJobListenLeavesNoListenerInThePool(t *testing.T) {
 	}
 	stop()
 	if err := <-done; err == nil {
-		t.Fatal("JobListen returned nil")
+		t.Fatal("ListenJobs returned nil")
 	}
 	var chans []string
 	if err := d.Pool().QueryRow(ctx, `SELECT array(SELECT pg_listening_channels())`).Scan(&chans); err != nil {
 		t.Fatal(err)
 	}
 	if len(chans) != 0 {
-		t.Fatalf("a pooled connection still listens on %v after JobListen returned", chans)
+		t.Fatalf("a pooled connection still listens on %v after ListenJobs returned", chans)
 	}
 }
 
@@ -123,10 +123,10 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d := migrated(t, testdb.Postgres(t))
-	if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
+	if _, err := d.Enqueue(ctx, nil, []driver.EnqueueParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := d.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: "A", Limit: 1, TTL: 500 * time.Millisecond})
+	jobs, err := d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: "q", Owner: "A", Limit: 1, TTL: 500 * time.Millisecond})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
@@ -141,13 +141,13 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_jobs`).Scan(&n); err != nil { // the snapshot
 		t.Fatal(err)
 	}
-	hb, err := d.JobHeartbeat(ctx, []fencedtype.JobRef{ref}, time.Minute)
+	hb, err := d.HeartbeatJobs(ctx, []fencedtype.JobRef{ref}, time.Minute)
 	if err != nil || len(hb.Extended) != 1 {
 		t.Fatalf("heartbeat: %+v %v", hb, err)
 	}
 	time.Sleep(time.Until(*jobs[0].LeaseExpiresAt) + 100*time.Millisecond)
 
-	errs, err := d.JobFinish(ctx, pgdriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
+	errs, err := d.EndJobs(ctx, pgdriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 	var pgErr *pgconn.PgError
 	switch {
 	case err != nil && errors.As(err, &pgErr) && pgErr.Code == "40001":
@@ -155,7 +155,7 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	case err != nil:
 		t.Fatalf("finish: %v", err)
 	case errs[0] != nil:
-		j, _, _ := d.JobGet(ctx, ref.ID)
+		j, _, _ := d.GetJob(ctx, ref.ID)
 		t.Fatalf("finish of the current attempt reported %v; the job is %s under fence %d until %v",
 			errs[0], j.State, j.Fence, fmt.Sprint(j.LeaseExpiresAt))
 	}
@@ -176,7 +176,7 @@ func TestGuardInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	}
 
 	t.Run("Lease", func(t *testing.T) {
-		l, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "n", Owner: "A", TTL: 500 * time.Millisecond})
+		l, err := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "n", Owner: "A", TTL: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestGuardInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_leases`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := d.LeaseRenew(ctx, ref, time.Minute); err != nil {
+		if _, err := d.RenewLease(ctx, ref, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Until(l.ExpiresAt) + 100*time.Millisecond)
@@ -199,10 +199,10 @@ func TestGuardInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 		}
 	})
 	t.Run("Job", func(t *testing.T) {
-		if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
+		if _, err := d.Enqueue(ctx, nil, []driver.EnqueueParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
 			t.Fatal(err)
 		}
-		jobs, err := d.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: "A", Limit: 1, TTL: 500 * time.Millisecond})
+		jobs, err := d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: "q", Owner: "A", Limit: 1, TTL: 500 * time.Millisecond})
 		if err != nil || len(jobs) != 1 {
 			t.Fatalf("claim: %v %v", jobs, err)
 		}
@@ -216,7 +216,7 @@ func TestGuardInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM fenced_jobs`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if hb, err := d.JobHeartbeat(ctx, []fencedtype.JobRef{ref}, time.Minute); err != nil || len(hb.Extended) != 1 {
+		if hb, err := d.HeartbeatJobs(ctx, []fencedtype.JobRef{ref}, time.Minute); err != nil || len(hb.Extended) != 1 {
 			t.Fatalf("heartbeat: %+v %v", hb, err)
 		}
 		time.Sleep(time.Until(*jobs[0].LeaseExpiresAt) + 100*time.Millisecond)
@@ -242,7 +242,7 @@ func TestRepeatableReadSessionDefaultChangesNoOutcome(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: name, Owner: fmt.Sprint("o", i), TTL: time.Minute})
+				_, errs[i] = d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: name, Owner: fmt.Sprint("o", i), TTL: time.Minute})
 			}()
 		}
 		wg.Wait()
@@ -253,11 +253,11 @@ func TestRepeatableReadSessionDefaultChangesNoOutcome(t *testing.T) {
 			}
 		}
 	}
-	params := make([]driver.JobInsertParams, 200)
+	params := make([]driver.EnqueueParams, 200)
 	for i := range params {
-		params[i] = driver.JobInsertParams{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}
+		params[i] = driver.EnqueueParams{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}
 	}
-	if _, err := d.JobInsert(ctx, nil, params); err != nil {
+	if _, err := d.Enqueue(ctx, nil, params); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -267,7 +267,7 @@ func TestRepeatableReadSessionDefaultChangesNoOutcome(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 25 {
-				if _, err := d.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: fmt.Sprint("w", i), Limit: 2, TTL: time.Minute}); err != nil {
+				if _, err := d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: "q", Owner: fmt.Sprint("w", i), Limit: 2, TTL: time.Minute}); err != nil {
 					errs[i] = err
 					return
 				}
@@ -290,22 +290,22 @@ func TestJobFinishTwoEndsOfOneAttempt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d := migrated(t, testdb.Postgres(t))
-	if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
+	if _, err := d.Enqueue(ctx, nil, []driver.EnqueueParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
 		t.Fatal(err)
 	}
-	jobs, err := d.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: "A", Limit: 1, TTL: time.Minute})
+	jobs, err := d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: "q", Owner: "A", Limit: 1, TTL: time.Minute})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
 	ref := fencedtype.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
-	errs, err := d.JobFinish(ctx, nil, []fencedtype.JobEnd{
+	errs, err := d.EndJobs(ctx, nil, []fencedtype.JobEnd{
 		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"first"`)},
 		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"second"`)},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j, _, err := d.JobGet(ctx, ref.ID)
+	j, _, err := d.GetJob(ctx, ref.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestLeaseTxPanicRollsBack(t *testing.T) {
 	if _, err := d.Pool().Exec(ctx, `CREATE TABLE t (v int)`); err != nil {
 		t.Fatal(err)
 	}
-	l, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "n", Owner: "A", TTL: time.Minute})
+	l, err := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "n", Owner: "A", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,10 +351,10 @@ func TestLeaseTxPanicRollsBack(t *testing.T) {
 	if err := d.Pool().QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("rows after a panicking fenced transaction: %d %v", n, err)
 	}
-	if _, err := d.LeaseRelease(ctx, ref); err != nil {
+	if _, err := d.ReleaseLease(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "n", Owner: "B", TTL: time.Minute}); err != nil {
+	if _, err := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "n", Owner: "B", TTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -31,7 +31,7 @@ func TestAnotherProcessWaitsOutALongFencedTx(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d2.Close()
-	l, err := d1.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "a", Owner: "A", TTL: 5 * time.Minute})
+	l, err := d1.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "a", Owner: "A", TTL: 5 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestAnotherProcessWaitsOutALongFencedTx(t *testing.T) {
 	<-started
 
 	short, cancel := context.WithTimeout(ctx, time.Second)
-	_, err = d2.LeaseAcquire(short, driver.LeaseAcquireParams{Name: "b", Owner: "B", TTL: time.Minute})
+	_, err = d2.AcquireLease(short, driver.AcquireLeaseParams{Name: "b", Owner: "B", TTL: time.Minute})
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a waiter whose context ends: %v, want its deadline", err)
@@ -54,7 +54,7 @@ func TestAnotherProcessWaitsOutALongFencedTx(t *testing.T) {
 
 	long, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, err = d2.LeaseAcquire(long, driver.LeaseAcquireParams{Name: "a", Owner: "B", TTL: time.Minute})
+	_, err = d2.AcquireLease(long, driver.AcquireLeaseParams{Name: "a", Owner: "B", TTL: time.Minute})
 	if !errors.Is(err, fencedtype.ErrHeld) {
 		t.Fatalf("takeover after the fenced transaction: %v, want it to wait, then find the lease held", err)
 	}

@@ -10,9 +10,9 @@ import (
 
 var _ driver.Clock = (*Driver)(nil)
 
-// DBNow implements driver.Clock: the host clock read in a statement, as
+// DatabaseTime implements driver.Clock: the host clock read in a statement, as
 // every deciding statement reads it.
-func (d *Driver) DBNow(ctx context.Context) (time.Time, error) {
+func (d *Driver) DatabaseTime(ctx context.Context) (time.Time, error) {
 	var us int64
 	if err := d.db.QueryRowContext(ctx, `SELECT `+nowUS).Scan(&us); err != nil {
 		return time.Time{}, fmt.Errorf("read database clock: %w", err)

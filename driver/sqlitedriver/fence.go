@@ -6,13 +6,13 @@ import (
 	"fmt"
 )
 
-// fenceAdvanceJobsSQL gives every job's next attempt a fence above any
+// advanceFencesJobsSQL gives every job's next attempt a fence above any
 // granted before and ends running attempts (recovery takes them back).
-const fenceAdvanceJobsSQL = `
+const advanceFencesJobsSQL = `
 UPDATE fenced_jobs SET fence = fence + ?1,
     lease_expires_us = CASE WHEN state = 'running' THEN MIN(lease_expires_us, ` + nowUS + `) END`
 
-// fenceAdvanceJobIDsSQL moves the job id sequence past both its last value
+// advanceFencesJobIDsSQL moves the job id sequence past both its last value
 // and the largest id by by, so a job lost with newer data can never share
 // its id with a new one. sqlite_sequence has no row for fenced_jobs before
 // the first insert (fenceSeqRowSQL adds it), and no unique key on name to
@@ -21,13 +21,13 @@ const (
 	fenceSeqRowSQL = `
 INSERT INTO sqlite_sequence (name, seq)
 SELECT 'fenced_jobs', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'fenced_jobs')`
-	fenceAdvanceJobIDsSQL = `
+	advanceFencesJobIDsSQL = `
 UPDATE sqlite_sequence SET seq = MAX(seq, (SELECT COALESCE(max(id), 0) FROM fenced_jobs)) + ?1
 WHERE name = 'fenced_jobs'`
 )
 
-// FenceAdvance implements driver.Driver, in one write transaction.
-func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
+// AdvanceFences implements driver.Driver, in one write transaction.
+func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	var floor int64
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `
@@ -43,13 +43,13 @@ func (d *Driver) FenceAdvance(ctx context.Context, by int64) (int64, error) {
 		if err != nil {
 			return err
 		}
-		if _, err = tx.ExecContext(ctx, fenceAdvanceJobsSQL, by); err != nil {
+		if _, err = tx.ExecContext(ctx, advanceFencesJobsSQL, by); err != nil {
 			return err
 		}
 		if _, err = tx.ExecContext(ctx, fenceSeqRowSQL); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, fenceAdvanceJobIDsSQL, by)
+		_, err = tx.ExecContext(ctx, advanceFencesJobIDsSQL, by)
 		return err
 	})
 	if err != nil {

@@ -21,7 +21,7 @@ const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempt
 	COALESCE(owner, ''), run_at_us, lease_expires_us, cancel_requested, output, COALESCE(last_error, ''),
 	progress, COALESCE(idempotency_key, ''), created_us, attempted_us, finished_us, ` + nowUS
 
-const jobGetSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
+const getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
 
 func scanJob(row scanner) (*fencedtype.Job, error) {
 	var j fencedtype.Job
@@ -68,7 +68,7 @@ func collectJobs(rows *sql.Rows, err error) ([]*fencedtype.Job, error) {
 
 // readJob reads one job inside tx; nil, nil when it does not exist.
 func readJob(ctx context.Context, tx *sql.Tx, id int64) (*fencedtype.Job, error) {
-	j, err := scanJob(tx.QueryRowContext(ctx, jobGetSQL, id))
+	j, err := scanJob(tx.QueryRowContext(ctx, getJobSQL, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -85,11 +85,11 @@ func diagnoseJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
 	return driver.DiagnoseJob(ref, j)
 }
 
-// jobClaimSQL picks eligible jobs in priority order and starts a new attempt
+// claimJobsSQL picks eligible jobs in priority order and starts a new attempt
 // on each: state running, fence and attempt bumped, lease from the database
 // clock. SQLite has one writer, so nothing needs skipping: the pick and the
 // update are one statement under the write lock.
-const jobClaimSQL = `
+const claimJobsSQL = `
 UPDATE fenced_jobs SET
     state = 'running', attempt = attempt + 1, fence = fence + 1, owner = ?2,
     lease_expires_us = ` + nowUS + ` + ?4,
@@ -102,13 +102,13 @@ WHERE id IN (
     LIMIT ?3)
 RETURNING ` + jobColumns
 
-// JobClaim implements driver.JobDriver. The jobs come back in the order they
+// ClaimJobs implements driver.JobDriver. The jobs come back in the order they
 // were picked.
-func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fencedtype.Job, error) {
+func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
 	err := d.write(ctx, func() (err error) {
 		for {
-			jobs, err = collectJobs(d.db.QueryContext(ctx, jobClaimSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
+			jobs, err = collectJobs(d.db.QueryContext(ctx, claimJobsSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
 			if !busy(err) || ctx.Err() != nil {
 				return err
 			}
@@ -127,17 +127,17 @@ func (d *Driver) JobClaim(ctx context.Context, p driver.JobClaimParams) ([]*fenc
 // jobGuard is the condition every worker-owned write carries.
 const jobGuard = `state = 'running' AND lease_expires_us > ` + nowUS
 
-const jobHeartbeatSQL = `
+const heartbeatJobsSQL = `
 UPDATE fenced_jobs SET lease_expires_us = ` + nowUS + ` + ?3
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
 RETURNING cancel_requested, lease_expires_us`
 
-// JobHeartbeat implements driver.JobDriver, one guarded statement per job in
+// HeartbeatJobs implements driver.JobDriver, one guarded statement per job in
 // one write transaction. ExpiresAt is the earliest new expiry.
-func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
+func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
 	res := &fencedtype.HeartbeatResult{}
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, jobHeartbeatSQL)
+		stmt, err := tx.PrepareContext(ctx, heartbeatJobsSQL)
 		if err != nil {
 			return err
 		}
@@ -178,12 +178,12 @@ func (d *Driver) JobHeartbeat(ctx context.Context, refs []fencedtype.JobRef, ttl
 	return res, nil
 }
 
-// jobFinishSQL ends one attempt, guarded by its fence. A failure retries
+// endJobsSQL ends one attempt, guarded by its fence. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
 // cancel that fails or snoozes ends cancelled. Parameters:
 // ?1 id, ?2 fence, ?3 kind, ?4 output, ?5 error, ?6 delay_us, ?7 discard.
-const jobFinishSQL = `
+const endJobsSQL = `
 UPDATE fenced_jobs SET
     state = CASE
         WHEN ?3 = 'complete' THEN 'succeeded'
@@ -210,12 +210,12 @@ INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_us, ende
 SELECT id, attempt, fence, owner, attempted_us, updated_us, ?2, NULLIF(?3, '')
 FROM fenced_jobs WHERE id = ?1`
 
-// JobFinish implements driver.JobDriver: one write transaction (or the
+// EndJobs implements driver.JobDriver: one write transaction (or the
 // caller's) running, per job, the guarded end and its history row. A job
 // whose end changed nothing is diagnosed in the same transaction. With tx
 // non-nil the caller already holds SQLite's write lock (a JobTx or its own
 // IMMEDIATE transaction), so the writer slot is not taken again.
-func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	var out []error
 	var err error
 	if tx != nil {
@@ -237,7 +237,7 @@ func (d *Driver) JobFinish(ctx context.Context, tx driver.Tx, ends []fencedtype.
 }
 
 func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
-	end, err := tx.PrepareContext(ctx, jobFinishSQL)
+	end, err := tx.PrepareContext(ctx, endJobsSQL)
 	if err != nil {
 		return nil, err
 	}
@@ -293,14 +293,14 @@ func endOutcome(kind fencedtype.EndKind, state fencedtype.JobState) string {
 	return fencedtype.OutcomeRetry
 }
 
-const jobProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `
+const reportProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
 
-// JobProgress implements driver.JobDriver.
-func (d *Driver) JobProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
+// ReportProgress implements driver.JobDriver.
+func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
 	var refused error
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, jobProgressSQL, ref.ID, ref.Fence, string(progress))
+		res, err := tx.ExecContext(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress))
 		if err != nil {
 			return err
 		}
@@ -323,8 +323,8 @@ const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND fence = ?2 AND 
 // JobTx implements driver.JobDriver. The guard is the first statement of an
 // IMMEDIATE transaction, so recovery and re-claims (writes) wait until it
 // ends. A failed guard is diagnosed inside the same transaction, then rolled
-// back. fn must do its writes through the driver.Tx it is given (JobFinish
-// and JobInsert take it): the writer slot is held while fn runs.
+// back. fn must do its writes through the driver.Tx it is given (EndJobs
+// and Enqueue take it): the writer slot is held while fn runs.
 func (d *Driver) JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(driver.Tx) error) error {
 	return d.writeTx(ctx, func(tx *sql.Tx) error {
 		if err := d.GuardJob(ctx, tx, ref); err != nil {

@@ -36,13 +36,13 @@ func setupJobs(t *testing.T) (*sqlitedriver.Driver, string) {
 	return openJobs(t, path), path
 }
 
-func newJob(queue string) driver.JobInsertParams {
-	return driver.JobInsertParams{Kind: "email", Queue: queue, Args: []byte(`{"to":"a@b"}`), MaxAttempts: 3}
+func newJob(queue string) driver.EnqueueParams {
+	return driver.EnqueueParams{Kind: "email", Queue: queue, Args: []byte(`{"to":"a@b"}`), MaxAttempts: 3}
 }
 
-func enqueue(t *testing.T, d *sqlitedriver.Driver, jobs ...driver.JobInsertParams) []*fencedtype.Job {
+func enqueue(t *testing.T, d *sqlitedriver.Driver, jobs ...driver.EnqueueParams) []*fencedtype.Job {
 	t.Helper()
-	res, err := d.JobInsert(context.Background(), nil, jobs)
+	res, err := d.Enqueue(context.Background(), nil, jobs)
 	if err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
@@ -55,7 +55,7 @@ func enqueue(t *testing.T, d *sqlitedriver.Driver, jobs ...driver.JobInsertParam
 
 func claim(t *testing.T, d *sqlitedriver.Driver, queue, owner string, limit int, ttl time.Duration) []*fencedtype.Job {
 	t.Helper()
-	jobs, err := d.JobClaim(context.Background(), driver.JobClaimParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
+	jobs, err := d.ClaimJobs(context.Background(), driver.ClaimJobsParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
@@ -77,7 +77,7 @@ func claimOne(t *testing.T, d *sqlitedriver.Driver, maxAttempts int, owner strin
 
 func getJob(t *testing.T, d *sqlitedriver.Driver, id int64) (*fencedtype.Job, []fencedtype.JobAttempt) {
 	t.Helper()
-	j, attempts, err := d.JobGet(context.Background(), id)
+	j, attempts, err := d.GetJob(context.Background(), id)
 	if err != nil {
 		t.Fatalf("get job %d: %v", id, err)
 	}
@@ -87,7 +87,7 @@ func getJob(t *testing.T, d *sqlitedriver.Driver, id int64) (*fencedtype.Job, []
 // finish ends attempts and returns their per-job errors.
 func finish(t *testing.T, d *sqlitedriver.Driver, ends ...fencedtype.JobEnd) []error {
 	t.Helper()
-	errs, err := d.JobFinish(context.Background(), nil, ends)
+	errs, err := d.EndJobs(context.Background(), nil, ends)
 	if err != nil {
 		t.Fatalf("finish: %v", err)
 	}
@@ -132,7 +132,7 @@ func outcomes(attempts []fencedtype.JobAttempt) []string {
 
 var noBackoff = fencedtype.Backoff{}
 
-func TestJobClaim(t *testing.T) {
+func TestClaimJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
@@ -140,7 +140,7 @@ func TestJobClaim(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
 		base := time.Now().Add(-time.Hour)
-		at := func(prio int, off time.Duration) driver.JobInsertParams {
+		at := func(prio int, off time.Duration) driver.EnqueueParams {
 			p := newJob("q")
 			p.Priority, p.RunAt = prio, base.Add(off)
 			return p
@@ -171,7 +171,7 @@ func TestJobClaim(t *testing.T) {
 		t.Parallel()
 		d, path := setupJobs(t)
 		d2 := openJobs(t, path)
-		var batch []driver.JobInsertParams
+		var batch []driver.EnqueueParams
 		for range 40 {
 			batch = append(batch, newJob("q"))
 		}
@@ -183,7 +183,7 @@ func TestJobClaim(t *testing.T) {
 			owner := fmt.Sprintf("w%d", i)
 			wg.Go(func() {
 				for {
-					jobs, err := dd.JobClaim(ctx, driver.JobClaimParams{Queue: "q", Owner: owner, Limit: 3, TTL: time.Minute})
+					jobs, err := dd.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: "q", Owner: owner, Limit: 3, TTL: time.Minute})
 					if err != nil {
 						t.Errorf("claim: %v", err)
 						return
@@ -220,7 +220,7 @@ func ids(jobs []*fencedtype.Job) []int64 {
 	return out
 }
 
-func TestJobHeartbeat(t *testing.T) {
+func TestHeartbeatJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
@@ -229,11 +229,11 @@ func TestJobHeartbeat(t *testing.T) {
 		d, _ := setupJobs(t)
 		enqueue(t, d, newJob("q"), newJob("q"), newJob("q"))
 		jobs := claim(t, d, "q", "w", 3, time.Minute)
-		if _, err := d.JobCancel(ctx, jobs[1].ID); err != nil {
+		if _, err := d.CancelJob(ctx, jobs[1].ID); err != nil {
 			t.Fatal(err)
 		}
 		refs := []fencedtype.JobRef{{ID: jobs[0].ID, Fence: 1}, {ID: jobs[1].ID, Fence: 1}, {ID: jobs[2].ID, Fence: 7}, {ID: 9999, Fence: 1}}
-		res, err := d.JobHeartbeat(ctx, refs, time.Hour)
+		res, err := d.HeartbeatJobs(ctx, refs, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +256,7 @@ func TestJobHeartbeat(t *testing.T) {
 		d, _ := setupJobs(t)
 		ref := claimOne(t, d, 3, "w", 20*time.Millisecond)
 		waitExpired(t, d, ref.ID)
-		res, err := d.JobHeartbeat(ctx, []fencedtype.JobRef{ref}, time.Hour)
+		res, err := d.HeartbeatJobs(ctx, []fencedtype.JobRef{ref}, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -266,14 +266,14 @@ func TestJobHeartbeat(t *testing.T) {
 	})
 }
 
-func TestJobFinish(t *testing.T) {
+func TestEndJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("EveryKindOfEndWithHistory", func(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
-		mk := func(maxAttempts int) driver.JobInsertParams {
+		mk := func(maxAttempts int) driver.EnqueueParams {
 			p := newJob("q")
 			p.MaxAttempts = maxAttempts
 			return p
@@ -347,7 +347,7 @@ func TestJobFinish(t *testing.T) {
 		old := claimOne(t, d, 3, "w1", 20*time.Millisecond)
 		waitExpired(t, d, old.ID)
 		wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonExpired, 1, "")
-		if n, err := d.JobRecover(ctx, nil, 10, noBackoff); err != nil || n != 1 {
+		if n, err := d.RecoverJobs(ctx, nil, 10, noBackoff); err != nil || n != 1 {
 			t.Fatalf("recover: %d, %v", n, err)
 		}
 		again := claim(t, d, "q", "w2", 1, time.Hour)
@@ -355,7 +355,7 @@ func TestJobFinish(t *testing.T) {
 			t.Fatalf("re-claim: %+v", again)
 		}
 		wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, 2, "w2")
-		if err := d.JobProgress(ctx, old, []byte(`{}`)); !errors.Is(err, fencedtype.ErrStale) {
+		if err := d.ReportProgress(ctx, old, []byte(`{}`)); !errors.Is(err, fencedtype.ErrStale) {
 			t.Fatalf("stale progress: %v", err)
 		}
 		cur := fencedtype.JobRef{ID: old.ID, Fence: 2}
@@ -375,7 +375,7 @@ func TestJobFinish(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
 		ref := claimOne(t, d, 3, "w", time.Hour)
-		if err := d.JobProgress(ctx, ref, []byte(`{"done":3}`)); err != nil {
+		if err := d.ReportProgress(ctx, ref, []byte(`{"done":3}`)); err != nil {
 			t.Fatal(err)
 		}
 		j, attempts := getJob(t, d, ref.ID)
@@ -385,7 +385,7 @@ func TestJobFinish(t *testing.T) {
 		if len(attempts) != 1 || attempts[0].Outcome != string(fencedtype.JobRunning) || attempts[0].Fence != ref.Fence {
 			t.Fatalf("history of a running job %+v", attempts)
 		}
-		if err := d.JobProgress(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, fencedtype.ErrNotFound) {
+		if err := d.ReportProgress(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, fencedtype.ErrNotFound) {
 			t.Fatalf("progress of an unknown job: %v", err)
 		}
 	})
@@ -416,7 +416,7 @@ func TestJobTx(t *testing.T) {
 			if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES (?1, 'x')`, ref.ID); err != nil {
 				return err
 			}
-			errs, err := d.JobFinish(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
+			errs, err := d.EndJobs(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 			if err != nil {
 				return err
 			}
@@ -444,7 +444,7 @@ func TestJobTx(t *testing.T) {
 			if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES (?1, 'x')`, ref.ID); err != nil {
 				return err
 			}
-			if _, err := d.JobFinish(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}}); err != nil {
+			if _, err := d.EndJobs(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}}); err != nil {
 				return err
 			}
 			return boom
@@ -484,7 +484,7 @@ func TestJobTx(t *testing.T) {
 		}
 		stale := d.GuardJob(ctx, tx, fencedtype.JobRef{ID: ref.ID, Fence: ref.Fence + 1})
 		wantStale(t, stale, fencedtype.ReasonSuperseded, ref.Fence, "w")
-		errs, err := d.JobFinish(ctx, sqlitedriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
+		errs, err := d.EndJobs(ctx, sqlitedriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("finish in the caller's tx: %v, %v", err, errs)
 		}

@@ -10,12 +10,12 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// jobInsertSQL enqueues one job. A job whose idempotency key exists already
+// enqueueSQL enqueues one job. A job whose idempotency key exists already
 // (committed before, or earlier in the same batch) is skipped here and read
 // back with jobByKeySQL in the same transaction. Parameters: ?1 kind,
 // ?2 queue, ?3 args, ?4 priority, ?5 run_at_us or NULL, ?6 delay_us,
 // ?7 max_attempts, ?8 idempotency key (empty for none).
-const jobInsertSQL = `
+const enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key, created_us, updated_us)
 VALUES (?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''), ` + nowUS + `, ` + nowUS + `)
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
@@ -23,10 +23,10 @@ RETURNING ` + jobColumns
 
 const jobByKeySQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE idempotency_key = ?1`
 
-// JobInsert implements driver.JobDriver: one write transaction (or the
+// Enqueue implements driver.JobDriver: one write transaction (or the
 // caller's, whose write lock it already holds) inserting the jobs in input
 // order, so their ids ascend in it.
-func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
+func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
 	var out []fencedtype.EnqueueResult
 	var err error
 	if tx != nil {
@@ -47,8 +47,8 @@ func (d *Driver) JobInsert(ctx context.Context, tx driver.Tx, jobs []driver.JobI
 	return out, nil
 }
 
-func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) ([]fencedtype.EnqueueResult, error) {
-	stmt, err := tx.PrepareContext(ctx, jobInsertSQL)
+func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
+	stmt, err := tx.PrepareContext(ctx, enqueueSQL)
 	if err != nil {
 		return nil, err
 	}
@@ -80,9 +80,9 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.JobInsertParams) 
 	return out, nil
 }
 
-// jobCancelSQL cancels a queued job at once and flags a running one; the
+// cancelJobSQL cancels a queued job at once and flags a running one; the
 // running job's worker learns it at its next heartbeat.
-const jobCancelSQL = `
+const cancelJobSQL = `
 UPDATE fenced_jobs SET
     state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
     finished_us = CASE WHEN state = 'queued' THEN ` + nowUS + ` ELSE finished_us END,
@@ -91,14 +91,14 @@ UPDATE fenced_jobs SET
 WHERE id = ?1 AND state IN ('queued', 'running')
 RETURNING ` + jobColumns
 
-// JobCancel implements driver.JobDriver.
-func (d *Driver) JobCancel(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "cancel", id, jobCancelSQL)
+// CancelJob implements driver.JobDriver.
+func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
+	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL)
 }
 
-// jobRetrySQL puts a failed or cancelled job back to queued with a fresh
+// retryJobSQL puts a failed or cancelled job back to queued with a fresh
 // budget of max_attempts more attempts.
-const jobRetrySQL = `
+const retryJobSQL = `
 UPDATE fenced_jobs SET
     state = 'queued', run_at_us = ` + nowUS + `, finished_us = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts,
@@ -106,9 +106,9 @@ UPDATE fenced_jobs SET
 WHERE id = ?1 AND state IN ('failed', 'cancelled')
 RETURNING ` + jobColumns
 
-// JobRetry implements driver.JobDriver.
-func (d *Driver) JobRetry(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "retry", id, jobRetrySQL)
+// RetryJob implements driver.JobDriver.
+func (d *Driver) RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
+	return d.jobAdmin(ctx, "retry", id, retryJobSQL)
 }
 
 // jobAdmin runs a conditional state change; zero rows is ErrNotFound or a
@@ -136,9 +136,9 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 const jobAttemptsSQL = `SELECT attempt, fence, owner, started_us, ended_us, outcome, COALESCE(error, '')
 FROM fenced_job_attempts WHERE job_id = ?1 ORDER BY attempt`
 
-// JobGet implements driver.JobDriver. The job and its history are read in
+// GetJob implements driver.JobDriver. The job and its history are read in
 // one (deferred, read-only) transaction, so they agree with each other.
-func (d *Driver) JobGet(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
+func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	tx, err := d.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
@@ -178,21 +178,21 @@ func readAttempts(ctx context.Context, tx *sql.Tx, id int64) ([]fencedtype.JobAt
 	return out, rows.Err()
 }
 
-const jobListSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
+const listJobsSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
 WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR kind = ?3) AND id > ?4
 ORDER BY id LIMIT ?5`
 
-// JobList implements driver.JobDriver.
-func (d *Driver) JobList(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
-	jobs, err := collectJobs(d.db.QueryContext(ctx, jobListSQL, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
+// ListJobs implements driver.JobDriver.
+func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
+	jobs, err := collectJobs(d.db.QueryContext(ctx, listJobsSQL, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
 }
 
-// JobCounts implements driver.JobDriver.
-func (d *Driver) JobCounts(ctx context.Context) ([]fencedtype.JobCount, error) {
+// CountJobs implements driver.JobDriver.
+func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
 	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)

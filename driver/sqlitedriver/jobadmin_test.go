@@ -13,7 +13,7 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-func TestJobInsert(t *testing.T) {
+func TestEnqueue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 
@@ -41,10 +41,10 @@ func TestJobInsert(t *testing.T) {
 		d, _ := setupJobs(t)
 		p := newJob("q")
 		p.Args = []byte(`{nope`)
-		if _, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{newJob("q"), p}); err == nil {
+		if _, err := d.Enqueue(ctx, nil, []driver.EnqueueParams{newJob("q"), p}); err == nil {
 			t.Fatal("invalid args accepted")
 		}
-		if jobs, _ := d.JobList(ctx, fencedtype.JobFilter{Limit: 10}); len(jobs) != 0 {
+		if jobs, _ := d.ListJobs(ctx, fencedtype.JobFilter{Limit: 10}); len(jobs) != 0 {
 			t.Fatalf("a failed batch left %d jobs", len(jobs))
 		}
 	})
@@ -54,7 +54,7 @@ func TestJobInsert(t *testing.T) {
 		d, _ := setupJobs(t)
 		k1, k2, plain := newJob("q"), newJob("q"), newJob("q")
 		k1.IdempotencyKey, k2.IdempotencyKey = "k1", "k2"
-		res, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{k1, plain, k1, k2})
+		res, err := d.Enqueue(ctx, nil, []driver.EnqueueParams{k1, plain, k1, k2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestJobInsert(t *testing.T) {
 		if !(res[0].Job.ID < res[1].Job.ID && res[1].Job.ID < res[3].Job.ID) {
 			t.Fatalf("ids do not ascend in input order: %d %d %d", res[0].Job.ID, res[1].Job.ID, res[3].Job.ID)
 		}
-		again, err := d.JobInsert(ctx, nil, []driver.JobInsertParams{k2})
+		again, err := d.Enqueue(ctx, nil, []driver.EnqueueParams{k2})
 		if err != nil || !again[0].Existing || again[0].Job.ID != res[3].Job.ID {
 			t.Fatalf("second enqueue of k2: %+v, %v", again, err)
 		}
@@ -89,7 +89,7 @@ func TestJobInsert(t *testing.T) {
 			}
 			wg.Go(func() {
 				var res []fencedtype.EnqueueResult
-				res, errs[i] = dd.JobInsert(ctx, nil, []driver.JobInsertParams{p})
+				res, errs[i] = dd.Enqueue(ctx, nil, []driver.EnqueueParams{p})
 				if errs[i] == nil {
 					results[i] = res[0]
 				}
@@ -111,7 +111,7 @@ func TestJobInsert(t *testing.T) {
 		if created != 1 {
 			t.Fatalf("%d enqueuers created the job, want 1", created)
 		}
-		if jobs, _ := d.JobList(ctx, fencedtype.JobFilter{Limit: 100}); len(jobs) != 1 {
+		if jobs, _ := d.ListJobs(ctx, fencedtype.JobFilter{Limit: 100}); len(jobs) != 1 {
 			t.Fatalf("%d jobs stored, want 1", len(jobs))
 		}
 	})
@@ -123,14 +123,14 @@ func TestJobInsert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := d.JobInsert(ctx, sqlitedriver.WrapTx(tx), []driver.JobInsertParams{newJob("q")})
+		res, err := d.Enqueue(ctx, sqlitedriver.WrapTx(tx), []driver.EnqueueParams{newJob("q")})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := tx.Rollback(); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := d.JobGet(ctx, res[0].Job.ID); !errors.Is(err, fencedtype.ErrNotFound) {
+		if _, _, err := d.GetJob(ctx, res[0].Job.ID); !errors.Is(err, fencedtype.ErrNotFound) {
 			t.Fatalf("job of a rolled back enqueue: %v, want ErrNotFound", err)
 		}
 	})
@@ -141,24 +141,24 @@ func TestJobCancelAndRetry(t *testing.T) {
 	ctx := context.Background()
 	d, _ := setupJobs(t)
 	queued := enqueue(t, d, newJob("q"))[0]
-	j, err := d.JobCancel(ctx, queued.ID)
+	j, err := d.CancelJob(ctx, queued.ID)
 	if err != nil || j.State != fencedtype.JobCancelled || j.FinishedAt == nil || j.CancelRequested {
 		t.Fatalf("cancel queued: %+v, %v", j, err)
 	}
-	if _, err := d.JobCancel(ctx, queued.ID); !errors.Is(err, fencedtype.ErrJobFinished) {
+	if _, err := d.CancelJob(ctx, queued.ID); !errors.Is(err, fencedtype.ErrJobFinished) {
 		t.Fatalf("cancel cancelled: %v", err)
 	}
-	if _, err := d.JobCancel(ctx, 9999); !errors.Is(err, fencedtype.ErrNotFound) {
+	if _, err := d.CancelJob(ctx, 9999); !errors.Is(err, fencedtype.ErrNotFound) {
 		t.Fatalf("cancel unknown: %v", err)
 	}
-	j, err = d.JobRetry(ctx, queued.ID)
+	j, err = d.RetryJob(ctx, queued.ID)
 	if err != nil || j.State != fencedtype.JobQueued || j.FinishedAt != nil || j.MaxAttempts != 3 || j.RunAt.After(j.DecidedAt) {
 		t.Fatalf("retry cancelled: %+v, %v", j, err)
 	}
-	if _, err := d.JobRetry(ctx, queued.ID); !errors.Is(err, fencedtype.ErrJobNotFinished) {
+	if _, err := d.RetryJob(ctx, queued.ID); !errors.Is(err, fencedtype.ErrJobNotFinished) {
 		t.Fatalf("retry queued: %v", err)
 	}
-	if _, err := d.JobRetry(ctx, 9999); !errors.Is(err, fencedtype.ErrNotFound) {
+	if _, err := d.RetryJob(ctx, 9999); !errors.Is(err, fencedtype.ErrNotFound) {
 		t.Fatalf("retry unknown: %v", err)
 	}
 
@@ -167,17 +167,17 @@ func TestJobCancelAndRetry(t *testing.T) {
 	if err := finish(t, d, fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: ref.ID, Fence: ref.Fence}, Kind: fencedtype.EndFail, Discard: true})[0]; err != nil {
 		t.Fatal(err)
 	}
-	if j, err = d.JobRetry(ctx, ref.ID); err != nil || j.State != fencedtype.JobQueued || j.MaxAttempts != 4 || j.Attempt != 1 {
+	if j, err = d.RetryJob(ctx, ref.ID); err != nil || j.State != fencedtype.JobQueued || j.MaxAttempts != 4 || j.Attempt != 1 {
 		t.Fatalf("retry failed: %+v, %v", j, err)
 	}
 	run := claim(t, d, "q", "w", 1, time.Hour)[0]
 	if err := finish(t, d, fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: run.ID, Fence: run.Fence}, Kind: fencedtype.EndComplete})[0]; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.JobCancel(ctx, run.ID); !errors.Is(err, fencedtype.ErrJobFinished) {
+	if _, err := d.CancelJob(ctx, run.ID); !errors.Is(err, fencedtype.ErrJobFinished) {
 		t.Fatalf("cancel succeeded: %v", err)
 	}
-	if _, err := d.JobRetry(ctx, run.ID); !errors.Is(err, fencedtype.ErrJobNotFinished) {
+	if _, err := d.RetryJob(ctx, run.ID); !errors.Is(err, fencedtype.ErrJobNotFinished) {
 		t.Fatalf("retry succeeded: %v", err)
 	}
 }
@@ -190,14 +190,14 @@ func TestJobListAndCounts(t *testing.T) {
 	other.Kind = "sms"
 	in := enqueue(t, d, newJob("q"), newJob("q"), other, newJob("q"))
 	claim(t, d, "q", "w", 1, time.Hour)
-	page, err := d.JobList(ctx, fencedtype.JobFilter{Queue: "q", State: fencedtype.JobQueued, AfterID: in[0].ID, Limit: 1})
+	page, err := d.ListJobs(ctx, fencedtype.JobFilter{Queue: "q", State: fencedtype.JobQueued, AfterID: in[0].ID, Limit: 1})
 	if err != nil || !slices.Equal(ids(page), []int64{in[1].ID}) {
 		t.Fatalf("list page: %v, %v", ids(page), err)
 	}
-	if sms, _ := d.JobList(ctx, fencedtype.JobFilter{Kind: "sms", Limit: 10}); !slices.Equal(ids(sms), []int64{in[2].ID}) {
+	if sms, _ := d.ListJobs(ctx, fencedtype.JobFilter{Kind: "sms", Limit: 10}); !slices.Equal(ids(sms), []int64{in[2].ID}) {
 		t.Fatalf("list by kind: %v", ids(sms))
 	}
-	counts, err := d.JobCounts(ctx)
+	counts, err := d.CountJobs(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// jobRecoverSQL takes back running jobs whose lease expired by the database
+// recoverJobsSQL takes back running jobs whose lease expired by the database
 // clock. The outer condition re-checks state and expiry on the very rows it
 // updates (with one writer nothing can change between pick and update, but
 // the statement says what it relies on). A job asked to cancel ends
@@ -18,7 +18,7 @@ import (
 // after min(max, base·2^(attempt−1)) scaled by 1 − jitter·[0,1) random.
 // power() is one of SQLite's built-in math functions, which modernc.org/sqlite
 // compiles in. Parameters: ?1 limit, ?2 base_us, ?3 max_us, ?4 jitter.
-const jobRecoverSQL = `
+const recoverJobsSQL = `
 UPDATE fenced_jobs SET
     state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
@@ -36,9 +36,9 @@ WHERE id IN (
   AND state = 'running' AND lease_expires_us <= ` + nowUS + `
 RETURNING id, last_error`
 
-// JobRecover implements driver.JobDriver: the take-back and the history rows
+// RecoverJobs implements driver.JobDriver: the take-back and the history rows
 // of the lost attempts commit together.
-func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
+func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
 		type lost struct {
@@ -46,7 +46,7 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 			msg string
 		}
 		var taken []lost
-		rows, err := tx.QueryContext(ctx, jobRecoverSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter)
+		rows, err := tx.QueryContext(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter)
 		if err != nil {
 			return err
 		}
@@ -83,19 +83,19 @@ func (d *Driver) JobRecover(ctx context.Context, guard *driver.LeaseRef, limit i
 	return n, nil
 }
 
-const jobDeleteFinishedSQL = `
+const deleteFinishedJobsSQL = `
 DELETE FROM fenced_jobs WHERE id IN (
     SELECT id FROM fenced_jobs
     WHERE finished_us < ` + nowUS + ` - ?1
     ORDER BY finished_us LIMIT ?2)
 AND state IN ('succeeded', 'failed', 'cancelled')`
 
-// JobDeleteFinished implements driver.JobDriver. Attempt history goes with
+// DeleteFinishedJobs implements driver.JobDriver. Attempt history goes with
 // its job (ON DELETE CASCADE); the count is of jobs.
-func (d *Driver) JobDeleteFinished(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
+func (d *Driver) DeleteFinishedJobs(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
 	var n int64
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, jobDeleteFinishedSQL, age.Microseconds(), limit)
+		res, err := tx.ExecContext(ctx, deleteFinishedJobsSQL, age.Microseconds(), limit)
 		if err != nil {
 			return err
 		}

@@ -12,12 +12,12 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-func TestJobRecover(t *testing.T) {
+func TestRecoverJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	recoverAll := func(t *testing.T, d *sqlitedriver.Driver, b fencedtype.Backoff) int {
 		t.Helper()
-		n, err := d.JobRecover(ctx, nil, 100, b)
+		n, err := d.RecoverJobs(ctx, nil, 100, b)
 		if err != nil {
 			t.Fatalf("recover: %v", err)
 		}
@@ -102,7 +102,7 @@ func TestJobRecover(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
 		ref := claimOne(t, d, 3, "w", 20*time.Millisecond)
-		if j, err := d.JobCancel(ctx, ref.ID); err != nil || j.State != fencedtype.JobRunning || !j.CancelRequested {
+		if j, err := d.CancelJob(ctx, ref.ID); err != nil || j.State != fencedtype.JobRunning || !j.CancelRequested {
 			t.Fatalf("cancel running: %+v, %v", j, err)
 		}
 		waitExpired(t, d, ref.ID)
@@ -141,7 +141,7 @@ func TestJobRecover(t *testing.T) {
 	t.Run("UnderAMaintenanceLease", func(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
-		l, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "maint", Owner: "m", TTL: time.Hour})
+		l, err := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "maint", Owner: "m", TTL: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,22 +149,22 @@ func TestJobRecover(t *testing.T) {
 		lost := claimOne(t, d, 3, "w", 10*time.Millisecond)
 		waitExpired(t, d, lost.ID)
 		stale := driver.LeaseRef{Name: "maint", Owner: "other", Fence: l.Fence}
-		if _, err := d.JobRecover(ctx, &stale, 10, noBackoff); !errors.Is(err, fencedtype.ErrStale) {
+		if _, err := d.RecoverJobs(ctx, &stale, 10, noBackoff); !errors.Is(err, fencedtype.ErrStale) {
 			t.Fatalf("recover under a stale lease: %v", err)
 		}
-		if _, err := d.JobDeleteFinished(ctx, &stale, 0, 10); !errors.Is(err, fencedtype.ErrStale) {
+		if _, err := d.DeleteFinishedJobs(ctx, &stale, 0, 10); !errors.Is(err, fencedtype.ErrStale) {
 			t.Fatalf("delete under a stale lease: %v", err)
 		}
 		if j, _ := getJob(t, d, lost.ID); j.State != fencedtype.JobRunning {
 			t.Fatalf("a refused maintainer changed the job: %+v", j)
 		}
-		if n, err := d.JobRecover(ctx, &ref, 10, noBackoff); err != nil || n != 1 {
+		if n, err := d.RecoverJobs(ctx, &ref, 10, noBackoff); err != nil || n != 1 {
 			t.Fatalf("recover under the lease: %d, %v", n, err)
 		}
 	})
 }
 
-func TestJobDeleteFinished(t *testing.T) {
+func TestDeleteFinishedJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := setupJobs(t)
@@ -173,12 +173,12 @@ func TestJobDeleteFinished(t *testing.T) {
 		t.Fatal(err)
 	}
 	queued := enqueue(t, d, newJob("q"))[0]
-	if n, err := d.JobDeleteFinished(ctx, nil, time.Hour, 10); err != nil || n != 0 {
+	if n, err := d.DeleteFinishedJobs(ctx, nil, time.Hour, 10); err != nil || n != 0 {
 		t.Fatalf("deleted %d younger than an hour, %v", n, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		n, err := d.JobDeleteFinished(ctx, nil, 0, 10)
+		n, err := d.DeleteFinishedJobs(ctx, nil, 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +190,7 @@ func TestJobDeleteFinished(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, _, err := d.JobGet(ctx, done.ID); !errors.Is(err, fencedtype.ErrNotFound) {
+	if _, _, err := d.GetJob(ctx, done.ID); !errors.Is(err, fencedtype.ErrNotFound) {
 		t.Fatalf("deleted job: %v", err)
 	}
 	var history int
@@ -202,11 +202,11 @@ func TestJobDeleteFinished(t *testing.T) {
 	}
 }
 
-func TestJobFenceAdvance(t *testing.T) {
+func TestAdvanceFencesOfJobs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, _ := setupJobs(t)
-	if _, err := d.FenceAdvance(ctx, 10); err != nil { // before any job: no sqlite_sequence row yet
+	if _, err := d.AdvanceFences(ctx, 10); err != nil { // before any job: no sqlite_sequence row yet
 		t.Fatal(err)
 	}
 	ref := claimOne(t, d, 3, "w", time.Hour)
@@ -214,7 +214,7 @@ func TestJobFenceAdvance(t *testing.T) {
 		t.Fatalf("first job id %d, want past 10", ref.ID)
 	}
 	first := enqueue(t, d, newJob("q"))[0]
-	if _, err := d.FenceAdvance(ctx, 1000); err != nil {
+	if _, err := d.AdvanceFences(ctx, 1000); err != nil {
 		t.Fatal(err)
 	}
 	j, _ := getJob(t, d, ref.ID)
@@ -225,7 +225,7 @@ func TestJobFenceAdvance(t *testing.T) {
 		t.Fatalf("queued job fence %d, want 1000", q.Fence)
 	}
 	wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: ref, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, ref.Fence+1000, "")
-	if n, err := d.JobRecover(ctx, nil, 10, noBackoff); err != nil || n != 1 {
+	if n, err := d.RecoverJobs(ctx, nil, 10, noBackoff); err != nil || n != 1 {
 		t.Fatalf("recover: %d, %v", n, err)
 	}
 	if again := claim(t, d, "q", "w", 10, time.Hour); len(again) != 2 || again[0].Fence <= 1000 || again[1].Fence <= 1000 {
@@ -240,7 +240,7 @@ func TestJobFenceAdvance(t *testing.T) {
 	if _, err := d.DB().ExecContext(ctx, `DELETE FROM fenced_jobs`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.FenceAdvance(ctx, 5); err != nil {
+	if _, err := d.AdvanceFences(ctx, 5); err != nil {
 		t.Fatal(err)
 	}
 	if last := enqueue(t, d, newJob("q"))[0]; last.ID <= next.ID+5 {

@@ -11,10 +11,10 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// leaseAcquireSQL grants a free lease with fence+1 (a new name starts above
+// acquireLeaseSQL grants a free lease with fence+1 (a new name starts above
 // the fence floor) or extends the same owner's unexpired lease keeping its
 // fence. excluded.updated_us carries the statement's clock reading.
-const leaseAcquireSQL = `
+const acquireLeaseSQL = `
 INSERT INTO fenced_leases AS l (name, owner, fence, expires_us, released, updated_us)
 SELECT ?1, ?2, m.fence_floor + 1, n.t + ?3, 0, n.t
 FROM (SELECT ` + nowUS + ` AS t) n, fenced_meta m WHERE true
@@ -28,16 +28,16 @@ ON CONFLICT (name) DO UPDATE SET
 WHERE l.released OR l.expires_us <= excluded.updated_us OR l.owner = excluded.owner
 RETURNING name, owner, fence, expires_us, released, 1, updated_us`
 
-// leaseRenewSQL extends the lease iff name, owner and fence match and it is
+// renewLeaseSQL extends the lease iff name, owner and fence match and it is
 // unreleased and unexpired by the database clock.
-const leaseRenewSQL = `
+const renewLeaseSQL = `
 UPDATE fenced_leases SET expires_us = ` + nowUS + ` + ?4, updated_us = ` + nowUS + `
 WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND NOT released AND expires_us > ` + nowUS + `
 RETURNING name, owner, fence, expires_us, released, 1, updated_us`
 
-// leaseReleaseSQL marks the generation released; matching an already released
+// releaseLeaseSQL marks the generation released; matching an already released
 // generation again is success. The row and its fence stay.
-const leaseReleaseSQL = `
+const releaseLeaseSQL = `
 UPDATE fenced_leases SET released = 1, expires_us = MIN(expires_us, ` + nowUS + `), updated_us = ` + nowUS + `
 WHERE name = ?1 AND owner = ?2 AND fence = ?3
 RETURNING name, owner, fence, expires_us, released, 0, updated_us`
@@ -46,9 +46,9 @@ const leaseSelect = `
 SELECT l.name, l.owner, l.fence, l.expires_us, l.released, NOT l.released AND l.expires_us > n.t, n.t
 FROM fenced_leases l, (SELECT ` + nowUS + ` AS t) n`
 
-const leaseGetSQL = leaseSelect + ` WHERE l.name = ?1`
+const getLeaseSQL = leaseSelect + ` WHERE l.name = ?1`
 
-const leaseListSQL = leaseSelect + ` ORDER BY l.name`
+const listLeasesSQL = leaseSelect + ` ORDER BY l.name`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -62,15 +62,15 @@ func scanLease(row scanner) (*fencedtype.Lease, error) {
 	return &l, nil
 }
 
-// LeaseAcquire implements driver.Driver. The decision and, when it refuses,
+// AcquireLease implements driver.Driver. The decision and, when it refuses,
 // the read that names the holder run in one write transaction, so the
 // diagnosis sees exactly the state that decided.
-func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) (*fencedtype.Lease, error) {
+func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
 	var l, cur *fencedtype.Lease
 	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
-		l, err = scanLease(tx.QueryRowContext(ctx, leaseAcquireSQL, p.Name, p.Owner, p.TTL.Microseconds()))
+		l, err = scanLease(tx.QueryRowContext(ctx, acquireLeaseSQL, p.Name, p.Owner, p.TTL.Microseconds()))
 		if errors.Is(err, sql.ErrNoRows) {
-			cur, err = scanLease(tx.QueryRowContext(ctx, leaseGetSQL, p.Name))
+			cur, err = scanLease(tx.QueryRowContext(ctx, getLeaseSQL, p.Name))
 		}
 		return err
 	})
@@ -83,14 +83,14 @@ func (d *Driver) LeaseAcquire(ctx context.Context, p driver.LeaseAcquireParams) 
 	return l, nil
 }
 
-// LeaseRenew implements driver.Driver.
-func (d *Driver) LeaseRenew(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
-	return d.leaseWrite(ctx, "renew", ref, leaseRenewSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds())
+// RenewLease implements driver.Driver.
+func (d *Driver) RenewLease(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
+	return d.leaseWrite(ctx, "renew", ref, renewLeaseSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds())
 }
 
-// LeaseRelease implements driver.Driver.
-func (d *Driver) LeaseRelease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
-	return d.leaseWrite(ctx, "release", ref, leaseReleaseSQL, ref.Name, ref.Owner, ref.Fence)
+// ReleaseLease implements driver.Driver.
+func (d *Driver) ReleaseLease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
+	return d.leaseWrite(ctx, "release", ref, releaseLeaseSQL, ref.Name, ref.Owner, ref.Fence)
 }
 
 // leaseWrite runs one conditional lease statement; zero rows becomes the
@@ -103,7 +103,7 @@ func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
 		l, err = scanLease(tx.QueryRowContext(ctx, query, args...))
 		if errors.Is(err, sql.ErrNoRows) {
 			failed = true
-			cur, err = scanLease(tx.QueryRowContext(ctx, leaseGetSQL, ref.Name))
+			cur, err = scanLease(tx.QueryRowContext(ctx, getLeaseSQL, ref.Name))
 			if errors.Is(err, sql.ErrNoRows) {
 				cur, err = nil, nil
 			}
@@ -119,9 +119,9 @@ func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
 	return l, nil
 }
 
-// LeaseGet implements driver.Driver.
-func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.db.QueryRowContext(ctx, leaseGetSQL, name))
+// GetLease implements driver.Driver.
+func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
+	l, err := scanLease(d.db.QueryRowContext(ctx, getLeaseSQL, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fencedtype.ErrNotFound
 	}
@@ -131,9 +131,9 @@ func (d *Driver) LeaseGet(ctx context.Context, name string) (*fencedtype.Lease, 
 	return l, nil
 }
 
-// LeaseList implements driver.Driver.
-func (d *Driver) LeaseList(ctx context.Context) ([]*fencedtype.Lease, error) {
-	rows, err := d.db.QueryContext(ctx, leaseListSQL)
+// ListLeases implements driver.Driver.
+func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
+	rows, err := d.db.QueryContext(ctx, listLeasesSQL)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}

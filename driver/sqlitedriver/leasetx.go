@@ -28,7 +28,7 @@ func (d *Driver) GuardLease(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef
 	if !errors.Is(err, errGuardFailed) {
 		return err
 	}
-	cur, err := scanLease(tx.QueryRowContext(ctx, leaseGetSQL, ref.Name))
+	cur, err := scanLease(tx.QueryRowContext(ctx, getLeaseSQL, ref.Name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return fencedtype.ErrNotFound
 	}

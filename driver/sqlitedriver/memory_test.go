@@ -37,13 +37,13 @@ func TestInMemoryDatabaseIsRefused(t *testing.T) {
 		if v, err := d.Migrate(ctx); err != nil || len(v) != 0 {
 			t.Errorf("open %q: migrated again on another connection: %v, %v", path, v, err)
 		}
-		a, errA := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "x", Owner: "A", TTL: time.Minute})
+		a, errA := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "x", Owner: "A", TTL: time.Minute})
 		second, err := d.DB().Conn(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		first.Close()
-		b, errB := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "x", Owner: "B", TTL: time.Minute})
+		b, errB := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "x", Owner: "B", TTL: time.Minute})
 		second.Close()
 		if errA == nil && errB == nil {
 			t.Errorf("open %q: lease granted to A (fence %d) and to B (fence %d) at once", path, a.Fence, b.Fence)

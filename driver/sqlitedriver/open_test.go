@@ -40,7 +40,7 @@ func TestOpenPathCannotCarrySettings(t *testing.T) {
 		t.Errorf("synchronous = %d, busy_timeout = %d; want 2 (FULL) and 30000", sync, busy)
 	}
 
-	l, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "a", Owner: "A", TTL: time.Minute})
+	l, err := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "a", Owner: "A", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestOpenPathCannotCarrySettings(t *testing.T) {
 		defer o.Close()
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		if _, err := o.LeaseAcquire(short, driver.LeaseAcquireParams{Name: "b", Owner: "B", TTL: time.Minute}); err == nil {
+		if _, err := o.AcquireLease(short, driver.AcquireLeaseParams{Name: "b", Owner: "B", TTL: time.Minute}); err == nil {
 			t.Errorf("another process wrote while the fenced transaction was open")
 		}
 		return nil

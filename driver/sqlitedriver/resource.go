@@ -11,9 +11,9 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// resourceWriteSQL stores the value iff the writer's fence is at least the
+// writeResourceSQL stores the value iff the writer's fence is at least the
 // stored one: the whole decision is this one statement.
-const resourceWriteSQL = `
+const writeResourceSQL = `
 INSERT INTO fenced_resources AS r (key, value, fence, version, updated_us)
 VALUES (?1, ?2, ?3, 1, ` + nowUS + `)
 ON CONFLICT (key) DO UPDATE SET
@@ -32,8 +32,8 @@ WHERE key = ?1 AND op_id = ?2`
 const resourceOpGetSQL = `
 SELECT fence, accepted, version, current_fence, digest FROM fenced_resource_ops WHERE key = ?1 AND op_id = ?2`
 
-// ResourceWrite implements driver.Driver.
-func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams) (*fencedtype.ResourceWrite, error) {
+// WriteResource implements driver.Driver.
+func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams) (*fencedtype.ResourceWrite, error) {
 	var res driver.ResourceOutcome
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		if p.OperationID != "" {
@@ -64,9 +64,9 @@ func (d *Driver) ResourceWrite(ctx context.Context, p driver.ResourceWriteParams
 	return res.Result(p)
 }
 
-func resourceWrite(ctx context.Context, tx *sql.Tx, p driver.ResourceWriteParams) (driver.ResourceOutcome, error) {
+func resourceWrite(ctx context.Context, tx *sql.Tx, p driver.WriteResourceParams) (driver.ResourceOutcome, error) {
 	o := driver.ResourceOutcome{Fence: p.Fence}
-	err := tx.QueryRowContext(ctx, resourceWriteSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
+	err := tx.QueryRowContext(ctx, writeResourceSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
 	if err == nil {
 		o.Accepted = true
 		return o, nil
@@ -78,8 +78,8 @@ func resourceWrite(ctx context.Context, tx *sql.Tx, p driver.ResourceWriteParams
 	return o, err
 }
 
-// ResourceGet implements driver.Driver.
-func (d *Driver) ResourceGet(ctx context.Context, key string) (*fencedtype.Resource, error) {
+// ReadResource implements driver.Driver.
+func (d *Driver) ReadResource(ctx context.Context, key string) (*fencedtype.Resource, error) {
 	var r fencedtype.Resource
 	var us int64
 	err := d.db.QueryRowContext(ctx, `SELECT key, value, fence, version, updated_us FROM fenced_resources WHERE key = ?1`, key).

@@ -28,7 +28,7 @@ func TestPanicInFencedTxRollsBack(t *testing.T) {
 		run()
 	}
 	ref := claimOne(t, d, 3, "w", time.Minute)
-	l, err := d.LeaseAcquire(ctx, driver.LeaseAcquireParams{Name: "a", Owner: "A", TTL: time.Minute})
+	l, err := d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: "a", Owner: "A", TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestPanicInFencedTxRollsBack(t *testing.T) {
 	})
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	errs, err := d.JobFinish(short, nil, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndFail, Error: "panic"}})
+	errs, err := d.EndJobs(short, nil, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndFail, Error: "panic"}})
 	if err != nil || errs[0] != nil {
 		t.Fatalf("fail the attempt after a panic in its JobTx: %v, %v", err, errs)
 	}
@@ -48,7 +48,7 @@ func TestPanicInFencedTxRollsBack(t *testing.T) {
 	})
 	short2, cancel2 := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel2()
-	if _, err := d.LeaseRelease(short2, driver.LeaseRef{Name: l.Name, Owner: l.Owner, Fence: l.Fence}); err != nil {
+	if _, err := d.ReleaseLease(short2, driver.LeaseRef{Name: l.Name, Owner: l.Owner, Fence: l.Fence}); err != nil {
 		t.Fatalf("release after a panic in its LeaseTx: %v", err)
 	}
 }

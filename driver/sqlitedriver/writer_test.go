@@ -24,20 +24,20 @@ func TestAWriterWaitingForTheLockHonoursItsContext(t *testing.T) {
 	if _, err := c.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.Acquire(ctx, "a", "A", time.Minute)
+	l, err := c.AcquireLease(ctx, "a", "A", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = c.LeaseTx(ctx, *l, func(fenced.Tx) error {
 		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		_, err := c.Acquire(short, "b", "A", time.Minute) // outside the tx: must wait
+		_, err := c.AcquireLease(short, "b", "A", time.Minute) // outside the tx: must wait
 		return err
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("nested write = %v, want its context's deadline", err)
 	}
-	if _, err := c.Acquire(ctx, "b", "A", time.Minute); err != nil {
+	if _, err := c.AcquireLease(ctx, "b", "A", time.Minute); err != nil {
 		t.Fatalf("writers wedged after the nested write gave up: %v", err)
 	}
 }

@@ -343,7 +343,7 @@ func (r *run) drain(ctx context.Context) error {
 	deadline := time.Now().Add(r.o.Drain)
 	var left int64
 	for time.Now().Before(deadline) {
-		counts, err := r.c.JobCounts(ctx)
+		counts, err := r.c.CountJobs(ctx)
 		if err == nil {
 			left = 0
 			for _, c := range counts {

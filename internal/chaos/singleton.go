@@ -118,7 +118,7 @@ func leaseOutput(l *fenced.Lease) linmodel.Output {
 func (s *singleton) acquire(name string) *fenced.Lease {
 	var got *fenced.Lease
 	s.do(linmodel.Input{Kind: linmodel.Acquire, Name: name, Owner: s.owner}, func(ctx context.Context) (linmodel.Output, error) {
-		l, err := s.c.Acquire(ctx, name, s.owner, s.ttl)
+		l, err := s.c.AcquireLease(ctx, name, s.owner, s.ttl)
 		if err != nil {
 			return linmodel.Output{}, err
 		}
@@ -132,7 +132,7 @@ func (s *singleton) renew(l fenced.Lease) (*fenced.Lease, linmodel.Output) {
 	var got *fenced.Lease
 	out := s.do(linmodel.Input{Kind: linmodel.Renew, Name: l.Name, Owner: l.Owner, Fence: l.Fence},
 		func(ctx context.Context) (linmodel.Output, error) {
-			r, err := s.c.Renew(ctx, l, s.ttl)
+			r, err := s.c.RenewLease(ctx, l, s.ttl)
 			if err != nil {
 				return linmodel.Output{}, err
 			}
@@ -145,7 +145,7 @@ func (s *singleton) renew(l fenced.Lease) (*fenced.Lease, linmodel.Output) {
 func (s *singleton) release(l fenced.Lease) {
 	s.do(linmodel.Input{Kind: linmodel.Release, Name: l.Name, Owner: l.Owner, Fence: l.Fence},
 		func(ctx context.Context) (linmodel.Output, error) {
-			_, err := s.c.Release(ctx, l)
+			_, err := s.c.ReleaseLease(ctx, l)
 			return linmodel.Output{Result: linmodel.OK}, err
 		})
 }
@@ -201,7 +201,7 @@ func (s *singleton) counter(name string) {
 
 func (s *singleton) get(name string) {
 	s.do(linmodel.Input{Kind: linmodel.Get, Name: name}, func(ctx context.Context) (linmodel.Output, error) {
-		l, err := s.c.Get(ctx, name)
+		l, err := s.c.GetLease(ctx, name)
 		if err != nil {
 			return linmodel.Output{}, err
 		}

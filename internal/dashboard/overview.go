@@ -75,7 +75,7 @@ func (h *Handler) load(ctx context.Context) (*overview, error) {
 	if o.Now, err = h.c.DatabaseTime(ctx); err != nil {
 		o.Now = time.Time{} // a backend without a clock: each job's DecidedAt instead
 	}
-	counts, err := h.c.JobCounts(ctx)
+	counts, err := h.c.CountJobs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
@@ -86,7 +86,7 @@ func (h *Handler) load(ctx context.Context) (*overview, error) {
 	if err := h.loadFailures(ctx, o); err != nil {
 		return nil, err
 	}
-	if o.Leases, err = h.c.List(ctx); err != nil {
+	if o.Leases, err = h.c.ListLeases(ctx); err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
 	if o.Now.IsZero() && len(o.Leases) > 0 {

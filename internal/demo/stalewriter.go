@@ -40,7 +40,7 @@ func staleWriter(ctx context.Context, e *env) []Step {
 	steps = append(steps, Step{Who: "A", Action: fmt.Sprintf("acquire lease (ttl %s)", staleWriterTTL),
 		Expected: "granted, a new fence", Observed: fmt.Sprintf("granted, fence %d", f), Match: func() bool { return f > 0 }})
 
-	_, err = e.c.Acquire(ctx, name, "B", time.Minute)
+	_, err = e.c.AcquireLease(ctx, name, "B", time.Minute)
 	add("B", "acquire lease while A holds it", "refused: held by A", refusal(err))
 
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -55,7 +55,7 @@ func staleWriter(ctx context.Context, e *env) []Step {
 	}
 	add("—", "wait until the lease expires by the database clock", "expired", waitExpired(ctx, e.c, name))
 
-	b, err := e.c.Acquire(ctx, name, "B", time.Minute)
+	b, err := e.c.AcquireLease(ctx, name, "B", time.Minute)
 	add("B", "acquire lease", fmt.Sprintf("granted, fence %d", f+1), granted(b, err))
 	bFence := int64(0)
 	if b != nil {
@@ -144,7 +144,7 @@ func accepted(w *fenced.ResourceWrite, err error) string {
 func waitExpired(ctx context.Context, c *fenced.Client, name string) string {
 	deadline := time.Now().Add(staleWriterTTL + 30*time.Second)
 	for time.Now().Before(deadline) {
-		l, err := c.Get(ctx, name)
+		l, err := c.GetLease(ctx, name)
 		if err != nil {
 			return "error: " + err.Error()
 		}

@@ -40,7 +40,7 @@ func Worker(ctx context.Context, args []string) int {
 		return 1
 	}
 	defer c.Close()
-	l, err := c.Acquire(ctx, *name, *owner, *ttl)
+	l, err := c.AcquireLease(ctx, *name, *owner, *ttl)
 	if err != nil {
 		fmt.Printf("error %v\n", err)
 		return 1

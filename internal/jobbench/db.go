@@ -134,7 +134,7 @@ func (db *benchDB) close() {
 // checkQueue refuses a queue that holds unfinished jobs: the workers would
 // run them, and the benchmark would count them.
 func (db *benchDB) checkQueue(ctx context.Context, queue string) error {
-	counts, err := db.c.JobCounts(ctx)
+	counts, err := db.c.CountJobs(ctx)
 	if err != nil {
 		return err
 	}

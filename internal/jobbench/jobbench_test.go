@@ -25,7 +25,7 @@ func counts(t *testing.T, url, queue string) map[fenced.JobState]int64 {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	all, err := c.JobCounts(ctx(t))
+	all, err := c.CountJobs(ctx(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,13 +51,13 @@ func BenchmarkRenew(b *testing.B) {
 		var n atomic.Int64
 		b.Run("Library", func(b *testing.B) {
 			parallel(b, func(pb *testing.PB) {
-				l, err := c.Acquire(context.Background(), fmt.Sprint("lib-", n.Add(1)), "o", time.Minute)
+				l, err := c.AcquireLease(context.Background(), fmt.Sprint("lib-", n.Add(1)), "o", time.Minute)
 				if err != nil {
 					b.Error(err)
 					return
 				}
 				for i := 0; pb.Next(); i++ {
-					if _, err := c.Renew(context.Background(), *l, renewTTL(i)); err != nil {
+					if _, err := c.RenewLease(context.Background(), *l, renewTTL(i)); err != nil {
 						b.Error(err)
 						return
 					}

@@ -23,7 +23,7 @@ func (s *Server) health(r *http.Request) (*reply, error) {
 	t, err := s.c.DatabaseTime(ctx)
 	if errors.Is(err, errors.ErrUnsupported) {
 		// A backend without a clock read: any answer from it will do.
-		if _, err = s.c.Get(ctx, "fenced:healthz"); errors.Is(err, fenced.ErrNotFound) {
+		if _, err = s.c.GetLease(ctx, "fenced:healthz"); errors.Is(err, fenced.ErrNotFound) {
 			err = nil
 		}
 	}

@@ -168,7 +168,7 @@ func (s *Server) heartbeat(r *http.Request) (*reply, error) {
 // diagnose says why a heartbeat extended nothing: the job's stale error,
 // or not found.
 func (s *Server) diagnose(ctx context.Context, ref fenced.JobRef) error {
-	row, _, err := s.c.Driver().JobGet(ctx, ref.ID)
+	row, _, err := s.c.Driver().GetJob(ctx, ref.ID)
 	if errors.Is(err, fenced.ErrNotFound) {
 		return jobNotFound(ref.ID, err)
 	}

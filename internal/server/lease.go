@@ -34,7 +34,7 @@ func (s *Server) acquire(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.c.Acquire(r.Context(), r.PathValue("name"), req.Owner, ttl)
+	l, err := s.c.AcquireLease(r.Context(), r.PathValue("name"), req.Owner, ttl)
 	switch {
 	case err == nil:
 		s.metrics.acquires.WithLabelValues("acquired").Inc()
@@ -68,7 +68,7 @@ func (s *Server) renew(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.c.Renew(r.Context(), fenced.Lease{Name: r.PathValue("name"), Owner: req.Owner, Fence: fence}, ttl)
+	l, err := s.c.RenewLease(r.Context(), fenced.Lease{Name: r.PathValue("name"), Owner: req.Owner, Fence: fence}, ttl)
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
@@ -92,7 +92,7 @@ func (s *Server) release(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := s.c.Release(r.Context(), fenced.Lease{Name: r.PathValue("name"), Owner: req.Owner, Fence: fence})
+	l, err := s.c.ReleaseLease(r.Context(), fenced.Lease{Name: r.PathValue("name"), Owner: req.Owner, Fence: fence})
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
@@ -101,7 +101,7 @@ func (s *Server) release(r *http.Request) (*reply, error) {
 
 // getLease: GET /v1/leases/{name} → the lease, held by the database clock.
 func (s *Server) getLease(r *http.Request) (*reply, error) {
-	l, err := s.c.Get(r.Context(), r.PathValue("name"))
+	l, err := s.c.GetLease(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
@@ -116,7 +116,7 @@ type leasesReply struct {
 
 // listLeases: GET /v1/leases → {"leases": [...]}.
 func (s *Server) listLeases(r *http.Request) (*reply, error) {
-	ls, err := s.c.List(r.Context())
+	ls, err := s.c.ListLeases(r.Context())
 	if err != nil {
 		return nil, err
 	}

@@ -127,7 +127,7 @@ func (j jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
 func (j jobsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	counts, err := j.c.JobCounts(ctx)
+	counts, err := j.c.CountJobs(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(jobsDesc, fmt.Errorf("job counts: %w", err))
 		return

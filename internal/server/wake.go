@@ -72,7 +72,7 @@ func (w *waker) wakeAll() {
 // reports whether it does. The listener reconnects with backoff until ctx
 // ends; waiting claims also poll, so a broken listener only slows them.
 func (s *Server) listen(ctx context.Context) bool {
-	n, ok := s.c.Driver().(driver.JobNotifier)
+	n, ok := s.c.Driver().(driver.JobListener)
 	if !ok {
 		return false
 	}
@@ -81,7 +81,7 @@ func (s *Server) listen(ctx context.Context) bool {
 		for ctx.Err() == nil {
 			start := time.Now()
 			s.wake.wakeAll()
-			err := n.JobListen(ctx, s.wake.wake)
+			err := n.ListenJobs(ctx, s.wake.wake)
 			if ctx.Err() != nil {
 				return
 			}
