@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -17,6 +18,9 @@ type Config struct {
 	// measured on its monotonic reading), and exists so tests can skew it.
 	// Default time.Now.
 	Now func() time.Time
+	// Logger receives what the Client does in the background (the job
+	// notification listener's reconnects). Default: discarded.
+	Logger *slog.Logger
 }
 
 // Client is the user's handle on fenced: leases, fenced transactions, the
@@ -26,6 +30,7 @@ type Client struct {
 	d      driver.Driver
 	now    func() time.Time
 	closer bool
+	waker  *jobWaker
 }
 
 // New returns a Client over d. Close does not close d.
@@ -33,7 +38,10 @@ func New(d driver.Driver, cfg Config) *Client {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Client{d: d, now: cfg.Now}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{d: d, now: cfg.Now, waker: newJobWaker(d, cfg.Logger)}
 }
 
 // Driver returns the backend driver.

@@ -202,7 +202,18 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 			return nil, err
 		}
 	}
-	return c.d.Enqueue(ctx, tx, in)
+	out, err := c.d.Enqueue(ctx, tx, in)
+	if err == nil && tx == nil {
+		// Committed: wake this Client's waiters on those queues. (Inside
+		// the caller's transaction the jobs exist only once it commits;
+		// a backend that notifies wakes them then, others poll.)
+		for _, r := range out {
+			if !r.Existing {
+				c.waker.wake(r.Job.Queue)
+			}
+		}
+	}
+	return out, err
 }
 
 // GetJob reads a job and its attempt history (the running attempt last).

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -76,7 +75,6 @@ type Worker struct {
 	endClaims context.CancelFunc
 	stopFetch chan struct{}
 	stopBg    context.CancelFunc
-	wake      map[string]chan struct{}
 	ends      chan endRequest
 	fetchWG   sync.WaitGroup
 	jobsWG    sync.WaitGroup
@@ -185,19 +183,17 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.claimCtx, w.endClaims = context.WithCancel(ctx)
 	w.stopFetch = make(chan struct{})
 	w.ends = make(chan endRequest)
-	w.wake = map[string]chan struct{}{}
-	for q := range w.cfg.Queues {
-		w.wake[q] = make(chan struct{}, 1)
-	}
 	bg, stopBg := context.WithCancel(ctx)
 	w.stopBg = stopBg
-	w.bgWG.Add(2)
+	w.bgWG.Add(3)
 	go w.heartbeats(bg)
 	go w.completer(bg)
-	if n, ok := w.c.d.(driver.JobListener); ok {
-		w.bgWG.Add(1)
-		go w.listen(bg, n)
-	}
+	release := w.c.ListenForJobs() // enqueues anywhere wake idle queues
+	go func() {
+		defer w.bgWG.Done()
+		<-bg.Done()
+		release()
+	}()
 	for q, n := range w.cfg.Queues {
 		w.fetchWG.Add(1)
 		go w.fetch(q, n)
@@ -263,27 +259,6 @@ func (w *Worker) cancelAll(cause error) {
 	defer w.mu.Unlock()
 	for _, a := range w.active {
 		a.cancel(cause)
-	}
-}
-
-// wakeQueue nudges an idle queue's fetch loop.
-func (w *Worker) wakeQueue(q string) {
-	if ch, ok := w.wake[q]; ok {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// listen wakes queues on the backend's enqueue notifications.
-func (w *Worker) listen(ctx context.Context, n driver.JobListener) {
-	defer w.bgWG.Done()
-	for ctx.Err() == nil {
-		if err := n.ListenJobs(ctx, w.wakeQueue); err != nil && ctx.Err() == nil {
-			w.log.Warn("fenced: job notifications interrupted", "err", err)
-			sleepCtx(ctx, w.cfg.PollInterval)
-		}
 	}
 }
 

@@ -43,6 +43,9 @@ func (w *Worker) fetch(queue string, concurrency int) {
 			return
 		default:
 		}
+		// Registered before the claim: an enqueue while it runs wakes the
+		// wait below.
+		woken, waited := w.c.WaitForJobs(queue)
 		claimedAt := w.c.now() // the lease runs from before the statement
 		jobs, err := w.c.ClaimJobs(w.claimCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL)
 		if err != nil && w.runCtx.Err() == nil {
@@ -61,15 +64,16 @@ func (w *Worker) fetch(queue string, concurrency int) {
 			}()
 		}
 		if len(jobs) < free { // the queue is drained (or failing): wait
+			poll := time.NewTimer(w.cfg.PollInterval)
 			select {
-			case <-w.wake[queue]:
-			case <-time.After(w.cfg.PollInterval):
+			case <-woken:
+			case <-poll.C:
 			case <-w.stopFetch:
-				return
 			case <-w.runCtx.Done():
-				return
 			}
+			poll.Stop()
 		}
+		waited()
 	}
 }
 

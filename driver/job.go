@@ -105,7 +105,9 @@ func WithRunningAttempt(j *fencedtype.Job, ended []fencedtype.JobAttempt) []fenc
 // JobListener is implemented by backends that can wake idle workers when
 // jobs are enqueued (PostgreSQL LISTEN/NOTIFY). Others are polled.
 type JobListener interface {
-	// ListenJobs calls wake with a queue name whenever jobs were enqueued in
-	// it, until ctx ends or the connection fails.
-	ListenJobs(ctx context.Context, wake func(queue string)) error
+	// ListenJobs calls listening once it listens (every enqueue committed
+	// after that is notified; the caller wakes every waiter then, for those
+	// it missed before), then wake with a queue name whenever jobs were
+	// enqueued in it, until ctx ends or the connection fails.
+	ListenJobs(ctx context.Context, listening func(), wake func(queue string)) error
 }

@@ -224,11 +224,30 @@ func runWorker(t *testing.T, b Backend) {
 			"ping": func(ctx context.Context, j *fenced.JobRun) error { done <- struct{}{}; return nil },
 		})
 		time.Sleep(100 * time.Millisecond) // let the worker find the queue empty and idle
-		e.enqueue(t, fenced.EnqueueParams{Kind: "ping"})
+		// Through another client, so that only the database's notification
+		// can wake it: the poll is an hour.
+		other := e.b.open(t, e.url, fenced.Config{})
+		_, _, err := other.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "ping"})
+		wantNoErr(t, err, "enqueue")
 		select {
-		case <-done: // only a notification can have woken it: the poll is an hour
+		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Fatal("idle worker not woken by the enqueue")
+		}
+	})
+	t.Run("AnIdleWorkerIsWokenByItsOwnClientsEnqueue", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		done := make(chan struct{}, 1)
+		e.newWorker(t, fenced.WorkerConfig{PollInterval: time.Hour}, map[string]fenced.Handler{
+			"ping": func(ctx context.Context, j *fenced.JobRun) error { done <- struct{}{}; return nil },
+		})
+		time.Sleep(100 * time.Millisecond) // let the worker find the queue empty and idle
+		e.enqueue(t, fenced.EnqueueParams{Kind: "ping"})
+		select {
+		case <-done: // on every backend, without polling: the poll is an hour
+		case <-time.After(10 * time.Second):
+			t.Fatal("idle worker not woken by its own client's enqueue")
 		}
 	})
 }

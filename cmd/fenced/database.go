@@ -29,7 +29,12 @@ func (a *app) databaseURL() string {
 // open connects to the database and applies any pending migrations, so every
 // command works on a fresh database.
 func (a *app) open(ctx context.Context) (*fenced.Client, error) {
-	c, err := a.connect(ctx)
+	return a.openWith(ctx, fenced.Config{})
+}
+
+// openWith is open with a Client configuration.
+func (a *app) openWith(ctx context.Context, cfg fenced.Config) (*fenced.Client, error) {
+	c, err := a.connectWith(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +47,11 @@ func (a *app) open(ctx context.Context) (*fenced.Client, error) {
 
 // connect opens the database without migrating it.
 func (a *app) connect(ctx context.Context) (*fenced.Client, error) {
-	c, err := fenced.Open(ctx, a.databaseURL(), fenced.Config{})
+	return a.connectWith(ctx, fenced.Config{})
+}
+
+func (a *app) connectWith(ctx context.Context, cfg fenced.Config) (*fenced.Client, error) {
+	c, err := fenced.Open(ctx, a.databaseURL(), cfg)
 	if err != nil {
 		if errors.Is(err, fenced.ErrInvalid) {
 			return nil, err // already names the URL, redacted

@@ -133,7 +133,7 @@ func (a *app) tokens(file string) ([]string, error) {
 // shutdownTimeout), the maintenance releases its lease.
 func (a *app) serve(ctx context.Context, o serveOptions) error {
 	log := slog.New(slog.NewTextHandler(a.stderr, nil))
-	c, err := a.open(ctx)
+	c, err := a.openWith(ctx, fenced.Config{Logger: log})
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@
 //     MySQL, utf8mb4_nopad_bin on MariaDB.)
 //   - Migrations are DDL, which commits implicitly: they run under a named
 //     lock (GET_LOCK) and every statement in them is idempotent.
-//   - No LISTEN/NOTIFY exists, so the driver is not a driver.JobNotifier and
+//   - No LISTEN/NOTIFY exists, so the driver is not a driver.JobListener and
 //     idle workers poll.
 //   - A grant lost in a crash would be granted twice, so the server must
 //     commit durably: Open refuses a server whose

@@ -20,7 +20,7 @@ import (
 // no outcome (the driver's clock is UTC_TIMESTAMP(6)).
 //
 // The suite skips one test here, AnIdleWorkerIsWokenByEnqueue: it needs
-// enqueue notifications (driver.JobNotifier), and MySQL and MariaDB have
+// enqueue notifications (driver.JobListener), and MySQL and MariaDB have
 // nothing like PostgreSQL's LISTEN/NOTIFY to push them; idle workers poll.
 var Backend = fencedtest.Backend{
 	Name:        "mysql",

@@ -88,7 +88,7 @@ SELECT name, owner, fence, expires_at, released, NOT released AND expires_at > `
 FROM fenced_leases`
 
 const (
-	getLeaseSQL  = leaseSelect + ` WHERE name = ?`
+	getLeaseSQL   = leaseSelect + ` WHERE name = ?`
 	listLeasesSQL = leaseSelect + ` ORDER BY name`
 )
 

@@ -12,5 +12,5 @@ const (
 	// attempt under, which the driver matches against the caller's.
 	endReportedFence = `fence`
 	endFenceMatch    = `j.fence = e.fence`
-	guardFenceMatch     = `j.fence = $2`
+	guardFenceMatch  = `j.fence = $2`
 )

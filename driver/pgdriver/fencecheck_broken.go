@@ -15,5 +15,5 @@ const (
 	// attempt under, which the driver matches against the caller's.
 	endReportedFence = `ended_fence`
 	endFenceMatch    = `e.fence IS NOT NULL`
-	guardFenceMatch     = `$2::bigint IS NOT NULL`
+	guardFenceMatch  = `$2::bigint IS NOT NULL`
 )

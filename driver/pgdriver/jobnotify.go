@@ -10,10 +10,10 @@ import (
 
 var _ driver.JobListener = (*Driver)(nil)
 
-// ListenJobs implements driver.JobNotifier: it holds one pooled connection
+// ListenJobs implements driver.JobListener: it holds one pooled connection
 // LISTENing on the channel the enqueue trigger notifies, and calls wake with
 // each notified queue name until ctx ends or the connection fails.
-func (d *Driver) ListenJobs(ctx context.Context, wake func(queue string)) error {
+func (d *Driver) ListenJobs(ctx context.Context, listening func(), wake func(queue string)) error {
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("listen for jobs: %w", err)
@@ -29,6 +29,7 @@ func (d *Driver) ListenJobs(ctx context.Context, wake func(queue string)) error 
 	if _, err := conn.Exec(ctx, `LISTEN fenced_jobs`); err != nil {
 		return fmt.Errorf("listen for jobs: %w", err)
 	}
+	listening()
 	for {
 		n, err := conn.Conn().WaitForNotification(ctx)
 		if err != nil {

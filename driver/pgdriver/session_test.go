@@ -47,7 +47,7 @@ func TestJobListenLeavesNoListenerInThePool(t *testing.T) {
 	woke := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- d.ListenJobs(lctx, func(q string) {
+		done <- d.ListenJobs(lctx, func() {}, func(q string) {
 			select {
 			case woke <- q:
 			default:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/testdb"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // claimResult is a claim sent in the background.
@@ -38,9 +39,7 @@ func (e *env) claimAsync(queue string, body map[string]any) <-chan claimResult {
 func (e *env) waitWaiting(queue string) {
 	e.t.Helper()
 	waitFor(e.t, "a claim waiting on "+queue, func() bool {
-		e.srv.wake.mu.Lock()
-		defer e.srv.wake.mu.Unlock()
-		return e.srv.wake.queues[queue] != nil
+		return testutil.ToFloat64(e.srv.metrics.waiting.WithLabelValues(queue)) > 0
 	})
 }
 

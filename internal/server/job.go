@@ -65,7 +65,6 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.wake.wake(j.Queue)
 	rep := ok(enqueueReply{wire.Enqueued{Job: *j, Existing: existing}, j.DecidedAt.UTC()}, j.DecidedAt)
 	if !existing {
 		rep.status = http.StatusCreated

@@ -82,13 +82,14 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, ttl, wait time.Duration) ([]*fenced.Job, error) {
 	deadline := time.Now().Add(wait)
 	for {
-		woken, done := s.wake.wait(queue)
+		woken, done := s.c.WaitForJobs(queue)
 		jobs, err := s.c.ClaimJobs(ctx, queue, owner, limit, ttl)
 		left := time.Until(deadline)
 		if err != nil || len(jobs) > 0 || left <= 0 {
 			done()
 			return jobs, err
 		}
+		s.metrics.waiting.WithLabelValues(queue).Inc()
 		timer := time.NewTimer(min(left, s.cfg.PollEvery))
 		select {
 		case <-woken:
@@ -97,6 +98,7 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 		case <-s.closing:
 		}
 		timer.Stop()
+		s.metrics.waiting.WithLabelValues(queue).Dec()
 		done()
 		if ctx.Err() != nil || s.isClosing() {
 			return nil, nil

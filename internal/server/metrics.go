@@ -18,6 +18,7 @@ import (
 //
 //	fenced_jobs{queue,state}                   gauge: jobs now, read from the database at each scrape
 //	fenced_job_claims_total{queue}             jobs claimed through this server (jobs, not calls)
+//	fenced_job_claims_waiting{queue}           long-polling claims now waiting for a job
 //	fenced_job_completions_total               completions accepted
 //	fenced_job_failures_total                  fail requests accepted (retried or dead-lettered alike)
 //	fenced_job_recoveries_total                expired running jobs taken back by this server's maintenance
@@ -36,6 +37,7 @@ type metrics struct {
 	reg         *prometheus.Registry
 	requests    *prometheus.HistogramVec
 	claims      *prometheus.CounterVec
+	waiting     *prometheus.GaugeVec
 	completions prometheus.Counter
 	failures    prometheus.Counter
 	recovered   prometheus.Counter
@@ -55,6 +57,10 @@ func newMetrics(c *fenced.Client) *metrics {
 		claims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fenced_job_claims_total",
 			Help: "Jobs claimed through this server, by queue (each claimed job counts once).",
+		}, []string{"queue"}),
+		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fenced_job_claims_waiting",
+			Help: "Long-polling claims now waiting for a job, by queue.",
 		}, []string{"queue"}),
 		completions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fenced_job_completions_total",
@@ -90,7 +96,7 @@ func newMetrics(c *fenced.Client) *metrics {
 			m.stale.WithLabelValues(kind, string(r))
 		}
 	}
-	m.reg.MustRegister(m.requests, m.claims, m.completions, m.failures, m.recovered, m.acquires, m.stale,
+	m.reg.MustRegister(m.requests, m.claims, m.waiting, m.completions, m.failures, m.recovered, m.acquires, m.stale,
 		jobsCollector{c: c}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -75,13 +75,11 @@ type Server struct {
 	auth    *auth
 	cop     *http.CrossOriginProtection
 	metrics *metrics
-	wake    *waker
 	log     *slog.Logger
 
 	closing   chan struct{} // closed by Close: waiting claims return
 	closeOnce sync.Once
 	stopBg    context.CancelFunc
-	bg        sync.WaitGroup
 	maint     *fenced.Maintainer
 }
 
@@ -105,12 +103,13 @@ func New(c *fenced.Client, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{c: c, cfg: cfg, auth: a, cop: http.NewCrossOriginProtection(),
-		metrics: newMetrics(c), wake: newWaker(), log: cfg.Logger, closing: make(chan struct{})}
+		metrics: newMetrics(c), log: cfg.Logger, closing: make(chan struct{})}
 	s.api = s.routes()
 
 	ctx, stop := context.WithCancel(context.Background())
-	s.stopBg = stop
-	if s.listen(ctx) && s.cfg.PollEvery <= 0 {
+	release := c.ListenForJobs() // enqueues anywhere wake long polls
+	s.stopBg = func() { stop(); release() }
+	if c.NotifiesEnqueues() && s.cfg.PollEvery <= 0 {
 		s.cfg.PollEvery = notifiedPollEvery
 	}
 	if s.cfg.PollEvery <= 0 {
@@ -137,8 +136,9 @@ func New(c *fenced.Client, cfg Config) (*Server, error) {
 }
 
 // Close makes waiting claims return at once (with what they have: no jobs)
-// and stops the job listener and the maintenance (which releases its
-// lease). Requests in flight finish; call it before http.Server.Shutdown.
+// and stops the maintenance (which releases its lease). Requests in flight
+// finish; call it before http.Server.Shutdown. The Client, with its job
+// listener, stays open: its owner closes it.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.closing)
@@ -146,7 +146,6 @@ func (s *Server) Close() {
 			s.maint.Stop()
 		}
 		s.stopBg()
-		s.bg.Wait()
 	})
 }
 
