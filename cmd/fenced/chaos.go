@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/fenced/fenced/internal/chaos"
 	"github.com/spf13/cobra"
@@ -11,10 +12,11 @@ import (
 
 // chaosFlags are the flags of "fenced chaos".
 type chaosFlags struct {
-	o      chaos.Options
-	long   bool
-	report string
-	asJSON bool
+	o        chaos.Options
+	long     bool
+	report   string
+	asJSON   bool
+	failover string
 }
 
 func newChaosCmd(a *app) *cobra.Command {
@@ -56,6 +58,7 @@ gives the same fault schedule. Exits 1 on any anomaly.`,
 	fl.DurationVar(&f.o.KillEvery, "kill-every", d.KillEvery, "mean interval between kills (0: none)")
 	fl.DurationVar(&f.o.ConnKillEvery, "conn-kill-every", d.ConnKillEvery, "mean interval between connection kills (0: none)")
 	fl.BoolVar(&f.o.RestartPostgres, "restart-postgres", false, "restart PostgreSQL once, halfway (pg_ctlcluster)")
+	fl.StringVar(&f.failover, "failover", "", "instead, run this command once, halfway, to kill the primary of an HA cluster (e.g. 'scripts/ha-cluster kill-primary DIR'); --db names every host with target_session_attrs=read-write")
 	fl.DurationVar(&f.o.ClockSkew, "clock-skew", d.ClockSkew, "largest offset of a worker's clock, either way")
 	fl.StringVar(&f.o.Dir, "dir", "", "keep histories and worker logs in this directory")
 	fl.StringVar(&f.report, "report", "", "also write the report as JSON to this file")
@@ -109,6 +112,7 @@ func (a *app) chaos(cmd *cobra.Command, f *chaosFlags) error {
 		o.ConnKillEvery = changed(fl.Changed("conn-kill-every"), o.ConnKillEvery, l.ConnKillEvery)
 		o.RestartPostgres = changed(fl.Changed("restart-postgres"), o.RestartPostgres, l.RestartPostgres)
 	}
+	o.Failover = strings.Fields(f.failover)
 	o.URL = a.databaseURL()
 	if o.URL == "" {
 		return usage("chaos needs a PostgreSQL database: --db postgres://… or FENCED_DATABASE_URL")

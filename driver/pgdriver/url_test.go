@@ -23,3 +23,25 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestParseURLOfSeveralHosts: a URL naming a primary and its standby, to
+// be followed across a promotion, keeps both hosts and the read-write
+// check (pgx tries them in order and keeps the first that accepts writes).
+func TestParseURLOfSeveralHosts(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgdriver.ParseURL("postgres://u@10.0.0.1:6541,10.0.0.2:6542/db?target_session_attrs=read-write")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.ConnConfig
+	standby := false // pgx adds a fallback per host and TLS mode
+	for _, f := range c.Fallbacks {
+		standby = standby || f.Host == "10.0.0.2" && f.Port == 6542
+	}
+	if c.Host != "10.0.0.1" || c.Port != 6541 || !standby {
+		t.Fatalf("hosts = %s:%d, standby among the fallbacks: %v", c.Host, c.Port, standby)
+	}
+	if c.ValidateConnect == nil {
+		t.Fatal("target_session_attrs=read-write set no check of the session")
+	}
+}

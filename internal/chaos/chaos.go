@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,13 @@ type Options struct {
 	// /etc/postgresql).
 	RestartPostgres bool
 	RestartCommand  []string
+	// Failover runs this command once, halfway, instead of a restart: it
+	// kills the primary of a high-availability cluster (for example
+	// scripts/ha-cluster kill-primary DIR), whose manager promotes the
+	// standby. URL names every host (target_session_attrs=read-write), so
+	// clients follow the new primary. The run measures the time from the
+	// command's start to the first write that succeeds afterwards.
+	Failover []string
 	// ClockSkew is the largest offset, either way, of a worker's clock.
 	ClockSkew time.Duration
 	// Drain bounds the wait for the last jobs after the faulty phase.
@@ -143,6 +151,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("duration: %s is under 5s: %w", o.Duration, fenced.ErrInvalid)
 	case o.JobTTL < 100*time.Millisecond || o.LeaseTTL < 100*time.Millisecond:
 		return fmt.Errorf("ttl: job and lease TTLs must be at least 100ms: %w", fenced.ErrInvalid)
+	case o.RestartPostgres && len(o.Failover) > 0:
+		return fmt.Errorf("restart and failover: choose one fault for the middle of the run: %w", fenced.ErrInvalid)
 	}
 	return nil
 }
@@ -304,7 +314,7 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 
 	rep := &Report{Seed: o.Seed, Seconds: faultyFor.Seconds(), Workers: o.Workers, Enqueued: enq.n.Load(),
 		Pauses: n.count[faultPause], Kills: n.count[faultKill], ConnKills: n.count[faultConnKill],
-		Restarts: n.count[faultRestart], FaultsMissed: n.fails[faultPause] + n.fails[faultKill] + n.fails[faultConnKill] + n.fails[faultRestart]}
+		Restarts: n.count[faultRestart], FaultsMissed: n.fails[faultPause] + n.fails[faultKill] + n.fails[faultConnKill] + n.fails[faultRestart] + n.fails[faultFailover]}
 	r.mu.Lock()
 	rep.Processes, rep.Crashes = r.spawned, len(r.crashes)
 	for _, c := range r.crashes {
@@ -316,6 +326,10 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	}
 	if o.RestartPostgres && n.count[faultRestart] == 0 {
 		rep.anomaly(anomalyNemesis, "PostgreSQL was not restarted: %s", n.lastErr[faultRestart])
+	}
+	rep.Failovers, rep.ResumeSeconds = n.count[faultFailover], n.resume.Seconds()
+	if len(o.Failover) > 0 && n.count[faultFailover] == 0 {
+		rep.anomaly(anomalyNemesis, "the failover did not happen: %s", n.lastErr[faultFailover])
 	}
 	if err := check(ctx, r, rep, enq.confirmed()); err != nil {
 		return nil, err
@@ -400,6 +414,9 @@ func reproduce(o *Options) string {
 		u, o.Seed, o.Duration, o.Workers, o.JobsPerSecond, o.JobTTL, o.PauseEvery, o.KillEvery, o.ConnKillEvery, o.ClockSkew)
 	if o.RestartPostgres {
 		s += " --restart-postgres"
+	}
+	if len(o.Failover) > 0 {
+		s += fmt.Sprintf(" --failover '%s'", strings.Join(o.Failover, " "))
 	}
 	return s
 }

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"slices"
 	"time"
+
+	"github.com/fenced/fenced"
 )
 
 // A fault the nemesis injects.
@@ -18,6 +20,7 @@ const (
 	faultKill     faultKind = "kill"      // SIGKILL a worker and start a replacement
 	faultConnKill faultKind = "conn-kill" // pg_terminate_backend on a worker's connection
 	faultRestart  faultKind = "restart"   // restart PostgreSQL
+	faultFailover faultKind = "failover"  // kill the primary; the HA manager promotes the standby
 )
 
 // fault is one scheduled fault.
@@ -61,6 +64,9 @@ func schedule(o *Options) []fault {
 	if o.RestartPostgres {
 		out = append(out, fault{at: o.Duration / 2, kind: faultRestart})
 	}
+	if len(o.Failover) > 0 {
+		out = append(out, fault{at: o.Duration / 2, kind: faultFailover})
+	}
 	slices.SortStableFunc(out, func(a, b fault) int { return cmp.Compare(a.at, b.at) })
 	return out
 }
@@ -71,6 +77,7 @@ type nemesis struct {
 	count   map[faultKind]int
 	fails   map[faultKind]int    // faults that could not be injected (no target, or an error)
 	lastErr map[faultKind]string // why, the last time
+	resume  time.Duration        // failover: from the kill to the first write that succeeded
 }
 
 // run injects each fault at its time until the schedule ends or ctx does.
@@ -106,6 +113,8 @@ func (n *nemesis) inject(ctx context.Context, f fault) error {
 		return n.r.killConnection(ctx, f.pick)
 	case faultRestart:
 		return n.restart(ctx)
+	case faultFailover:
+		return n.failover()
 	}
 	return fmt.Errorf("unknown fault %q", f.kind)
 }
@@ -135,6 +144,37 @@ func (n *nemesis) restart(ctx context.Context) error {
 		case <-rctx.Done():
 			return fmt.Errorf("PostgreSQL did not come back: %w", err)
 		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// failover runs the failover command (which kills the primary) and then
+// writes until a write succeeds on the new primary, timing it from the
+// command's start. The probe is a resource no worker touches.
+func (n *nemesis) failover() error {
+	cmd := n.r.o.Failover
+	n.r.logf("nemesis: failover: %v", cmd)
+	rctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := exec.CommandContext(rctx, cmd[0], cmd[1:]...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %v: %s", cmd, err, out)
+	}
+	killed := time.Since(start)
+	for probe := int64(1); ; probe++ {
+		wctx, wcancel := context.WithTimeout(rctx, 2*time.Second)
+		_, err = n.r.c.WriteResource(wctx, "chaos-failover-probe", []byte("probe"), probe, fenced.WriteOptions{})
+		wcancel()
+		if err == nil {
+			n.resume = time.Since(start)
+			n.r.logf("nemesis: failover: killed in %s, first write succeeded %s after the kill began", killed.Round(time.Millisecond), n.resume.Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-rctx.Done():
+			return fmt.Errorf("no write succeeded after the failover: %w", err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

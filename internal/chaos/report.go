@@ -33,13 +33,18 @@ type Report struct {
 	Unknown       int            `json:"unknown_outcomes"`
 	UnknownCauses map[string]int `json:"unknown_causes,omitempty"`
 
-	Pauses       int `json:"pauses"`
-	Kills        int `json:"kills"`
-	ConnKills    int `json:"connection_kills"`
-	Restarts     int `json:"restarts"`
-	FaultsMissed int `json:"faults_missed"`       // scheduled faults with no target at the time
-	Crashes      int `json:"crashes"`             // workers that exited on their own
-	Deliberate   int `json:"deliberate_failures"` // attempts the workload failed on purpose
+	Pauses    int `json:"pauses"`
+	Kills     int `json:"kills"`
+	ConnKills int `json:"connection_kills"`
+	Restarts  int `json:"restarts"`
+	// Failovers is 1 when the primary was killed and the standby promoted;
+	// ResumeSeconds the time from the kill to the first write that
+	// succeeded on the new primary.
+	Failovers     int     `json:"failovers"`
+	ResumeSeconds float64 `json:"failover_resume_s"`
+	FaultsMissed  int     `json:"faults_missed"`       // scheduled faults with no target at the time
+	Crashes       int     `json:"crashes"`             // workers that exited on their own
+	Deliberate    int     `json:"deliberate_failures"` // attempts the workload failed on purpose
 
 	StaleRejected int            `json:"stale_writes_rejected"`
 	Stale         map[string]int `json:"stale_by_kind"`
@@ -101,6 +106,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("kills", r.Kills)
 	row("connection kills", r.ConnKills)
 	row("PostgreSQL restarts", r.Restarts)
+	if r.Failovers > 0 {
+		row("failovers", fmt.Sprintf("%d (first write %.1fs after the kill)", r.Failovers, r.ResumeSeconds))
+	}
 	row("worker crashes", r.Crashes)
 	if r.FaultsMissed > 0 {
 		row("faults skipped", fmt.Sprintf("%d (no target then, e.g. half the workers paused, or an error)", r.FaultsMissed))

@@ -1,0 +1,96 @@
+package chaos_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced/internal/chaos"
+)
+
+// haScript is the repository's HA cluster script.
+var haScript, _ = filepath.Abs("../../scripts/ha-cluster")
+
+// haCluster starts a primary and a standby under pg_auto_failover on ports
+// from port (scripts/ha-cluster, which installs the package when missing)
+// and returns the cluster's directory and multi-host URL; the cluster is
+// stopped and removed when the test ends. Outside CI it skips when it
+// cannot run: not root, or pg_autoctl not installed.
+func haCluster(t *testing.T, mode string, port int) (dir, url string) {
+	t.Helper()
+	ci := os.Getenv("CI") == "true"
+	if os.Geteuid() != 0 {
+		if ci {
+			t.Fatal("the failover scenario runs as root (it starts PostgreSQL as postgres)")
+		}
+		t.Skip("the failover scenario runs as root")
+	}
+	if _, err := exec.LookPath("pg_autoctl"); err != nil && !ci {
+		t.Skip("pg_autoctl is not installed (apt-get install postgresql-15-auto-failover, or run .ci/run)")
+	}
+	tmp, err := os.MkdirTemp("", "fenced-ha-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(tmp) // the script creates it, owned by postgres
+	env := append(os.Environ(), "FENCED_HA_PORT="+strconv.Itoa(port))
+	stop := func() {
+		cmd := exec.Command(haScript, "stop", tmp)
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("stop the cluster: %v\n%s", err, out)
+		}
+	}
+	t.Cleanup(stop)
+	start := time.Now()
+	cmd := exec.Command(haScript, "start", tmp, mode)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("start the %s cluster: %v\n%s", mode, err, out)
+	}
+	t.Logf("%s cluster up in %s", mode, time.Since(start).Round(time.Second))
+	return tmp, strings.TrimSpace(string(out))
+}
+
+// TestFailoverSynchronous is the failover scenario with synchronous
+// replication: the chaos workload (workers, leases, resource writes,
+// job-fenced business writes, pauses, kills, connection kills) runs against
+// the cluster's multi-host URL; halfway, the primary's keeper and
+// PostgreSQL are killed with SIGKILL and pg_auto_failover promotes the
+// standby; the load goes on against the new primary. Every checker must
+// pass: no acknowledged grant or completion is lost, no fence is granted
+// twice.
+func TestFailoverSynchronous(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	dir, url := haCluster(t, "sync", 6540)
+	o := chaos.DefaultOptions()
+	o.URL, o.Log = url, logWriter{t}
+	o.Duration = 45 * time.Second // the failover halfway, then load on the new primary
+	o.Failover = []string{haScript, "kill-primary", dir}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	t.Log("\n" + table.String())
+	if rep.Failovers != 1 {
+		t.Fatalf("failovers: %d, want 1", rep.Failovers)
+	}
+	if rep.AnomalyCount != 0 {
+		t.Fatalf("%d anomalies across a synchronous failover", rep.AnomalyCount)
+	}
+	if rep.Jobs == 0 || rep.Succeeded == 0 || rep.Grants == 0 {
+		t.Errorf("workload: %d jobs, %d succeeded, %d grants", rep.Jobs, rep.Succeeded, rep.Grants)
+	}
+}
