@@ -1,6 +1,7 @@
 package fencedtest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -44,6 +45,45 @@ func runCancelJob(t *testing.T, b Backend) {
 		if r.State != fenced.JobQueued {
 			t.Fatalf("retried = %+v", r)
 		}
+	})
+}
+
+// runRetryJob: a failed or cancelled job goes back to queued with as many
+// attempts again as it had; a job in any other state is refused with the
+// state it is in, and nothing changes (design §6.6).
+func runRetryJob(t *testing.T, b Backend) {
+	t.Run("OnlyAFailedOrCancelledJobIsRequeued", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
+		refused := func(state fenced.JobState) {
+			t.Helper()
+			_, err := e.c.RetryJob(ctx(t), j.ID)
+			var se *fenced.JobStateError
+			if !errors.Is(err, fenced.ErrJobNotFinished) || !errors.As(err, &se) || se.Op != "retry" || se.ID != j.ID || se.State != state {
+				t.Fatalf("retry of a %s job: %v", state, err)
+			}
+			if got, _ := e.job(t, j.ID); got.State != state {
+				t.Fatalf("a refused retry changed the job: %+v", got)
+			}
+		}
+		refused(fenced.JobQueued)
+		a := e.claimOne(t, "A", long)
+		refused(fenced.JobRunning)
+		wantNoErr(t, e.c.FailJob(ctx(t), a.Ref(), "boom", 0, false), "fail")
+		r, err := e.c.RetryJob(ctx(t), j.ID)
+		wantNoErr(t, err, "retry a failed job")
+		if r.State != fenced.JobQueued || r.MaxAttempts != 2 || r.FinishedAt != nil || r.RunAt.After(r.DecidedAt) {
+			t.Fatalf("retried = %+v", r)
+		}
+		a = e.claimOne(t, "A", long)
+		if a.ID != j.ID || a.Attempt != 2 || a.Fence != 2 {
+			t.Fatalf("claim after the retry = %+v", a)
+		}
+		wantNoErr(t, e.c.CompleteJob(ctx(t), a.Ref(), nil), "complete")
+		refused(fenced.JobSucceeded)
+		_, err = e.c.RetryJob(ctx(t), 999999)
+		wantErrIs(t, err, fenced.ErrNotFound)
 	})
 }
 

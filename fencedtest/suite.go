@@ -73,6 +73,7 @@ func Run(t *testing.T, b Backend) {
 		{"ReportProgress", runReportProgress},
 		{"JobTx", runJobTx},
 		{"CancelJob", runCancelJob},
+		{"RetryJob", runRetryJob},
 		{"GetJob", runGetJob},
 		{"ListJobs", runListJobs},
 		{"RecoverJobs", runRecoverJobs},
