@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	_ "github.com/fenced/fenced/driver/sqlitedriver"
 )
 
 // A stale holder's write is rejected once a newer generation was granted.

@@ -1,6 +1,7 @@
 package fencedtest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -42,4 +43,22 @@ func runClockSkew(t *testing.T, b Backend) {
 			k.Stop()
 		})
 	}
+}
+
+// runDatabaseTime: the clock reading the library reports is the one its
+// decisions use (design §3).
+func runDatabaseTime(t *testing.T, b Backend) {
+	t.Run("DatabaseTimeReadsTheClockDecisionsUse", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		l := e.acquire(t, "x", "A", long)
+		now, err := e.c.DatabaseTime(ctx(t))
+		if errors.Is(err, errors.ErrUnsupported) {
+			t.Skip("this backend cannot read its clock on its own")
+		}
+		wantNoErr(t, err, "database time")
+		if now.Before(l.DecidedAt) || now.Sub(l.DecidedAt) > 10*time.Second {
+			t.Fatalf("database time %s read after a decision at %s", now, l.DecidedAt)
+		}
+	})
 }

@@ -1,12 +1,8 @@
 package fencedtest
 
 import (
-	"cmp"
 	"errors"
-	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -14,7 +10,10 @@ import (
 	"github.com/fenced/fenced"
 )
 
-func runJobEnds(t *testing.T, b Backend) {
+// runEndJobs: the final write of an attempt — complete, fail (retry or dead
+// letter), snooze, cancel — each guarded by its own fence, in batches or in
+// the caller's transaction, judged at the write (design §6.5).
+func runEndJobs(t *testing.T, b Backend) {
 	t.Run("FailRetriesThenDeadLetters", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -90,64 +89,6 @@ func runJobEnds(t *testing.T, b Backend) {
 			t.Fatalf("state = %s, want failed after its one counted attempt", got.State)
 		}
 	})
-	t.Run("ProgressIsStored", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		a := e.claimOne(t, "A", long)
-		p := fenced.Progress{Stage: "copy", Counters: map[string]int64{"rows": 42}}
-		wantNoErr(t, e.c.ReportProgress(ctx(t), a.Ref(), p), "progress")
-		if got, _ := e.job(t, j.ID); string(got.Progress) == "" || !strings.Contains(string(got.Progress), `"rows"`) {
-			t.Fatalf("progress = %s", got.Progress)
-		}
-	})
-	t.Run("CancelQueuedAtOnceRunningOnRequest", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		q := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Delay: time.Hour})
-		c, err := e.c.CancelJob(ctx(t), q.ID)
-		wantNoErr(t, err, "cancel queued")
-		if c.State != fenced.JobCancelled || c.FinishedAt == nil {
-			t.Fatalf("cancelled = %+v", c)
-		}
-		e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		a := e.claimOne(t, "A", long)
-		c, err = e.c.CancelJob(ctx(t), a.ID)
-		wantNoErr(t, err, "cancel running")
-		if c.State != fenced.JobRunning || !c.CancelRequested {
-			t.Fatalf("after cancel request = %+v", c)
-		}
-		hb, err := e.c.HeartbeatJobs(ctx(t), []fenced.JobRef{a.Ref()}, long)
-		wantNoErr(t, err, "heartbeat")
-		if len(hb.CancelRequested) != 1 {
-			t.Fatalf("heartbeat = %+v", hb)
-		}
-		errs, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: a.Ref(), Kind: fenced.EndCancel, Error: "stopped"}})
-		if err != nil || errs[0] != nil {
-			t.Fatalf("cancel end: %v %v", err, errs)
-		}
-		got, attempts := e.job(t, a.ID)
-		if got.State != fenced.JobCancelled || len(attempts) != 1 || attempts[0].Outcome != "cancelled" {
-			t.Fatalf("final = %+v %+v", got, attempts)
-		}
-		r, err := e.c.RetryJob(ctx(t), a.ID)
-		wantNoErr(t, err, "retry cancelled")
-		if r.State != fenced.JobQueued {
-			t.Fatalf("retried = %+v", r)
-		}
-	})
-	t.Run("UnknownJobIsNotFound", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		ghost := fenced.JobRef{ID: 999999, Fence: 1}
-		wantErrIs(t, e.c.CompleteJob(ctx(t), ghost, nil), fenced.ErrNotFound)
-		_, _, err := e.c.GetJob(ctx(t), ghost.ID)
-		wantErrIs(t, err, fenced.ErrNotFound)
-		_, err = e.c.CancelJob(ctx(t), ghost.ID)
-		wantErrIs(t, err, fenced.ErrNotFound)
-		err = e.c.JobTx(ctx(t), ghost, func(fenced.Tx) error { return nil })
-		wantErrIs(t, err, fenced.ErrNotFound)
-	})
 	t.Run("BatchEndGuardsEachJobByItsOwnFence", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -169,55 +110,40 @@ func runJobEnds(t *testing.T, b Backend) {
 			t.Fatalf("forged end changed job: %+v", got)
 		}
 	})
-	t.Run("OverlappingBatchWritesDoNotDeadlock", func(t *testing.T) {
+	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
+	t.Run("CompleteInALongerTransactionJudgesTheLeaseAtTheWrite", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		for range 3 {
-			overlappingBatchWrites(t, e, 200)
+		other := e.b.open(t, e.url, fenced.Config{})
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		a := e.claimOne(t, "A", 500*time.Millisecond)
+		l := e.acquire(t, "own-tx", "A", long)
+		// The caller's transaction begins while the attempt's lease is
+		// valid; by the time it completes the job the lease has run out.
+		// Expiry is the database clock at the write, not at the start of
+		// the transaction (design §3: clock_timestamp(), not now()).
+		err := e.c.LeaseTx(ctx(t), *l, func(tx fenced.Tx) error {
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				now, err := other.DatabaseTime(ctx(t))
+				if err != nil {
+					return err
+				}
+				if now.After(a.LeaseExpiresAt.Add(200 * time.Millisecond)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("database clock never passed the attempt's lease")
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return e.c.CompleteJobTx(ctx(t), tx, a.Ref(), "late")
+		})
+		wantStale(t, err, a.Fence, a.Fence, "", fenced.ReasonExpired)
+		if cur, _ := e.job(t, j.ID); cur.State != fenced.JobRunning || len(cur.Output) != 0 {
+			t.Fatalf("a completion after the lease ran out changed the job: %+v", cur)
 		}
 	})
-}
-
-// overlappingBatchWrites claims n jobs, heartbeats them from two callers in
-// opposite orders at once, then ends them in a shuffled order while a third
-// heartbeat names them in reverse: each job's row is locked by statements
-// that wait for one another, and none may fail (PostgreSQL aborts one
-// statement of a deadlock).
-func overlappingBatchWrites(t *testing.T, e *env, n int) {
-	t.Helper()
-	ps := make([]fenced.EnqueueParams, n)
-	for i := range ps {
-		ps[i] = fenced.EnqueueParams{Kind: "k"}
-	}
-	_, err := e.c.EnqueueMany(ctx(t), nil, ps)
-	wantNoErr(t, err, "enqueue")
-	jobs := e.claim(t, fenced.DefaultQueue, "A", n, long)
-	up, down := make([]fenced.JobRef, n), make([]fenced.JobRef, n)
-	ends := make([]fenced.JobEnd, n)
-	for i, j := range jobs {
-		up[i], down[n-1-i] = j.Ref(), j.Ref()
-		ends[i] = fenced.JobEnd{Ref: j.Ref(), Kind: fenced.EndComplete}
-	}
-	slices.SortFunc(up, func(a, b fenced.JobRef) int { return cmp.Compare(a.ID, b.ID) })
-	slices.SortFunc(down, func(a, b fenced.JobRef) int { return cmp.Compare(b.ID, a.ID) })
-	newRand().Shuffle(n, func(a, b int) { ends[a], ends[b] = ends[b], ends[a] })
-	var wg sync.WaitGroup
-	var hbErrs [3]error
-	var endErrs []error
-	var endErr error
-	wg.Go(func() { _, hbErrs[0] = e.c.HeartbeatJobs(ctx(t), up, long) })
-	wg.Go(func() { _, hbErrs[1] = e.c.HeartbeatJobs(ctx(t), down, long) })
-	wg.Wait()
-	wg.Go(func() { _, hbErrs[2] = e.c.HeartbeatJobs(ctx(t), down, long) })
-	wg.Go(func() { endErrs, endErr = e.c.EndJobs(ctx(t), nil, ends) })
-	wg.Wait()
-	for i, err := range hbErrs {
-		wantNoErr(t, err, fmt.Sprintf("heartbeat %d", i))
-	}
-	wantNoErr(t, endErr, "end jobs")
-	for i, err := range endErrs {
-		wantNoErr(t, err, fmt.Sprintf("end job %d", ends[i].Ref.ID))
-	}
 }
 
 // A job asked to cancel ends cancelled even when its worker fails or snoozes

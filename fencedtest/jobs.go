@@ -4,25 +4,11 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fenced/fenced"
 )
-
-// runJobs is the job-queue half of the suite (design §6).
-func runJobs(t *testing.T, b Backend) {
-	t.Run("StateMachine", func(t *testing.T) { t.Parallel(); jobStateMachine(t, b) })
-	t.Run("Claims", func(t *testing.T) { t.Parallel(); runJobClaims(t, b) })
-	t.Run("StaleWorker", func(t *testing.T) { t.Parallel(); runStaleWorker(t, b) })
-	t.Run("Enqueue", func(t *testing.T) { t.Parallel(); runEnqueue(t, b) })
-	t.Run("Ends", func(t *testing.T) { t.Parallel(); runJobEnds(t, b) })
-	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
-	t.Run("Recovery", func(t *testing.T) { t.Parallel(); runRecovery(t, b) })
-	t.Run("Worker", func(t *testing.T) { t.Parallel(); runWorker(t, b) })
-	t.Run("NothingLost", func(t *testing.T) { t.Parallel(); runNothingLost(t, b) })
-}
 
 func (e *env) enqueue(t *testing.T, p fenced.EnqueueParams) *fenced.Job {
 	t.Helper()
@@ -61,6 +47,8 @@ func (e *env) recoverExpired(t *testing.T, id int64) *fenced.Job {
 	return e.recoverWith(t, id, fenced.Backoff{Base: time.Microsecond, Max: time.Microsecond})
 }
 
+// jobStateMachine walks one job through enqueue, claim, complete and the
+// writes its finished state refuses (design §6.1).
 func jobStateMachine(t *testing.T, b Backend) {
 	e := setup(t, b)
 	j := e.enqueue(t, fenced.EnqueueParams{Kind: "email", Args: map[string]string{"to": "a@example.com"}})
@@ -86,108 +74,6 @@ func jobStateMachine(t *testing.T, b Backend) {
 	if len(attempts) != 1 || attempts[0].Outcome != "succeeded" || attempts[0].Fence != 1 || attempts[0].Owner != "A" || attempts[0].EndedAt == nil {
 		t.Fatalf("history = %+v", attempts)
 	}
-}
-
-func runJobClaims(t *testing.T, b Backend) {
-	t.Run("TwoWorkersOneJobExactlyOneWins", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		other := e.b.open(t, e.url, fenced.Config{})
-		e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		var wg sync.WaitGroup
-		got := make([]int, 2)
-		for i, c := range []*fenced.Client{e.c, other} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				jobs, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, []string{"A", "B"}[i], 1, long)
-				if err != nil {
-					t.Errorf("claim: %v", err)
-				}
-				got[i] = len(jobs)
-			}()
-		}
-		wg.Wait()
-		if got[0]+got[1] != 1 {
-			t.Fatalf("claims got %v jobs, want exactly one in all", got)
-		}
-	})
-	t.Run("TwoWorkersTenJobsGetDifferentJobs", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		other := e.b.open(t, e.url, fenced.Config{})
-		for range 10 {
-			e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		}
-		var mu sync.Mutex
-		seen := map[int64]string{}
-		var wg sync.WaitGroup
-		for i, c := range []*fenced.Client{e.c, other} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				owner := []string{"A", "B"}[i]
-				for {
-					jobs, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, owner, 3, long)
-					if err != nil {
-						t.Errorf("claim: %v", err)
-						return
-					}
-					if len(jobs) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, j := range jobs {
-						if prev, dup := seen[j.ID]; dup {
-							t.Errorf("job %d claimed by %s and %s", j.ID, prev, owner)
-						}
-						seen[j.ID] = owner
-					}
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-		if len(seen) != 10 {
-			t.Fatalf("claimed %d distinct jobs, want 10", len(seen))
-		}
-	})
-	t.Run("OrderIsPriorityThenRunAtThenID", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		low := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 5})
-		first := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 0})
-		second := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 0})
-		early := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 1, RunAt: time.Now().Add(-time.Hour)})
-		late := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 1, RunAt: time.Now().Add(-time.Minute)})
-		e.enqueue(t, fenced.EnqueueParams{Kind: "k", Delay: time.Hour}) // not due
-		e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "other"})   // another queue
-		jobs := e.claim(t, fenced.DefaultQueue, "A", 10, long)
-		want := []int64{first.ID, second.ID, early.ID, late.ID, low.ID}
-		if len(jobs) != len(want) {
-			t.Fatalf("claimed %d jobs, want %d", len(jobs), len(want))
-		}
-		got := map[int64]bool{}
-		for _, j := range jobs {
-			got[j.ID] = true
-		}
-		for _, id := range want {
-			if !got[id] {
-				t.Fatalf("job %d not claimed", id)
-			}
-		}
-		// The order of a batch is the claim order: check it one at a time.
-		e2 := setup(t, b)
-		ids := []int64{}
-		for _, p := range []int{5, 0, 0, 1} {
-			ids = append(ids, e2.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: p}).ID)
-		}
-		for _, wantID := range []int64{ids[1], ids[2], ids[3], ids[0]} {
-			if j := e2.claimOne(t, "A", long); j.ID != wantID {
-				t.Fatalf("claimed %d, want %d", j.ID, wantID)
-			}
-		}
-	})
 }
 
 // runStaleWorker: A claims (fence f), its lease expires, recovery runs, B

@@ -1,48 +1,16 @@
 package fencedtest
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/fenced/fenced"
 )
 
-// runJobLocks checks the row locks of the job queue (design §5.1, §6): a
-// claim skips rows other transactions hold instead of waiting for them, and
-// while a job-fenced transaction is open its attempt cannot be taken back
-// and re-claimed, so what it commits was written under a current fence.
-func runJobLocks(t *testing.T, b Backend) {
-	t.Run("ClaimSkipsARowLockedByAnotherTransaction", func(t *testing.T) {
-		t.Parallel()
-		if b.Name == "sqlite" {
-			t.Skip("SQLite has one writer: nothing to skip, a claim waits for the write lock")
-		}
-		e := setup(t, b)
-		other := e.b.open(t, e.url, fenced.Config{})
-		first := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 0})
-		second := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Priority: 1})
-		l := e.acquire(t, "locker", "L", long)
-		err := e.c.LeaseTx(ctx(t), *l, func(tx fenced.Tx) error {
-			rows, err := tx.Query(ctx(t), e.b.bind(`SELECT id FROM fenced_jobs WHERE id = $1 FOR UPDATE`), first.ID)
-			if err != nil {
-				return err
-			}
-			rows.Close()
-			cctx, cancel := context.WithTimeout(ctx(t), 5*time.Second)
-			defer cancel()
-			jobs, err := other.ClaimJobs(cctx, fenced.DefaultQueue, "B", 1, long)
-			if err != nil {
-				t.Errorf("claim while another transaction holds the first job's row: %v (did it wait instead of skipping?)", err)
-				return nil
-			}
-			if len(jobs) != 1 || jobs[0].ID != second.ID {
-				t.Errorf("claim while the first job's row is locked got %d jobs %v, want job %d", len(jobs), jobs, second.ID)
-			}
-			return nil
-		})
-		wantNoErr(t, err, "lease tx")
-	})
+// runJobTx: while a job-fenced transaction is open its attempt cannot be
+// taken back and re-claimed, so what it commits was written under a current
+// fence (design §5.1, §6.4).
+func runJobTx(t *testing.T, b Backend) {
 	t.Run("AttemptIsNotTakenOverWhileItsJobTxIsOpen", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

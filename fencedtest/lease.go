@@ -10,7 +10,10 @@ import (
 
 const long = time.Minute
 
-func runLease(t *testing.T, b Backend) {
+// runAcquireLease: a free lease is granted with the next fence, a held one
+// is refused with its holder, and the same owner re-acquiring keeps its
+// generation only while it is unexpired and unreleased (design §4.1).
+func runAcquireLease(t *testing.T, b Backend) {
 	t.Run("FirstAcquireGrantsFenceOne", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -69,6 +72,18 @@ func runLease(t *testing.T, b Backend) {
 		e.waitExpired(t, "job")
 		wantFence(t, e.acquire(t, "job", "A", long), 2)
 	})
+	t.Run("SameOwnerAcquireAfterReleaseIsNewGeneration", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		a := e.acquire(t, "job", "A", long)
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "release")
+		wantFence(t, e.acquire(t, "job", "A", long), 2)
+	})
+}
+
+// runRenewLease: only the current, unexpired, unreleased generation renews,
+// keeping its fence; anything else is stale with the reason (design §4.2).
+func runRenewLease(t *testing.T, b Backend) {
 	t.Run("RenewExtendsAndKeepsFence", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -113,6 +128,12 @@ func runLease(t *testing.T, b Backend) {
 		_, err := e.c.RenewLease(ctx(t), *a, long)
 		wantStale(t, err, 1, 1, "", fenced.ReasonReleased)
 	})
+}
+
+// runReleaseLease: a release keeps the row and its fence, is idempotent for
+// its own generation, and is stale once another generation exists
+// (design §4.3).
+func runReleaseLease(t *testing.T, b Backend) {
 	t.Run("ReleaseKeepsRowAndNextGrantContinues", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -130,13 +151,6 @@ func runLease(t *testing.T, b Backend) {
 		}
 		wantFence(t, e.acquire(t, "job", "B", long), 2)
 		wantFence(t, e.acquire(t, "other", "B", long), 1)
-	})
-	t.Run("SameOwnerAcquireAfterReleaseIsNewGeneration", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		a := e.acquire(t, "job", "A", long)
-		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "release")
-		wantFence(t, e.acquire(t, "job", "A", long), 2)
 	})
 	t.Run("ReleaseTwiceIsFine", func(t *testing.T) {
 		t.Parallel()
@@ -165,6 +179,12 @@ func runLease(t *testing.T, b Backend) {
 		forged.Owner = "B"
 		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), forged)), 1, 1, "A", fenced.ReasonSuperseded)
 	})
+}
+
+// runGetLease: a read reports whether the lease is held now by the database
+// clock; a name never acquired is not found, for reads and writes alike
+// (design §4.4).
+func runGetLease(t *testing.T, b Backend) {
 	t.Run("UnknownLeaseIsNotFound", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -174,18 +194,6 @@ func runLease(t *testing.T, b Backend) {
 		wantErrIs(t, errOf(e.c.ReleaseLease(ctx(t), ghost)), fenced.ErrNotFound)
 		_, err = e.c.GetLease(ctx(t), "ghost")
 		wantErrIs(t, err, fenced.ErrNotFound)
-	})
-	t.Run("ListOrdersByNameAndShowsHolding", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		e.acquire(t, "b", "B", long)
-		a := e.acquire(t, "a", "A", long)
-		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "release")
-		ls, err := e.c.ListLeases(ctx(t))
-		wantNoErr(t, err, "list")
-		if len(ls) != 2 || ls[0].Name != "a" || ls[1].Name != "b" || ls[0].Held || !ls[1].Held {
-			t.Fatalf("list = %+v %+v", ls[0], ls[1])
-		}
 	})
 	t.Run("IsHolderFollowsTheDatabase", func(t *testing.T) {
 		t.Parallel()
@@ -200,6 +208,22 @@ func runLease(t *testing.T, b Backend) {
 		e.waitExpired(t, "job")
 		if ok, _ := e.c.IsHolder(ctx(t), *a); ok {
 			t.Fatal("still holder after expiry")
+		}
+	})
+}
+
+// runListLeases: every lease, by name, each with whether it is held.
+func runListLeases(t *testing.T, b Backend) {
+	t.Run("ListOrdersByNameAndShowsHolding", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		e.acquire(t, "b", "B", long)
+		a := e.acquire(t, "a", "A", long)
+		wantNoErr(t, errOf(e.c.ReleaseLease(ctx(t), *a)), "release")
+		ls, err := e.c.ListLeases(ctx(t))
+		wantNoErr(t, err, "list")
+		if len(ls) != 2 || ls[0].Name != "a" || ls[1].Name != "b" || ls[0].Held || !ls[1].Held {
+			t.Fatalf("list = %+v %+v", ls[0], ls[1])
 		}
 	})
 }

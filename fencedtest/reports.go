@@ -2,7 +2,6 @@ package fencedtest
 
 import (
 	"context"
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,19 +12,6 @@ import (
 // runReports checks what the library reports for callers that stamp or
 // count what the database decided (the HTTP service's db_time and metrics).
 func runReports(t *testing.T, b Backend) {
-	t.Run("DatabaseTimeReadsTheClockDecisionsUse", func(t *testing.T) {
-		t.Parallel()
-		e := setup(t, b)
-		l := e.acquire(t, "x", "A", long)
-		now, err := e.c.DatabaseTime(ctx(t))
-		if errors.Is(err, errors.ErrUnsupported) {
-			t.Skip("this backend cannot read its clock on its own")
-		}
-		wantNoErr(t, err, "database time")
-		if now.Before(l.DecidedAt) || now.Sub(l.DecidedAt) > 10*time.Second {
-			t.Fatalf("database time %s read after a decision at %s", now, l.DecidedAt)
-		}
-	})
 	t.Run("JobsCarryTheReadingOfTheirStatement", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -45,21 +45,57 @@ func (b Backend) bind(sql string) string {
 }
 
 // Run runs the whole conformance suite against b.
+//
+// Each operation has a group named exactly as its API method, its driver
+// method and its SQL constant are (AcquireLease, acquireLeaseSQL, …), so
+// one search walks from the API to the statement and to the subtests that
+// specify it. The groups after them are cross-cutting: rules that span
+// several operations (generations, clock skew, a stale worker), or the
+// library's own machinery (Keeper, Worker, Maintainer).
 func Run(t *testing.T, b Backend) {
-	t.Run("Lease", func(t *testing.T) { t.Parallel(); runLease(t, b) })
-	t.Run("LeaseTx", func(t *testing.T) { t.Parallel(); runLeaseTx(t, b) })
-	t.Run("Resource", func(t *testing.T) { t.Parallel(); runResource(t, b) })
-	t.Run("AdvanceFences", func(t *testing.T) { t.Parallel(); runFenceAdvance(t, b) })
-	t.Run("Keeper", func(t *testing.T) { t.Parallel(); runKeeper(t, b) })
-	t.Run("ClockSkew", func(t *testing.T) { t.Parallel(); runClockSkew(t, b) })
-	t.Run("Contention", func(t *testing.T) { t.Parallel(); runContention(t, b) })
-	t.Run("Validation", func(t *testing.T) { t.Parallel(); runValidation(t, b) })
-	t.Run("Jobs", func(t *testing.T) { t.Parallel(); runJobs(t, b) })
-	t.Run("Linearizability", func(t *testing.T) { t.Parallel(); runLinearizability(t, b) })
-	t.Run("Reports", func(t *testing.T) { t.Parallel(); runReports(t, b) })
-	t.Run("Generations", func(t *testing.T) { t.Parallel(); runGenerations(t, b) })
-	t.Run("JobFences", func(t *testing.T) { t.Parallel(); runJobFences(t, b) })
-	t.Run("JobLocks", func(t *testing.T) { t.Parallel(); runJobLocks(t, b) })
+	for _, g := range []struct {
+		name string
+		run  func(*testing.T, Backend)
+	}{
+		{"AcquireLease", runAcquireLease},
+		{"RenewLease", runRenewLease},
+		{"ReleaseLease", runReleaseLease},
+		{"GetLease", runGetLease},
+		{"ListLeases", runListLeases},
+		{"LeaseTx", runLeaseTx},
+		{"WriteResource", runWriteResource},
+		{"ReadResource", runReadResource},
+		{"AdvanceFences", runAdvanceFences},
+		{"Enqueue", runEnqueue},
+		{"ClaimJobs", runClaimJobs},
+		{"HeartbeatJobs", runHeartbeatJobs},
+		{"EndJobs", runEndJobs},
+		{"ReportProgress", runReportProgress},
+		{"JobTx", runJobTx},
+		{"CancelJob", runCancelJob},
+		{"RetryJob", runRetryJob},
+		{"GetJob", runGetJob},
+		{"ListJobs", runListJobs},
+		{"RecoverJobs", runRecoverJobs},
+		{"DeleteFinishedJobs", runDeleteFinishedJobs},
+		{"DatabaseTime", runDatabaseTime},
+
+		{"Keeper", runKeeper},
+		{"ClockSkew", runClockSkew},
+		{"Contention", runContention},
+		{"Validation", runValidation},
+		{"Linearizability", runLinearizability},
+		{"Reports", runReports},
+		{"Generations", runGenerations},
+		{"StateMachine", jobStateMachine},
+		{"StaleWorker", runStaleWorker},
+		{"JobFences", runJobFences},
+		{"Worker", runWorker},
+		{"Maintainer", runMaintainer},
+		{"NothingLost", runNothingLost},
+	} {
+		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
+	}
 }
 
 // env is one test's database and a client on it.

@@ -33,10 +33,10 @@ them (SIGKILL) and starts replacements, kills their database connections
 (pg_terminate_backend), skews their clocks and, with --restart-postgres,
 restarts PostgreSQL once. Then it drains the queue and checks: the lease
 and resource history is linearizable (porcupine, against the model of
-design §4–§5), every job ended once, succeeded or failed, each succeeded
-job has exactly one effect written under its fence, no counter lost an
-update, fences only increase, and every rejected write was rejected as
-stale.
+docs/design.md §4–§5), every job ended once, succeeded or failed, each
+succeeded job has exactly one effect written under its fence, no counter
+lost an update, fences only increase, and every rejected write was
+rejected as stale.
 
 The run works in a schema of its own, dropped at the end. The same --seed
 gives the same fault schedule. Exits 1 on any anomaly.`,

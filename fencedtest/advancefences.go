@@ -8,7 +8,10 @@ import (
 	"github.com/fenced/fenced"
 )
 
-func runFenceAdvance(t *testing.T, b Backend) {
+// runAdvanceFences: after an advance every fence granted, to a lease or to
+// a job's attempt, is above every fence granted before, and the generations
+// current before it are over (design §7).
+func runAdvanceFences(t *testing.T, b Backend) {
 	t.Run("EveryFenceAfterRestoreIsAboveEveryFenceBefore", func(t *testing.T) {
 		t.Parallel()
 		url := b.NewURL(t)
@@ -68,6 +71,35 @@ func runFenceAdvance(t *testing.T, b Backend) {
 		_, err := e.c.AdvanceFences(ctx(t), -1)
 		if !errors.Is(err, fenced.ErrInvalid) {
 			t.Fatalf("want invalid, got %v", err)
+		}
+	})
+	t.Run("AdvanceMovesEveryJobsNextFenceUp", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		const by = 100
+		ran := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		a := e.claimOne(t, "A", time.Second)
+		if a.ID != ran.ID {
+			t.Fatalf("claimed %d, want %d", a.ID, ran.ID)
+		}
+		queued := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		_, err := e.c.AdvanceFences(ctx(t), by)
+		wantNoErr(t, err, "advance")
+		// The attempt begun before the advance can no longer write.
+		if err := e.c.CompleteJob(ctx(t), a.Ref(), nil); err == nil {
+			t.Fatal("an attempt begun before the fence advance completed its job")
+		}
+		e.recoverExpired(t, ran.ID)
+		got := map[int64]int64{}
+		for range 2 {
+			j := e.claimOne(t, "B", long)
+			got[j.ID] = j.Fence
+		}
+		if got[ran.ID] <= a.Fence+by {
+			t.Fatalf("job %d claimed again with fence %d after an advance by %d from %d", ran.ID, got[ran.ID], by, a.Fence)
+		}
+		if got[queued.ID] <= by {
+			t.Fatalf("queued job %d first claimed with fence %d after an advance by %d", queued.ID, got[queued.ID], by)
 		}
 	})
 }

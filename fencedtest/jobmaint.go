@@ -9,7 +9,10 @@ import (
 	"github.com/fenced/fenced"
 )
 
-func runRecovery(t *testing.T, b Backend) {
+// runRecoverJobs: running jobs whose lease expired by the database clock are
+// taken back — queued after backoff, failed when out of attempts, cancelled
+// when asked to — and nothing else is touched (design §6.7).
+func runRecoverJobs(t *testing.T, b Backend) {
 	slow := fenced.Backoff{Base: time.Hour, Max: time.Hour, Jitter: -1}
 	t.Run("ExpiredGoesBackToQueuedAfterBackoff", func(t *testing.T) {
 		t.Parallel()
@@ -75,6 +78,25 @@ func runRecovery(t *testing.T, b Backend) {
 			t.Fatalf("a stale maintainer recovered the job: %+v", got)
 		}
 	})
+	t.Run("RecoveryLeavesAnUnexpiredAttemptAlone", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		// A lease of two seconds, still running when recovery looks: only
+		// expiry by the database clock lets recovery take an attempt back.
+		a := e.claimOne(t, "A", 2*time.Second)
+		n, err := e.c.RecoverJobs(ctx(t), nil, 100, fenced.Backoff{Base: time.Microsecond, Max: time.Microsecond})
+		wantNoErr(t, err, "recover")
+		if cur, _ := e.job(t, j.ID); n != 0 || cur.State != fenced.JobRunning || cur.Fence != a.Fence {
+			t.Fatalf("recovery took back an attempt whose lease had not run out: %d recovered, job %+v", n, cur)
+		}
+		wantNoErr(t, e.c.CompleteJob(ctx(t), a.Ref(), nil), "complete within the lease")
+	})
+}
+
+// runDeleteFinishedJobs: retention deletes finished jobs past their age and
+// nothing else (design §6.8).
+func runDeleteFinishedJobs(t *testing.T, b Backend) {
 	t.Run("RetentionDeletesOnlyOldFinishedJobs", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -99,6 +121,12 @@ func runRecovery(t *testing.T, b Backend) {
 			t.Fatalf("%d jobs left, want the queued one", len(jobs))
 		}
 	})
+}
+
+// runMaintainer: maintainers recover and enqueue periodic jobs once per
+// period between them, reading the period from the database clock every
+// round (design §6.8).
+func runMaintainer(t *testing.T, b Backend) {
 	t.Run("PeriodicJobsFollowTheDatabaseClockEveryRound", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

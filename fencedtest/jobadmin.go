@@ -1,0 +1,146 @@
+package fencedtest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// runCancelJob: a queued job is cancelled at once, a running one is asked
+// to stop and ends cancelled through its worker's fenced write (design §6.6).
+func runCancelJob(t *testing.T, b Backend) {
+	t.Run("CancelQueuedAtOnceRunningOnRequest", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		q := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Delay: time.Hour})
+		c, err := e.c.CancelJob(ctx(t), q.ID)
+		wantNoErr(t, err, "cancel queued")
+		if c.State != fenced.JobCancelled || c.FinishedAt == nil {
+			t.Fatalf("cancelled = %+v", c)
+		}
+		e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		a := e.claimOne(t, "A", long)
+		c, err = e.c.CancelJob(ctx(t), a.ID)
+		wantNoErr(t, err, "cancel running")
+		if c.State != fenced.JobRunning || !c.CancelRequested {
+			t.Fatalf("after cancel request = %+v", c)
+		}
+		hb, err := e.c.HeartbeatJobs(ctx(t), []fenced.JobRef{a.Ref()}, long)
+		wantNoErr(t, err, "heartbeat")
+		if len(hb.CancelRequested) != 1 {
+			t.Fatalf("heartbeat = %+v", hb)
+		}
+		errs, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: a.Ref(), Kind: fenced.EndCancel, Error: "stopped"}})
+		if err != nil || errs[0] != nil {
+			t.Fatalf("cancel end: %v %v", err, errs)
+		}
+		got, attempts := e.job(t, a.ID)
+		if got.State != fenced.JobCancelled || len(attempts) != 1 || attempts[0].Outcome != "cancelled" {
+			t.Fatalf("final = %+v %+v", got, attempts)
+		}
+		r, err := e.c.RetryJob(ctx(t), a.ID)
+		wantNoErr(t, err, "retry cancelled")
+		if r.State != fenced.JobQueued {
+			t.Fatalf("retried = %+v", r)
+		}
+	})
+}
+
+// runRetryJob: a failed or cancelled job goes back to queued with as many
+// attempts again as it had; a job in any other state is refused with the
+// state it is in, and nothing changes (design §6.6).
+func runRetryJob(t *testing.T, b Backend) {
+	t.Run("OnlyAFailedOrCancelledJobIsRequeued", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
+		refused := func(state fenced.JobState) {
+			t.Helper()
+			_, err := e.c.RetryJob(ctx(t), j.ID)
+			var se *fenced.JobStateError
+			if !errors.Is(err, fenced.ErrJobNotFinished) || !errors.As(err, &se) || se.Op != "retry" || se.ID != j.ID || se.State != state {
+				t.Fatalf("retry of a %s job: %v", state, err)
+			}
+			if got, _ := e.job(t, j.ID); got.State != state {
+				t.Fatalf("a refused retry changed the job: %+v", got)
+			}
+		}
+		refused(fenced.JobQueued)
+		a := e.claimOne(t, "A", long)
+		refused(fenced.JobRunning)
+		wantNoErr(t, e.c.FailJob(ctx(t), a.Ref(), "boom", 0, false), "fail")
+		r, err := e.c.RetryJob(ctx(t), j.ID)
+		wantNoErr(t, err, "retry a failed job")
+		if r.State != fenced.JobQueued || r.MaxAttempts != 2 || r.FinishedAt != nil || r.RunAt.After(r.DecidedAt) {
+			t.Fatalf("retried = %+v", r)
+		}
+		a = e.claimOne(t, "A", long)
+		if a.ID != j.ID || a.Attempt != 2 || a.Fence != 2 {
+			t.Fatalf("claim after the retry = %+v", a)
+		}
+		wantNoErr(t, e.c.CompleteJob(ctx(t), a.Ref(), nil), "complete")
+		refused(fenced.JobSucceeded)
+		_, err = e.c.RetryJob(ctx(t), 999999)
+		wantErrIs(t, err, fenced.ErrNotFound)
+	})
+}
+
+// runGetJob: a job that does not exist is not found, for reads and for
+// every write naming it.
+func runGetJob(t *testing.T, b Backend) {
+	t.Run("UnknownJobIsNotFound", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		ghost := fenced.JobRef{ID: 999999, Fence: 1}
+		wantErrIs(t, e.c.CompleteJob(ctx(t), ghost, nil), fenced.ErrNotFound)
+		_, _, err := e.c.GetJob(ctx(t), ghost.ID)
+		wantErrIs(t, err, fenced.ErrNotFound)
+		_, err = e.c.CancelJob(ctx(t), ghost.ID)
+		wantErrIs(t, err, fenced.ErrNotFound)
+		err = e.c.JobTx(ctx(t), ghost, func(fenced.Tx) error { return nil })
+		wantErrIs(t, err, fenced.ErrNotFound)
+	})
+}
+
+// runListJobs: filters, pages, and the counts by queue and state.
+func runListJobs(t *testing.T, b Backend) {
+	t.Run("ListFiltersAndPages", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		for i := range 5 {
+			e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: []string{"a", "b"}[i%2]})
+		}
+		e.claim(t, "a", "A", 1, long)
+		count := func(f fenced.JobFilter) int {
+			t.Helper()
+			jobs, err := e.c.ListJobs(ctx(t), f)
+			wantNoErr(t, err, "list")
+			return len(jobs)
+		}
+		if n := count(fenced.JobFilter{Queue: "a"}); n != 3 {
+			t.Fatalf("queue a has %d", n)
+		}
+		if n := count(fenced.JobFilter{State: fenced.JobRunning}); n != 1 {
+			t.Fatalf("running: %d", n)
+		}
+		if n := count(fenced.JobFilter{Queue: "b", State: fenced.JobQueued}); n != 2 {
+			t.Fatalf("queued in b: %d", n)
+		}
+		page, err := e.c.ListJobs(ctx(t), fenced.JobFilter{Limit: 2})
+		wantNoErr(t, err, "page 1")
+		rest, err := e.c.ListJobs(ctx(t), fenced.JobFilter{AfterID: page[1].ID})
+		wantNoErr(t, err, "page 2")
+		if len(page) != 2 || len(rest) != 3 || rest[0].ID <= page[1].ID {
+			t.Fatalf("pages of %d and %d", len(page), len(rest))
+		}
+		_, err = e.c.ListJobs(ctx(t), fenced.JobFilter{State: "bogus"})
+		wantErrIs(t, err, fenced.ErrInvalid)
+		counts, err := e.c.CountJobs(ctx(t))
+		wantNoErr(t, err, "counts")
+		if len(counts) != 3 {
+			t.Fatalf("counts = %+v", counts)
+		}
+	})
+}
