@@ -1,4 +1,7 @@
-package chaos_test
+// Package failover_test runs fenced's failover scenario: the chaos workload
+// against a PostgreSQL primary and standby under pg_auto_failover
+// (scripts/ha-cluster), across a promotion. See docs/operations.md.
+package failover_test
 
 import (
 	"context"
@@ -12,6 +15,22 @@ import (
 
 	"github.com/fenced/fenced/internal/chaos"
 )
+
+// TestMain lets this test binary act as the chaos worker process.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "chaos-worker" {
+		os.Exit(chaos.WorkerMain(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// logWriter sends progress lines to the test log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
 
 // haScript is the repository's HA cluster script.
 var haScript, _ = filepath.Abs("../../scripts/ha-cluster")
