@@ -60,6 +60,9 @@ func ParseURL(url string) (*pgxpool.Config, error) {
 	if err != nil {
 		return nil, &fencedtype.InvalidError{Field: "database url", Reason: err.Error()}
 	}
+	if err := takePromotionAdvance(cfg); err != nil {
+		return nil, err
+	}
 	return cfg, nil
 }
 

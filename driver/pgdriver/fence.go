@@ -7,42 +7,50 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// AdvanceFences implements driver.Driver. The table lock makes concurrent
-// grants wait, so none can slip in under the old floor.
+// AdvanceFences implements driver.Driver.
 func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	var floor int64
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `LOCK TABLE fenced_meta, fenced_leases, fenced_jobs IN EXCLUSIVE MODE`); err != nil {
-			return err
-		}
-		err := tx.QueryRow(ctx, `
-			UPDATE fenced_meta SET fence_floor =
-				GREATEST(fence_floor, (SELECT COALESCE(max(fence), 0) FROM fenced_leases)) + $1
-			RETURNING fence_floor`, by).Scan(&floor)
-		if err != nil {
-			return err
-		}
-		if _, err = tx.Exec(ctx, `
-			UPDATE fenced_leases SET fence = $1, released = true,
-				expires_at = LEAST(expires_at, clock_timestamp()), updated_at = clock_timestamp()`, floor); err != nil {
-			return err
-		}
-		// Every job's next attempt gets a fence above any granted before, and
-		// running attempts end (recovery takes them back). Job ids move on
-		// too, so a job lost with the newer data can never share its id with
-		// a new one.
-		if _, err = tx.Exec(ctx, `
-			UPDATE fenced_jobs SET fence = fence + $1,
-				lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, clock_timestamp()) END`, by); err != nil {
-			return err
-		}
-		_, err = tx.Exec(ctx, `SELECT setval(s.seq, GREATEST(
-				COALESCE(pg_sequence_last_value(s.seq), 0), (SELECT COALESCE(max(id), 0) FROM fenced_jobs)) + $1)
-			FROM (SELECT pg_get_serial_sequence('fenced_jobs', 'id')::regclass AS seq) s`, by)
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) (err error) {
+		floor, err = advanceFences(ctx, tx, by)
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("advance fences: %w", err)
 	}
 	return floor, nil
+}
+
+// advanceFences raises the floor by `by` inside tx and returns it. The table
+// lock makes concurrent grants wait, so none can slip in under the old
+// floor.
+func advanceFences(ctx context.Context, tx pgx.Tx, by int64) (int64, error) {
+	var floor int64
+	if _, err := tx.Exec(ctx, `LOCK TABLE fenced_meta, fenced_leases, fenced_jobs IN EXCLUSIVE MODE`); err != nil {
+		return 0, err
+	}
+	err := tx.QueryRow(ctx, `
+		UPDATE fenced_meta SET fence_floor =
+			GREATEST(fence_floor, (SELECT COALESCE(max(fence), 0) FROM fenced_leases)) + $1
+		RETURNING fence_floor`, by).Scan(&floor)
+	if err != nil {
+		return 0, err
+	}
+	if _, err = tx.Exec(ctx, `
+		UPDATE fenced_leases SET fence = $1, released = true,
+			expires_at = LEAST(expires_at, clock_timestamp()), updated_at = clock_timestamp()`, floor); err != nil {
+		return 0, err
+	}
+	// Every job's next attempt gets a fence above any granted before, and
+	// running attempts end (recovery takes them back). Job ids move on
+	// too, so a job lost with the newer data can never share its id with
+	// a new one.
+	if _, err = tx.Exec(ctx, `
+		UPDATE fenced_jobs SET fence = fence + $1,
+			lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, clock_timestamp()) END`, by); err != nil {
+		return 0, err
+	}
+	_, err = tx.Exec(ctx, `SELECT setval(s.seq, GREATEST(
+			COALESCE(pg_sequence_last_value(s.seq), 0), (SELECT COALESCE(max(id), 0) FROM fenced_jobs)) + $1)
+		FROM (SELECT pg_get_serial_sequence('fenced_jobs', 'id')::regclass AS seq) s`, by)
+	return floor, err
 }

@@ -51,6 +51,7 @@ func check(ctx context.Context, r *run, rep *Report, enqueued []int64) error {
 		}
 	}
 	checkLeaseFences(h.ops, rep)
+	checkJobFences(h.jobs, rep)
 	checkLinearizable(r, h.ops, rep)
 	return checkJobs(ctx, r, h, rep, enqueued)
 }
@@ -109,6 +110,23 @@ func checkLeaseFences(ops []porcupine.Operation, rep *Report) {
 				rep.anomaly(anomalyLeaseFence, "lease %s: fence %d granted after fence %d", name, gs[i].fence, gs[i-1].fence)
 			}
 		}
+	}
+}
+
+// checkJobFences: each fence of a job is one attempt, claimed by one worker
+// process: two processes writing for the same job under the same fence
+// means the fence was granted twice (as a promotion that lost commits
+// would, without a fence advance).
+func checkJobFences(recs []record, rep *Report) {
+	type attempt struct{ job, fence int64 }
+	by := map[attempt]string{}
+	for _, rec := range recs {
+		a := attempt{rec.Job, rec.Fence}
+		if p, ok := by[a]; ok && p != rec.Proc {
+			rep.anomaly(anomalyJobFence, "job %d: fence %d was used by both %s and %s", rec.Job, rec.Fence, p, rec.Proc)
+			continue
+		}
+		by[a] = rec.Proc
 	}
 }
 

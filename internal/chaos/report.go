@@ -73,6 +73,7 @@ const (
 	anomalyNotFound   = "not-found"       // a refusal as not found instead of stale
 	anomalyCounter    = "counter"         // a counter not equal to its ledger, a lost update
 	anomalyAttempt    = "attempt-fence"   // attempt fences not increasing
+	anomalyJobFence   = "job-fence"       // one job's fence used by two worker processes
 )
 
 func (r *Report) anomaly(kind, format string, args ...any) {
