@@ -75,6 +75,9 @@ type Options struct {
 	ClockSkew time.Duration
 	// Drain bounds the wait for the last jobs after the faulty phase.
 	Drain time.Duration
+	// CheckTimeout bounds the linearizability check (default 5 minutes);
+	// one that runs out is an anomaly, since it proved nothing.
+	CheckTimeout time.Duration
 	// Dir receives, in a subdirectory run-ID of its own, the histories and
 	// the workers' stderr. Default a temporary directory, removed unless
 	// Keep or the run found an anomaly.
@@ -116,6 +119,7 @@ func (o *Options) fill() error {
 	o.JobTTL = cmp.Or(o.JobTTL, d.JobTTL)
 	o.LeaseTTL = cmp.Or(o.LeaseTTL, d.LeaseTTL)
 	o.Drain = cmp.Or(o.Drain, d.Drain)
+	o.CheckTimeout = cmp.Or(o.CheckTimeout, linTimeout)
 	if o.Seed == 0 {
 		var b [8]byte
 		rand.Read(b[:])

@@ -13,8 +13,8 @@ import (
 	"github.com/fenced/fenced/internal/linmodel"
 )
 
-// linTimeout bounds the linearizability check; a check that runs out of
-// time is reported as an anomaly (it proved nothing).
+// linTimeout is the default bound of the linearizability check; a check
+// that runs out of time is reported as an anomaly (it proved nothing).
 const linTimeout = 5 * time.Minute
 
 // check runs every checker over the histories and the database, adding its
@@ -61,7 +61,7 @@ func check(ctx context.Context, r *run, rep *Report, enqueued []int64) error {
 func checkLinearizable(r *run, ops []porcupine.Operation, rep *Report) {
 	start := time.Now()
 	model := linmodel.Model(linmodel.Spec{})
-	res, info := porcupine.CheckOperationsVerbose(model, ops, linTimeout)
+	res, info := porcupine.CheckOperationsVerbose(model, ops, r.o.CheckTimeout)
 	rep.CheckSeconds = time.Since(start).Seconds()
 	switch res {
 	case porcupine.Ok:
@@ -76,7 +76,7 @@ func checkLinearizable(r *run, ops []porcupine.Operation, rep *Report) {
 		}
 	default:
 		rep.Linearizable = "unknown"
-		rep.anomaly(anomalyLin, "the linearizability check did not finish in %s", linTimeout)
+		rep.anomaly(anomalyLin, "the linearizability check did not finish in %s", r.o.CheckTimeout)
 	}
 }
 
