@@ -111,12 +111,19 @@ const (
 // *InvalidError — an invalid end is refused alone, the others are written.
 // err is for the call as a whole.
 func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, err error) {
+	return c.endJobs(ctx, tx, ends, false)
+}
+
+// endJobs is EndJobs; outputChecked says the caller already checked every
+// end's output with jsonArg (the Worker does, to discard a job whose output
+// cannot be stored), so it is not checked twice.
+func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, err error) {
 	errs = make([]error, len(ends))
 	valid := make([]JobEnd, 0, len(ends))
 	at := make([]int, 0, len(ends))
 	for i := range ends {
 		e := ends[i]
-		if err := validEnd(&e); err != nil {
+		if err := validEnd(&e, outputChecked); err != nil {
 			errs[i] = fmt.Errorf("job %d: %w", e.Ref.ID, err)
 			continue
 		}
@@ -135,7 +142,9 @@ func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []erro
 	return errs, nil
 }
 
-func validEnd(e *JobEnd) error {
+// validEnd checks an end and brings its error message into shape. The
+// output is checked here, once, unless outputChecked.
+func validEnd(e *JobEnd, outputChecked bool) error {
 	if err := validRefs([]JobRef{e.Ref}); err != nil {
 		return err
 	}
@@ -153,10 +162,8 @@ func validEnd(e *JobEnd) error {
 		e.Error = e.Error[:MaxErrorBytes]
 	}
 	e.Error = strings.ReplaceAll(strings.ToValidUTF8(e.Error, "\uFFFD"), "\x00", "")
-	if e.Output != nil {
-		if _, err := jsonArg("output", []byte(e.Output), nil); err != nil {
-			return err
-		}
+	if e.Output != nil && !outputChecked {
+		return checkJSONArg("output", e.Output)
 	}
 	return nil
 }
@@ -179,11 +186,15 @@ func (c *Client) CompleteJob(ctx context.Context, ref JobRef, output any) error 
 // CompleteJobTx completes the attempt inside the caller's transaction (a
 // JobTx's, or the caller's own wrapped with the driver's WrapTx): the job is
 // succeeded only if that transaction commits, and if the attempt is stale the
-// caller gets a *StaleError and must roll back its business writes.
+// caller gets a *StaleError and must roll back its business writes. The
+// output is encoded here and checked once, with the end (see EndJobs).
 func (c *Client) CompleteJobTx(ctx context.Context, tx Tx, ref JobRef, output any) error {
-	out, err := jsonArg("output", output, nil)
-	if err != nil {
-		return err
+	var out []byte
+	if output != nil {
+		var err error
+		if out, err = encodeJSON("output", output); err != nil {
+			return err
+		}
 	}
 	return c.endOne(ctx, tx, JobEnd{Ref: ref, Kind: EndComplete, Output: out})
 }
