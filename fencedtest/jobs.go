@@ -19,6 +19,7 @@ func runJobs(t *testing.T, b Backend) {
 	t.Run("Enqueue", func(t *testing.T) { t.Parallel(); runEnqueue(t, b) })
 	t.Run("Ends", func(t *testing.T) { t.Parallel(); runJobEnds(t, b) })
 	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
+	t.Run("Error", func(t *testing.T) { t.Parallel(); runJobError(t, b) })
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); runRecovery(t, b) })
 	t.Run("Worker", func(t *testing.T) { t.Parallel(); runWorker(t, b) })
 	t.Run("NothingLost", func(t *testing.T) { t.Parallel(); runNothingLost(t, b) })

@@ -52,12 +52,15 @@ type Job struct {
 	LeaseExpiresAt  *time.Time      `json:"lease_expires_at"` // set while running
 	CancelRequested bool            `json:"cancel_requested"`
 	Output          json.RawMessage `json:"output"` // set on success
-	LastError       string          `json:"error"`
-	Progress        json.RawMessage `json:"progress"` // the running attempt's last progress report
-	IdempotencyKey  string          `json:"idempotency_key"`
-	CreatedAt       time.Time       `json:"created_at"`
-	AttemptedAt     *time.Time      `json:"attempted_at"` // start of the last attempt
-	FinishedAt      *time.Time      `json:"finished_at"`
+	// LastError is the error of the last attempt that failed, was
+	// cancelled or was lost, while the job has not succeeded: a completion
+	// clears it (the attempt history keeps every attempt's error).
+	LastError      string          `json:"error"`
+	Progress       json.RawMessage `json:"progress"` // the running attempt's last progress report
+	IdempotencyKey string          `json:"idempotency_key"`
+	CreatedAt      time.Time       `json:"created_at"`
+	AttemptedAt    *time.Time      `json:"attempted_at"` // start of the last attempt
+	FinishedAt     *time.Time      `json:"finished_at"`
 	// DecidedAt is the database clock reading of the statement that
 	// returned this job (the claim, enqueue, cancel or read).
 	DecidedAt time.Time `json:"-"`

@@ -34,7 +34,8 @@ FOR UPDATE`
 // endJobsSQL ends the picked attempts. A failure retries (queued, run_at =
 // now + delay) unless attempts are exhausted or it is discarded; a snooze
 // does not count against max_attempts. A job asked to cancel that fails or
-// snoozes ends cancelled: the request is never lost. No assignment reads a
+// snoozes ends cancelled: the request is never lost. A completion clears
+// the job's last error (the history keeps each attempt's). No assignment reads a
 // column another one writes, so the order MySQL gives a multiple-table
 // UPDATE's assignments does not matter. Parameters: the ends' rows, then
 // the picked ids.
@@ -51,7 +52,8 @@ UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
             OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
         THEN ` + now + ` END,
     j.output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
-    j.last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error ELSE j.last_error END,
+    j.last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error WHEN e.kind = 'complete' THEN NULL
+        ELSE j.last_error END,
     j.run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN ` + now + ` + INTERVAL e.delay_us MICROSECOND
         ELSE j.run_at END,
     j.max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,

@@ -193,7 +193,8 @@ func splitRefs(refs []fencedtype.JobRef) (ids, fences []int64) {
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
 // cancel that fails or snoozes ends cancelled: the request is never lost.
-// Each written end is reported with its position in the batch (ord): when
+// A completion clears the job's last error (the history keeps each
+// attempt's). Each written end is reported with its position in the batch (ord): when
 // two ends name one attempt, only the one the row was updated with is.
 //
 // The fence check is endFenceMatch (j.fence = e.fence: the row's fence is
@@ -218,7 +219,8 @@ WITH e AS (
                 OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
             THEN clock_timestamp() END,
         output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
-        last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error ELSE j.last_error END,
+        last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error WHEN e.kind = 'complete' THEN NULL
+            ELSE j.last_error END,
         run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN clock_timestamp() + e.delay_us * interval '1 microsecond'
             ELSE j.run_at END,
         max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,

@@ -181,7 +181,8 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 // endJobsSQL ends one attempt, guarded by its fence. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
-// cancel that fails or snoozes ends cancelled. Parameters:
+// cancel that fails or snoozes ends cancelled. A completion clears the
+// job's last error (the history keeps each attempt's). Parameters:
 // ?1 id, ?2 fence, ?3 kind, ?4 output, ?5 error, ?6 delay_us, ?7 discard.
 const endJobsSQL = `
 UPDATE fenced_jobs SET
@@ -195,7 +196,7 @@ UPDATE fenced_jobs SET
         WHEN ?3 IN ('complete', 'cancel') OR cancel_requested OR (?3 = 'fail' AND (?7 OR attempt >= max_attempts))
         THEN ` + nowUS + ` END,
     output = CASE WHEN ?3 = 'complete' THEN ?4 ELSE output END,
-    last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 ELSE last_error END,
+    last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 WHEN ?3 = 'complete' THEN NULL ELSE last_error END,
     run_at_us = CASE WHEN ?3 IN ('fail', 'snooze') THEN ` + nowUS + ` + ?6 ELSE run_at_us END,
     max_attempts = CASE WHEN ?3 = 'snooze' THEN max_attempts + 1 ELSE max_attempts END,
     lease_expires_us = NULL,
