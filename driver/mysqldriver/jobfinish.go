@@ -91,29 +91,12 @@ const (
 // caller's). A job whose end changed nothing is diagnosed in the same
 // transaction.
 func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
-	var out []error
-	var err error
-	if tx != nil {
-		var stx *sql.Tx
-		if stx, err = sqlOf(tx); err != nil {
-			return nil, err
-		}
-		out, err = finishJobs(ctx, stx, ends)
-	} else {
-		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
-			out, err = finishJobs(ctx, tx, ends)
-			return err
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("finish jobs: %w", err)
-	}
-	return out, nil
+	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.inTx, endJobs)
 }
 
-// finishJobs ends the jobs in rounds of distinct ids, in id order: a job
+// endJobs ends the jobs in rounds of distinct ids, in id order: a job
 // named twice is ended by its first end, and its second finds it ended.
-func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	out := make([]error, len(ends))
 	if len(ends) == 0 {
 		return out, nil

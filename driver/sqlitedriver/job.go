@@ -217,27 +217,11 @@ FROM fenced_jobs WHERE id = ?1`
 // non-nil the caller already holds SQLite's write lock (a JobTx or its own
 // IMMEDIATE transaction), so the writer slot is not taken again.
 func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
-	var out []error
-	var err error
-	if tx != nil {
-		var stx *sql.Tx
-		if stx, err = sqlOf(tx); err != nil {
-			return nil, err
-		}
-		out, err = finishJobs(ctx, stx, ends)
-	} else {
-		err = d.writeTx(ctx, func(tx *sql.Tx) (err error) {
-			out, err = finishJobs(ctx, tx, ends)
-			return err
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("finish jobs: %w", err)
-	}
-	return out, nil
+	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.writeTx, endJobs)
 }
 
-func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+// endJobs ends each attempt of ends inside tx, in order.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
 	end, err := tx.PrepareContext(ctx, endJobsSQL)
 	if err != nil {
 		return nil, err
