@@ -38,7 +38,8 @@ func (r *JobRun) SetOutput(v any) { r.output = v }
 // Progress reports the attempt's progress; it is a guarded write, so a stale
 // attempt gets a *StaleError.
 func (r *JobRun) Progress(ctx context.Context, p Progress) error {
-	return r.c.ReportProgress(ctx, r.Ref(), p)
+	_, err := r.c.ReportProgress(ctx, r.Ref(), p)
+	return err
 }
 
 // Tx runs fn in a transaction that commits only under this attempt (see

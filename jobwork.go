@@ -76,6 +76,27 @@ func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Dura
 	return c.d.HeartbeatJobs(ctx, refs, ttl)
 }
 
+// JobHeartbeat is how a heartbeat left one running attempt.
+type JobHeartbeat = fencedtype.JobHeartbeat
+
+// HeartbeatJob extends the lease of one running attempt to ttl from the
+// database's now, and says whether the job was asked to cancel. An attempt
+// no longer current gets a *StaleError (its DecidedAt the reading that
+// found it stale) or ErrNotFound, diagnosed by the backend, and nothing is
+// written. An attempt whose row is held by an open transaction of the
+// attempt itself (a JobTx, or its own progress or final write in flight)
+// is current: the answer is its lease as it stands, with Extended false,
+// and the next heartbeat extends it.
+func (c *Client) HeartbeatJob(ctx context.Context, ref JobRef, ttl time.Duration) (*JobHeartbeat, error) {
+	if err := validRefs([]JobRef{ref}); err != nil {
+		return nil, err
+	}
+	if err := validTTL(ttl); err != nil {
+		return nil, err
+	}
+	return c.d.HeartbeatJob(ctx, ref, ttl)
+}
+
 func validRefs(refs []JobRef) error {
 	if len(refs) > MaxClaimBatch*10 {
 		return fencedtype.Invalid("jobs", "%d in one call, the limit is %d", len(refs), MaxClaimBatch*10)
@@ -109,37 +130,53 @@ const (
 // the final write after a cancel request. Each job is guarded by its own
 // fence; errs[i] is nil or that job's *StaleError / ErrNotFound, or its
 // *InvalidError — an invalid end is refused alone, the others are written.
-// err is for the call as a whole.
-func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, err error) {
+// at is the database clock reading the written ends were recorded at (their
+// attempts' ended_at, and the base of a retry's or snooze's run_at; the
+// latest, when the backend records one batch at several), zero when none
+// was written. err is for the call as a whole.
+func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, at time.Time, err error) {
 	return c.endJobs(ctx, tx, ends, false)
 }
 
 // endJobs is EndJobs; outputChecked says the caller already checked every
 // end's output with jsonArg (the Worker does, to discard a job whose output
 // cannot be stored), so it is not checked twice.
-func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, err error) {
+func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, at time.Time, err error) {
 	errs = make([]error, len(ends))
 	valid := make([]JobEnd, 0, len(ends))
-	at := make([]int, 0, len(ends))
+	pos := make([]int, 0, len(ends))
 	for i := range ends {
 		e := ends[i]
 		if err := validEnd(&e, outputChecked); err != nil {
 			errs[i] = fmt.Errorf("job %d: %w", e.Ref.ID, err)
 			continue
 		}
-		valid, at = append(valid, e), append(at, i)
+		valid, pos = append(valid, e), append(pos, i)
 	}
 	if len(valid) == 0 {
-		return errs, nil
+		return errs, at, nil
 	}
-	written, err := c.d.EndJobs(ctx, tx, valid)
+	written, at, err := c.d.EndJobs(ctx, tx, valid)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	for k, i := range at {
+	for k, i := range pos {
 		errs[i] = written[k]
 	}
-	return errs, nil
+	return errs, at, nil
+}
+
+// EndJob ends one attempt (see EndJobs), inside tx when non-nil, and
+// returns the database clock reading its end was recorded at: the attempt's
+// ended_at, the base of a retry's or snooze's run_at. An attempt no longer
+// current gets a *StaleError (its DecidedAt the reading that found it
+// stale) or ErrNotFound, and nothing is written.
+func (c *Client) EndJob(ctx context.Context, tx Tx, e JobEnd) (time.Time, error) {
+	errs, at, err := c.EndJobs(ctx, tx, []JobEnd{e})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return at, errs[0]
 }
 
 // validEnd checks an end and brings its error message into shape. The
@@ -168,15 +205,6 @@ func validEnd(e *JobEnd, outputChecked bool) error {
 	return nil
 }
 
-// endOne ends one attempt and returns its own error.
-func (c *Client) endOne(ctx context.Context, tx Tx, e JobEnd) error {
-	errs, err := c.EndJobs(ctx, tx, []JobEnd{e})
-	if err != nil {
-		return err
-	}
-	return errs[0]
-}
-
 // CompleteJob marks the attempt ref succeeded with output (marshalled as
 // JSON; nil stores none).
 func (c *Client) CompleteJob(ctx context.Context, ref JobRef, output any) error {
@@ -196,19 +224,23 @@ func (c *Client) CompleteJobTx(ctx context.Context, tx Tx, ref JobRef, output an
 			return err
 		}
 	}
-	return c.endOne(ctx, tx, JobEnd{Ref: ref, Kind: EndComplete, Output: out})
+	// EndJob checks it (size, JSON every backend stores), once.
+	_, err := c.EndJob(ctx, tx, JobEnd{Ref: ref, Kind: EndComplete, Output: out})
+	return err
 }
 
 // FailJob records a failed attempt: the job runs again after retryIn, or is
 // failed (the dead letter) when attempts are exhausted or discard is set.
 func (c *Client) FailJob(ctx context.Context, ref JobRef, message string, retryIn time.Duration, discard bool) error {
-	return c.endOne(ctx, nil, JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard})
+	_, err := c.EndJob(ctx, nil, JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard})
+	return err
 }
 
 // SnoozeJob puts the job back to queued to run after delay; the attempt does
 // not count against MaxAttempts.
 func (c *Client) SnoozeJob(ctx context.Context, ref JobRef, delay time.Duration) error {
-	return c.endOne(ctx, nil, JobEnd{Ref: ref, Kind: EndSnooze, Delay: delay})
+	_, err := c.EndJob(ctx, nil, JobEnd{Ref: ref, Kind: EndSnooze, Delay: delay})
+	return err
 }
 
 // Progress is what a running attempt reports of itself.
@@ -217,14 +249,16 @@ type Progress struct {
 	Counters map[string]int64 `json:"counters,omitempty"`
 }
 
-// ReportProgress stores the attempt's progress (shown with the job).
-func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) error {
+// ReportProgress stores the attempt's progress (shown with the job) and
+// returns the database clock reading it was stored at. A stale attempt gets
+// a *StaleError or ErrNotFound and nothing is stored.
+func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) (time.Time, error) {
 	if err := validRefs([]JobRef{ref}); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	b, err := jsonArg("progress", p, nil)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	return c.d.ReportProgress(ctx, ref, b)
 }

@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fenced/fenced/fencedtype"
 )
@@ -17,15 +18,17 @@ import (
 // function in a new transaction and commits it when the function returns
 // nil; it may run it again (a retried deadlock), and end's results are
 // then those of the last run. end ends the batch inside a T, returning
-// each end's error (nil, or its diagnosed *StaleError or ErrNotFound).
+// each end's error (nil, or its diagnosed *StaleError or ErrNotFound) and
+// the clock reading the written ends were recorded at (see EndJobs).
 func EndJobsIn[T any](ctx context.Context, tx Tx, ends []fencedtype.JobEnd,
 	unwrap func(Tx) (T, error),
 	own func(context.Context, func(T) error) error,
-	end func(context.Context, T, []fencedtype.JobEnd) ([]error, error),
-) ([]error, error) {
+	end func(context.Context, T, []fencedtype.JobEnd) ([]error, time.Time, error),
+) ([]error, time.Time, error) {
 	var out []error
+	var at time.Time
 	run := func(t T) (err error) {
-		out, err = end(ctx, t, ends)
+		out, at, err = end(ctx, t, ends)
 		return err
 	}
 	var err error
@@ -34,12 +37,12 @@ func EndJobsIn[T any](ctx context.Context, tx Tx, ends []fencedtype.JobEnd,
 	} else {
 		t, uerr := unwrap(tx)
 		if uerr != nil {
-			return nil, uerr
+			return nil, time.Time{}, uerr
 		}
 		err = run(t)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("end jobs: %w", err)
+		return nil, time.Time{}, fmt.Errorf("end jobs: %w", err)
 	}
-	return out, nil
+	return out, at, nil
 }

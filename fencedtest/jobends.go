@@ -96,7 +96,7 @@ func runJobEnds(t *testing.T, b Backend) {
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		a := e.claimOne(t, "A", long)
 		p := fenced.Progress{Stage: "copy", Counters: map[string]int64{"rows": 42}}
-		wantNoErr(t, e.c.ReportProgress(ctx(t), a.Ref(), p), "progress")
+		wantNoErr(t, errAt(e.c.ReportProgress(ctx(t), a.Ref(), p)), "progress")
 		if got, _ := e.job(t, j.ID); string(got.Progress) == "" || !strings.Contains(string(got.Progress), `"rows"`) {
 			t.Fatalf("progress = %s", got.Progress)
 		}
@@ -122,7 +122,7 @@ func runJobEnds(t *testing.T, b Backend) {
 		if len(hb.CancelRequested) != 1 {
 			t.Fatalf("heartbeat = %+v", hb)
 		}
-		errs, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: a.Ref(), Kind: fenced.EndCancel, Error: "stopped"}})
+		errs, _, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: a.Ref(), Kind: fenced.EndCancel, Error: "stopped"}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("cancel end: %v %v", err, errs)
 		}
@@ -160,7 +160,7 @@ func runJobEnds(t *testing.T, b Backend) {
 			{Ref: fenced.JobRef{ID: jobs[1].ID, Fence: jobs[1].Fence + 1}, Kind: fenced.EndComplete}, // forged
 			{Ref: jobs[2].Ref(), Kind: fenced.EndFail, Error: "x"},
 		}
-		errs, err := e.c.EndJobs(ctx(t), nil, ends)
+		errs, _, err := e.c.EndJobs(ctx(t), nil, ends)
 		wantNoErr(t, err, "end jobs")
 		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], fenced.ErrStale) {
 			t.Fatalf("errs = %v", errs)
@@ -209,7 +209,7 @@ func overlappingBatchWrites(t *testing.T, e *env, n int) {
 	wg.Go(func() { _, hbErrs[1] = e.c.HeartbeatJobs(ctx(t), down, long) })
 	wg.Wait()
 	wg.Go(func() { _, hbErrs[2] = e.c.HeartbeatJobs(ctx(t), down, long) })
-	wg.Go(func() { endErrs, endErr = e.c.EndJobs(ctx(t), nil, ends) })
+	wg.Go(func() { endErrs, _, endErr = e.c.EndJobs(ctx(t), nil, ends) })
 	wg.Wait()
 	for i, err := range hbErrs {
 		wantNoErr(t, err, fmt.Sprintf("heartbeat %d", i))
@@ -232,7 +232,7 @@ func runCancelNeverLost(t *testing.T, b Backend) {
 			_, err := e.c.CancelJob(ctx(t), a.ID)
 			wantNoErr(t, err, "cancel")
 			kind.Ref = a.Ref()
-			errs, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{kind})
+			errs, _, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{kind})
 			if err != nil || errs[0] != nil {
 				t.Fatalf("end: %v %v", err, errs)
 			}

@@ -20,6 +20,8 @@ func runJobs(t *testing.T, b Backend) {
 	t.Run("Ends", func(t *testing.T) { t.Parallel(); runJobEnds(t, b) })
 	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
 	t.Run("Error", func(t *testing.T) { t.Parallel(); runJobError(t, b) })
+	t.Run("Heartbeat", func(t *testing.T) { t.Parallel(); runJobHeartbeat(t, b) })
+	t.Run("Clock", func(t *testing.T) { t.Parallel(); runJobClock(t, b) })
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); runRecovery(t, b) })
 	t.Run("Worker", func(t *testing.T) { t.Parallel(); runWorker(t, b) })
 	t.Run("NothingLost", func(t *testing.T) { t.Parallel(); runNothingLost(t, b) })
@@ -217,7 +219,7 @@ func runStaleWorker(t *testing.T, b Backend) {
 	stale("complete", e.c.CompleteJob(ctx(t), a.Ref(), nil))
 	stale("fail", e.c.FailJob(ctx(t), a.Ref(), "boom", 0, false))
 	stale("snooze", e.c.SnoozeJob(ctx(t), a.Ref(), time.Second))
-	stale("progress", e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{Stage: "half"}))
+	stale("progress", errAt(e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{Stage: "half"})))
 	hb, err := e.c.HeartbeatJobs(ctx(t), []fenced.JobRef{a.Ref()}, long)
 	wantNoErr(t, err, "heartbeat")
 	if len(hb.Lost) != 1 || len(hb.Extended) != 0 {

@@ -152,6 +152,9 @@ func wantErrIs(t *testing.T, err, target error) {
 // errOf is the error of a call that also returns a lease.
 func errOf(_ *fenced.Lease, err error) error { return err }
 
+// errAt is the error of a call that also returns a database time.
+func errAt(_ time.Time, err error) error { return err }
+
 func wantNoErr(t *testing.T, err error, what string) {
 	t.Helper()
 	if err != nil {

@@ -132,6 +132,26 @@ type HeartbeatResult struct {
 	ExpiresAt time.Time // the new expiry of the extended ones
 }
 
+// JobHeartbeat is how a heartbeat left one running attempt (see
+// HeartbeatJob).
+type JobHeartbeat struct {
+	// ExpiresAt is the attempt's lease expiry now, by the database clock.
+	ExpiresAt time.Time
+	// CancelRequested: the job was asked to cancel; the worker should stop
+	// and end the attempt (it then ends cancelled).
+	CancelRequested bool
+	// Extended is false when the attempt is current but its row was held
+	// by an open transaction of that same attempt (a JobTx, or its own
+	// progress or final write in flight): the lease was not extended this
+	// time, ExpiresAt is the lease as it stands, and the next heartbeat
+	// extends it.
+	Extended bool
+	// DecidedAt is the database clock reading the answer was decided at:
+	// for an extension, the reading the new expiry was computed from
+	// (ExpiresAt minus the ttl).
+	DecidedAt time.Time
+}
+
 // JobCount is the number of jobs in one queue and state.
 type JobCount struct {
 	Queue string

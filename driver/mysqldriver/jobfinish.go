@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
@@ -37,8 +38,9 @@ FOR UPDATE`
 // snoozes ends cancelled: the request is never lost. A completion clears
 // the job's last error (the history keeps each attempt's). No assignment reads a
 // column another one writes, so the order MySQL gives a multiple-table
-// UPDATE's assignments does not matter. Parameters: the ends' rows, then
-// the picked ids.
+// UPDATE's assignments does not matter. The statement's clock reading,
+// at which it records the ends, is handed back (clockAsInsertID).
+// Parameters: the ends' rows, then the picked ids.
 const endJobsSQL = `
 UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
     j.state = CASE
@@ -59,7 +61,8 @@ UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
     j.max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
     j.lease_expires_at = NULL,
     j.updated_at = ` + now + `
-WHERE j.id IN (%s) AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at > ` + now
+WHERE j.id IN (%s) AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at > ` + now + `
+    AND ` + clockAsInsertID
 
 // jobAttemptsSQL records the attempts just ended, read from the rows the
 // ending statement left (updated_at is its clock reading). Parameters: the
@@ -90,16 +93,18 @@ const (
 // EndJobs implements driver.JobDriver: in one transaction (or the
 // caller's). A job whose end changed nothing is diagnosed in the same
 // transaction.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
 	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.inTx, endJobs)
 }
 
 // endJobs ends the jobs in rounds of distinct ids, in id order: a job
-// named twice is ended by its first end, and its second finds it ended.
-func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+// named twice is ended by its first end, and its second finds it ended. It
+// returns the latest clock reading an end was recorded at.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
 	out := make([]error, len(ends))
+	var at time.Time
 	if len(ends) == 0 {
-		return out, nil
+		return out, at, nil
 	}
 	order := make([]int, len(ends))
 	for i := range order {
@@ -122,19 +127,24 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 				size += len(e.Error) + len(e.Output)
 				n++
 			}
-			if err := finishChunk(ctx, tx, ends, round[:n], out); err != nil {
-				return nil, err
+			t, err := finishChunk(ctx, tx, ends, round[:n], out)
+			if err != nil {
+				return nil, time.Time{}, err
+			}
+			if t.After(at) {
+				at = t
 			}
 			round = round[n:]
 		}
 		order = again
 	}
-	return out, nil
+	return out, at, nil
 }
 
-// finishChunk ends the attempts ends[at...] (distinct ids, ascending) and
-// sets out[at...] to nil or the diagnosed error.
-func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error) error {
+// finishChunk ends the attempts ends[at...] (distinct ids, ascending), sets
+// out[at...] to nil or the diagnosed error, and returns the clock reading
+// the ended ones were recorded at (zero when none was).
+func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error) (time.Time, error) {
 	refs := make([]fencedtype.JobRef, len(at))
 	for k, i := range at {
 		refs[k] = ends[i].Ref
@@ -146,17 +156,19 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		query, args := withRefs(endJobsPickSQL, refs)
 		var err error
 		if picked, err = collectIDs(tx.QueryContext(ctx, query, args...)); err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 	ended := picked
+	var decided time.Time
 	if len(picked) > 0 {
 		table, rowArgs := endsTable(ends, at)
 		args := append(rowArgs, anys(picked)...)
-		n, err := execCount(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
+		n, t, err := execAt(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
+		decided = t
 		switch {
 		case len(refs) == 1 && n == 0:
 			ended = nil
@@ -164,15 +176,18 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 			// A picked lease ran out between the two statements; the rows
 			// are locked, so those still running are the ones not ended.
 			if ended, err = collectIDs(tx.QueryContext(ctx, fmt.Sprintf(endJobsEndedSQL, placeholders(len(picked))), anys(picked)...)); err != nil {
-				return err
+				return time.Time{}, err
 			}
 		}
 		if len(ended) > 0 {
 			args := append(rowArgs, anys(ended)...)
 			if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobAttemptsSQL, table, placeholders(len(ended))), args...); err != nil {
-				return fmt.Errorf("history: %w", err)
+				return time.Time{}, fmt.Errorf("history: %w", err)
 			}
 		}
+	}
+	if len(ended) == 0 {
+		decided = time.Time{}
 	}
 	done := make(map[int64]bool, len(ended))
 	for _, id := range ended {
@@ -185,14 +200,14 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return decided, nil
 	}
 	// Diagnosed by a locking read in this transaction: what the caller's
 	// snapshot shows may be older.
 	cur, err := collectJobs(tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id IN (`+
 		placeholders(len(missing))+`) LOCK IN SHARE MODE`, anys(missing)...))
 	if err != nil {
-		return fmt.Errorf("diagnose: %w", err)
+		return time.Time{}, fmt.Errorf("diagnose: %w", err)
 	}
 	byID := make(map[int64]*fencedtype.Job, len(cur))
 	for _, j := range cur {
@@ -203,7 +218,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 			out[i] = driver.DiagnoseJob(refs[k], byID[refs[k].ID])
 		}
 	}
-	return nil
+	return decided, nil
 }
 
 // endsTable is the derived table of ends[at...] and its arguments.

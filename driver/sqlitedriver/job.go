@@ -182,7 +182,10 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
 // cancel that fails or snoozes ends cancelled. A completion clears the
-// job's last error (the history keeps each attempt's). Parameters:
+// job's last error (the history keeps each attempt's). The clock is read
+// once per statement (SQLite's 'now' holds for a whole statement), so the
+// end is recorded at the reading its guard used, which it returns.
+// Parameters:
 // ?1 id, ?2 fence, ?3 kind, ?4 output, ?5 error, ?6 delay_us, ?7 discard.
 const endJobsSQL = `
 UPDATE fenced_jobs SET
@@ -202,7 +205,7 @@ UPDATE fenced_jobs SET
     lease_expires_us = NULL,
     updated_us = ` + nowUS + `
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
-RETURNING state`
+RETURNING state, updated_us`
 
 // jobAttemptSQL records the attempt that just ended on job ?1, read from the
 // row the ending statement left (updated_us is its clock reading).
@@ -216,20 +219,22 @@ FROM fenced_jobs WHERE id = ?1`
 // whose end changed nothing is diagnosed in the same transaction. With tx
 // non-nil the caller already holds SQLite's write lock (a JobTx or its own
 // IMMEDIATE transaction), so the writer slot is not taken again.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
 	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.writeTx, endJobs)
 }
 
-// endJobs ends each attempt of ends inside tx, in order.
-func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+// endJobs ends each attempt of ends inside tx, in order, and returns the
+// latest clock reading an end was recorded at.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+	var at time.Time
 	end, err := tx.PrepareContext(ctx, endJobsSQL)
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	defer end.Close()
 	record, err := tx.PrepareContext(ctx, jobAttemptSQL)
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	defer record.Close()
 	out := make([]error, len(ends))
@@ -239,22 +244,26 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 			output = string(e.Output)
 		}
 		var state string
+		var us int64
 		err := end.QueryRowContext(ctx, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error,
-			e.Delay.Microseconds(), e.Discard).Scan(&state)
+			e.Delay.Microseconds(), e.Discard).Scan(&state, &us)
 		if errors.Is(err, sql.ErrNoRows) {
 			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
-				return nil, out[i]
+				return nil, time.Time{}, out[i]
 			}
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
+			return nil, time.Time{}, fmt.Errorf("job %d: %w", e.Ref.ID, err)
 		}
 		if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, fencedtype.JobState(state)), e.Error); err != nil {
-			return nil, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+			return nil, time.Time{}, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+		}
+		if t := usTime(us); t.After(at) {
+			at = t
 		}
 	}
-	return out, nil
+	return out, at, nil
 }
 
 // isDiagnosis tells a diagnosed refusal from a failed read.
@@ -278,18 +287,21 @@ func endOutcome(kind fencedtype.EndKind, state fencedtype.JobState) string {
 	return fencedtype.OutcomeRetry
 }
 
+// reportProgressSQL stores a running attempt's progress and returns the
+// clock reading it was stored at.
 const reportProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `
-WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
+WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
+RETURNING updated_us`
 
-// ReportProgress implements driver.JobDriver.
-func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
+// ReportProgress implements driver.JobDriver: the guarded statement and, when
+// it changed nothing, the diagnosis, in one write transaction.
+func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error) {
 	var refused error
+	var us int64
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
+		refused = nil
+		err := tx.QueryRowContext(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress)).Scan(&us)
+		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if refused = diagnoseJob(ctx, tx, ref); !isDiagnosis(refused) {
@@ -298,9 +310,12 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
+		return time.Time{}, fmt.Errorf("progress of job %d: %w", ref.ID, err)
 	}
-	return refused
+	if refused != nil {
+		return time.Time{}, refused
+	}
+	return usTime(us), nil
 }
 
 const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
