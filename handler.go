@@ -136,7 +136,8 @@ func (w *Worker) outcome(ctx context.Context, r *JobRun, err error, lost bool) (
 	default:
 		end.Kind, end.Error = EndFail, err.Error()
 		end.Discard = errors.As(err, &discard)
-		end.Delay = w.cfg.Backoff.Delay(r.Attempt)
+		b := w.cfg.Backoff
+		end.Backoff = &b // the database computes this attempt's delay
 	}
 	return end, true
 }

@@ -124,8 +124,10 @@ const (
 )
 
 // EndJobs ends several attempts in one statement (inside tx when non-nil):
-// complete with output; fail, which retries after Delay unless attempts are
-// exhausted or Discard is set (then the job is failed: the dead letter);
+// complete with output; fail, which retries after Delay (or, with Backoff
+// set, after the backoff of the attempt, computed by the database) unless
+// attempts are exhausted or Discard is set (then the job is failed: the
+// dead letter);
 // snooze, back to queued after Delay without counting the attempt; cancel,
 // the final write after a cancel request. Each job is guarded by its own
 // fence; errs[i] is nil or that job's *StaleError / ErrNotFound, or its
@@ -190,6 +192,13 @@ func validEnd(e *JobEnd, outputChecked bool) error {
 	default:
 		return fencedtype.Invalid("end", "%q is not complete, fail, snooze or cancel", e.Kind)
 	}
+	if e.Backoff != nil {
+		if e.Kind != EndFail {
+			return fencedtype.Invalid("backoff", "is for a fail, not a %s", e.Kind)
+		}
+		b := e.Backoff.WithDefaults()
+		e.Backoff, e.Delay = &b, 0 // Delay is ignored
+	}
 	if e.Delay < 0 || e.Delay > MaxRetryDelay {
 		return fencedtype.Invalid("delay", "%s is outside 0 to %s", e.Delay, MaxRetryDelay)
 	}
@@ -229,10 +238,24 @@ func (c *Client) CompleteJobTx(ctx context.Context, tx Tx, ref JobRef, output an
 	return err
 }
 
-// FailJob records a failed attempt: the job runs again after retryIn, or is
+// RetryBackoff, passed as FailJob's retryIn, retries the job after
+// DefaultBackoff's delay for the attempt that failed: min(1h, 1s·2^(n−1))
+// for attempt n, scaled by a random factor in [0.5, 1], computed by the
+// database from the job's attempt number in the statement that records the
+// failure (nothing is read first). For another backoff, end the attempt
+// with EndJob and set JobEnd.Backoff.
+const RetryBackoff time.Duration = -1
+
+// FailJob records a failed attempt: the job runs again after retryIn (or,
+// with RetryBackoff, after the default backoff of its attempt), or is
 // failed (the dead letter) when attempts are exhausted or discard is set.
 func (c *Client) FailJob(ctx context.Context, ref JobRef, message string, retryIn time.Duration, discard bool) error {
-	_, err := c.EndJob(ctx, nil, JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard})
+	end := JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard}
+	if retryIn == RetryBackoff {
+		b := DefaultBackoff
+		end.Backoff, end.Delay = &b, 0
+	}
+	_, err := c.EndJob(ctx, nil, end)
 	return err
 }
 

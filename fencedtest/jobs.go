@@ -22,6 +22,7 @@ func runJobs(t *testing.T, b Backend) {
 	t.Run("Error", func(t *testing.T) { t.Parallel(); runJobError(t, b) })
 	t.Run("Heartbeat", func(t *testing.T) { t.Parallel(); runJobHeartbeat(t, b) })
 	t.Run("Clock", func(t *testing.T) { t.Parallel(); runJobClock(t, b) })
+	t.Run("Backoff", func(t *testing.T) { t.Parallel(); runJobBackoff(t, b) })
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); runRecovery(t, b) })
 	t.Run("Worker", func(t *testing.T) { t.Parallel(); runWorker(t, b) })
 	t.Run("NothingLost", func(t *testing.T) { t.Parallel(); runNothingLost(t, b) })

@@ -117,6 +117,12 @@ type JobEnd struct {
 	Output json.RawMessage // complete: JSON, may be nil
 	Error  string          // fail, cancel
 	Delay  time.Duration   // fail: retry delay; snooze: delay
+	// Backoff, set on a fail, retries after this attempt's backoff instead
+	// of Delay (which is then ignored): min(Max, Base·2^(attempt−1)) scaled
+	// by a random factor in [1−Jitter, 1], computed by the database from
+	// the job's attempt number in the statement that records the failure.
+	// Zero fields take DefaultBackoff's (Backoff.WithDefaults).
+	Backoff *Backoff
 	// Discard makes a failure final whatever attempts remain.
 	Discard bool
 }

@@ -21,8 +21,10 @@ import (
 // literal rows (UNION ALL), MySQL having nothing like PostgreSQL's unnest.
 
 // endJobsRowSQL is one row of the ends' derived table. Parameters: id,
-// fence, kind, output, error, delay_us, discard.
-const endJobsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard`
+// fence, kind, output, error, delay_us, discard, and the backoff's base_us
+// (NULL for none), max_us and jitter.
+const endJobsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard,
+    ? AS base_us, ? AS max_us, ? AS jitter`
 
 // endJobsPickSQL locks the rows whose attempt is still current, in id order,
 // as a heartbeat locks them. Parameters: the ids, then the (id, fence)
@@ -33,15 +35,16 @@ ORDER BY id
 FOR UPDATE`
 
 // endJobsSQL ends the picked attempts. A failure retries (queued, run_at =
-// now + delay) unless attempts are exhausted or it is discarded; a snooze
-// does not count against max_attempts. A job asked to cancel that fails or
+// now + delay) unless attempts are exhausted or it is discarded; one given
+// a backoff (base_us not NULL) waits the backoff of its attempt (backoffUS)
+// instead of delay_us. A snooze does not count against max_attempts. A job asked to cancel that fails or
 // snoozes ends cancelled: the request is never lost. A completion clears
 // the job's last error (the history keeps each attempt's). No assignment reads a
 // column another one writes, so the order MySQL gives a multiple-table
 // UPDATE's assignments does not matter. The statement's clock reading,
 // at which it records the ends, is handed back (clockAsInsertID).
 // Parameters: the ends' rows, then the picked ids.
-const endJobsSQL = `
+var endJobsSQL = `
 UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
     j.state = CASE
         WHEN e.kind = 'complete' THEN 'succeeded'
@@ -56,7 +59,9 @@ UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
     j.output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
     j.last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error WHEN e.kind = 'complete' THEN NULL
         ELSE j.last_error END,
-    j.run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN ` + now + ` + INTERVAL e.delay_us MICROSECOND
+    j.run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN ` + now + ` + INTERVAL CASE
+            WHEN e.base_us IS NULL THEN e.delay_us
+            ELSE ` + backoffUS("j.attempt", "e.base_us", "e.max_us", "e.jitter") + ` END MICROSECOND
         ELSE j.run_at END,
     j.max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
     j.lease_expires_at = NULL,
@@ -224,15 +229,20 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 // endsTable is the derived table of ends[at...] and its arguments.
 func endsTable(ends []fencedtype.JobEnd, at []int) (string, []any) {
 	rows := make([]string, len(at))
-	args := make([]any, 0, 7*len(at))
+	args := make([]any, 0, 10*len(at))
 	for k, i := range at {
 		e := ends[i]
 		var output any
 		if e.Output != nil {
 			output = string(e.Output)
 		}
+		var base, max, jitter any // no backoff: NULL
+		if b := e.Backoff; b != nil {
+			base, max, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+		}
 		rows[k] = endJobsRowSQL
-		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard)
+		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard,
+			base, max, jitter)
 	}
 	return strings.Join(rows, " UNION ALL "), args
 }

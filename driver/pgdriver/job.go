@@ -191,9 +191,10 @@ func splitRefs(refs []fencedtype.JobRef) (ids, fences []int64) {
 // endJobsSQL ends attempts, each guarded by its own fence, and records each
 // ended attempt in the history, all in one statement. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
-// discarded; a snooze does not count against max_attempts. A job asked to
-// cancel that fails or snoozes ends cancelled: the request is never lost.
-// A completion clears the job's last error (the history keeps each
+// discarded; a failure given a backoff (base_us not NULL) waits the backoff
+// of its attempt (backoffUS) instead of delay_us. A snooze does not count
+// against max_attempts. A job asked to cancel that fails or snoozes ends
+// cancelled: the request is never lost. A completion clears the job's last error (the history keeps each
 // attempt's). Each written end is reported with its position in the batch
 // (ord): when two ends name one attempt, only the one the row was updated
 // with is.
@@ -208,13 +209,14 @@ func splitRefs(refs []fencedtype.JobRef) (ids, fences []int64) {
 // constants in fencecheck.go so that the chaos suite's deliberately broken
 // build (fencecheck_broken.go) can drop them; jobGuard adds state running
 // and an unexpired lease by clock_timestamp().
-const endJobsSQL = `
+var endJobsSQL = `
 WITH n AS (
     SELECT clock_timestamp() AS at
 ), e AS (
     SELECT u.*, n.at
-    FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[])
-        WITH ORDINALITY AS u(id, fence, kind, output, error, delay_us, discard, ord), n
+    FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[],
+            $8::bigint[], $9::bigint[], $10::float8[])
+        WITH ORDINALITY AS u(id, fence, kind, output, error, delay_us, discard, base_us, max_us, jitter, ord), n
 ), j AS (
     UPDATE fenced_jobs j SET
         state = CASE
@@ -230,7 +232,9 @@ WITH n AS (
         output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
         last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error WHEN e.kind = 'complete' THEN NULL
             ELSE j.last_error END,
-        run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN e.at + e.delay_us * interval '1 microsecond'
+        run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN e.at + interval '1 microsecond' * CASE
+                WHEN e.base_us IS NULL THEN e.delay_us
+                ELSE ` + backoffUS("j.attempt", "e.base_us", "e.max_us", "e.jitter") + ` END
             ELSE j.run_at END,
         max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
         lease_expires_at = NULL,
@@ -262,6 +266,7 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Ref.ID, ends[b].Ref.ID) })
 	ids, fences, kinds := make([]int64, n), make([]int64, n), make([]string, n)
 	outputs, errs, delays, discards := make([]*string, n), make([]string, n), make([]int64, n), make([]bool, n)
+	bases, maxes, jitters := make([]*int64, n), make([]int64, n), make([]float64, n)
 	for i, at := range order {
 		e := ends[at]
 		ids[i], fences[i], kinds[i] = e.Ref.ID, e.Ref.Fence, string(e.Kind)
@@ -270,6 +275,10 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 			outputs[i] = &s
 		}
 		errs[i], delays[i], discards[i] = e.Error, e.Delay.Microseconds(), e.Discard
+		if b := e.Backoff; b != nil {
+			base := b.Base.Microseconds()
+			bases[i], maxes[i], jitters[i] = &base, b.Max.Microseconds(), b.Jitter
+		}
 	}
 	var q querier = d.pool
 	if tx != nil {
@@ -284,7 +293,7 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	run := func() error {
 		clear(written)
 		decided = time.Time{}
-		rows, err := q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards)
+		rows, err := q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters)
 		if err != nil {
 			return err
 		}

@@ -182,12 +182,14 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
 // cancel that fails or snoozes ends cancelled. A completion clears the
-// job's last error (the history keeps each attempt's). The clock is read
-// once per statement (SQLite's 'now' holds for a whole statement), so the
-// end is recorded at the reading its guard used, which it returns.
-// Parameters:
-// ?1 id, ?2 fence, ?3 kind, ?4 output, ?5 error, ?6 delay_us, ?7 discard.
-const endJobsSQL = `
+// job's last error (the history keeps each attempt's). A failure given a
+// backoff (?8 not NULL) waits the backoff of its attempt (backoffUS)
+// instead of ?6. The clock is read once per statement (SQLite's 'now'
+// holds for a whole statement), so the end is recorded at the reading its
+// guard used, which it returns. Parameters: ?1 id, ?2 fence, ?3 kind,
+// ?4 output, ?5 error, ?6 delay_us, ?7 discard, ?8 backoff base_us (NULL
+// for none), ?9 max_us, ?10 jitter.
+var endJobsSQL = `
 UPDATE fenced_jobs SET
     state = CASE
         WHEN ?3 = 'complete' THEN 'succeeded'
@@ -200,7 +202,10 @@ UPDATE fenced_jobs SET
         THEN ` + nowUS + ` END,
     output = CASE WHEN ?3 = 'complete' THEN ?4 ELSE output END,
     last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 WHEN ?3 = 'complete' THEN NULL ELSE last_error END,
-    run_at_us = CASE WHEN ?3 IN ('fail', 'snooze') THEN ` + nowUS + ` + ?6 ELSE run_at_us END,
+    run_at_us = CASE WHEN ?3 IN ('fail', 'snooze') THEN ` + nowUS + ` + CASE
+            WHEN ?8 IS NULL THEN ?6
+            ELSE ` + backoffUS("attempt", "?8", "?9", "?10") + ` END
+        ELSE run_at_us END,
     max_attempts = CASE WHEN ?3 = 'snooze' THEN max_attempts + 1 ELSE max_attempts END,
     lease_expires_us = NULL,
     updated_us = ` + nowUS + `
@@ -243,10 +248,14 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 		if e.Output != nil {
 			output = string(e.Output)
 		}
+		var base, max, jitter any // no backoff: NULL
+		if b := e.Backoff; b != nil {
+			base, max, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+		}
 		var state string
 		var us int64
 		err := end.QueryRowContext(ctx, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error,
-			e.Delay.Microseconds(), e.Discard).Scan(&state, &us)
+			e.Delay.Microseconds(), e.Discard, base, max, jitter).Scan(&state, &us)
 		if errors.Is(err, sql.ErrNoRows) {
 			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
 				return nil, time.Time{}, out[i]

@@ -195,7 +195,7 @@ func (s *Server) complete(r *http.Request) (*reply, error) {
 type failRequest struct {
 	Fence     *int64 `json:"fence"`
 	Error     string `json:"error"`
-	RetryInMs *int64 `json:"retry_in_ms"` // default: fenced.DefaultBackoff for the attempt
+	RetryInMs *int64 `json:"retry_in_ms"` // default: fenced.DefaultBackoff of the attempt, computed by the database
 	Discard   bool   `json:"discard"`     // fail for good whatever attempts remain
 }
 
@@ -209,32 +209,23 @@ func (s *Server) fail(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	var retryIn time.Duration
+	end := fenced.JobEnd{Ref: ref, Kind: fenced.EndFail, Error: req.Error, Discard: req.Discard}
 	if req.RetryInMs != nil {
-		if retryIn, err = millis("retry_in_ms", req.RetryInMs, 0, 0, fenced.MaxRetryDelay); err != nil {
+		if end.Delay, err = millis("retry_in_ms", req.RetryInMs, 0, 0, fenced.MaxRetryDelay); err != nil {
 			return nil, err
 		}
 	} else if !req.Discard {
-		retryIn = s.backoff(r.Context(), ref)
+		// The default backoff of the attempt, computed by the database
+		// from the job's attempt number as it records the failure.
+		b := fenced.DefaultBackoff
+		end.Backoff = &b
 	}
-	t, err := s.c.EndJob(r.Context(), nil, fenced.JobEnd{Ref: ref, Kind: fenced.EndFail, Error: req.Error,
-		Delay: retryIn, Discard: req.Discard})
+	t, err := s.c.EndJob(r.Context(), nil, end)
 	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
 	s.metrics.failures.Inc()
 	return ended(ref, t), nil
-}
-
-// backoff is the default retry delay of attempt ref: the library's
-// default backoff for its attempt number, which takes a read. If the read
-// fails the fail is still tried, with the first attempt's delay.
-func (s *Server) backoff(ctx context.Context, ref fenced.JobRef) time.Duration {
-	attempt := 1
-	if j, _, err := s.c.GetJob(ctx, ref.ID); err == nil && j.Fence == ref.Fence {
-		attempt = j.Attempt
-	}
-	return fenced.DefaultBackoff.Delay(attempt)
 }
 
 type snoozeRequest struct {
