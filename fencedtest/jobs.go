@@ -20,7 +20,7 @@ func runJobs(t *testing.T, b Backend) {
 	t.Run("Ends", func(t *testing.T) { t.Parallel(); runJobEnds(t, b) })
 	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
 	t.Run("Error", func(t *testing.T) { t.Parallel(); runJobError(t, b) })
-	t.Run("Heartbeat", func(t *testing.T) { t.Parallel(); runJobHeartbeat(t, b) })
+	t.Run("HeartbeatJob", func(t *testing.T) { t.Parallel(); runHeartbeatJob(t, b) })
 	t.Run("Clock", func(t *testing.T) { t.Parallel(); runJobClock(t, b) })
 	t.Run("Backoff", func(t *testing.T) { t.Parallel(); runJobBackoff(t, b) })
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); runRecovery(t, b) })

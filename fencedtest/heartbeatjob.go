@@ -9,11 +9,11 @@ import (
 	"github.com/fenced/fenced"
 )
 
-// runJobHeartbeat: HeartbeatJob extends one current attempt and answers
+// runHeartbeatJob: HeartbeatJob extends one current attempt and answers
 // with the database clock it decided at, tells a stale attempt why (the
 // backend diagnoses it), and answers a current attempt whose row its own
 // transaction holds with its lease as it stands, without waiting.
-func runJobHeartbeat(t *testing.T, b Backend) {
+func runHeartbeatJob(t *testing.T, b Backend) {
 	t.Run("ExtendsFromTheDatabaseClock", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
