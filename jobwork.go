@@ -127,11 +127,11 @@ const (
 // complete with output; fail, which retries after Delay (or, with Backoff
 // set, after the backoff of the attempt, computed by the database) unless
 // attempts are exhausted or Discard is set (then the job is failed: the
-// dead letter);
-// snooze, back to queued after Delay without counting the attempt; cancel,
-// the final write after a cancel request. Each job is guarded by its own
-// fence; errs[i] is nil or that job's *StaleError / ErrNotFound, or its
-// *InvalidError — an invalid end is refused alone, the others are written.
+// dead letter); snooze, back to queued after Delay without counting the
+// attempt; cancel, the final write after a cancel request. Each job is
+// guarded by its own fence; errs[i] is nil or that job's *StaleError /
+// ErrNotFound, or its *InvalidError — an invalid end is refused alone, the
+// others are written.
 // at is the database clock reading the written ends were recorded at (their
 // attempts' ended_at, and the base of a retry's or snooze's run_at; the
 // latest, when the backend records one batch at several), zero when none

@@ -37,13 +37,13 @@ FOR UPDATE`
 // endJobsSQL ends the picked attempts. A failure retries (queued, run_at =
 // now + delay) unless attempts are exhausted or it is discarded; one given
 // a backoff (base_us not NULL) waits the backoff of its attempt (backoffUS)
-// instead of delay_us. A snooze does not count against max_attempts. A job asked to cancel that fails or
-// snoozes ends cancelled: the request is never lost. A completion clears
-// the job's last error (the history keeps each attempt's). No assignment reads a
-// column another one writes, so the order MySQL gives a multiple-table
-// UPDATE's assignments does not matter. The statement's clock reading,
-// at which it records the ends, is handed back (clockAsInsertID).
-// Parameters: the ends' rows, then the picked ids.
+// instead of delay_us. A snooze does not count against max_attempts. A job
+// asked to cancel that fails or snoozes ends cancelled: the request is
+// never lost. A completion clears the job's last error (the history keeps
+// each attempt's). No assignment reads a column another one writes, so the
+// order MySQL gives a multiple-table UPDATE's assignments does not matter.
+// The statement's clock reading, at which it records the ends, is handed
+// back (clockAsInsertID). Parameters: the ends' rows, then the picked ids.
 var endJobsSQL = `
 UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
     j.state = CASE
@@ -236,13 +236,13 @@ func endsTable(ends []fencedtype.JobEnd, at []int) (string, []any) {
 		if e.Output != nil {
 			output = string(e.Output)
 		}
-		var base, max, jitter any // no backoff: NULL
+		var baseUS, maxUS, jitter any // no backoff: NULL
 		if b := e.Backoff; b != nil {
-			base, max, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+			baseUS, maxUS, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
 		}
 		rows[k] = endJobsRowSQL
 		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard,
-			base, max, jitter)
+			baseUS, maxUS, jitter)
 	}
 	return strings.Join(rows, " UNION ALL "), args
 }

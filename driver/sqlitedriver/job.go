@@ -248,14 +248,14 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 		if e.Output != nil {
 			output = string(e.Output)
 		}
-		var base, max, jitter any // no backoff: NULL
+		var baseUS, maxUS, jitter any // no backoff: NULL
 		if b := e.Backoff; b != nil {
-			base, max, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+			baseUS, maxUS, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
 		}
 		var state string
 		var us int64
 		err := end.QueryRowContext(ctx, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error,
-			e.Delay.Microseconds(), e.Discard, base, max, jitter).Scan(&state, &us)
+			e.Delay.Microseconds(), e.Discard, baseUS, maxUS, jitter).Scan(&state, &us)
 		if errors.Is(err, sql.ErrNoRows) {
 			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
 				return nil, time.Time{}, out[i]
