@@ -38,7 +38,8 @@ func (r *JobRun) SetOutput(v any) { r.output = v }
 // Progress reports the attempt's progress; it is a guarded write, so a stale
 // attempt gets a *StaleError.
 func (r *JobRun) Progress(ctx context.Context, p Progress) error {
-	return r.c.ReportProgress(ctx, r.Ref(), p)
+	_, err := r.c.ReportProgress(ctx, r.Ref(), p)
+	return err
 }
 
 // Tx runs fn in a transaction that commits only under this attempt (see
@@ -135,7 +136,8 @@ func (w *Worker) outcome(ctx context.Context, r *JobRun, err error, lost bool) (
 	default:
 		end.Kind, end.Error = EndFail, err.Error()
 		end.Discard = errors.As(err, &discard)
-		end.Delay = w.cfg.Backoff.Delay(r.Attempt)
+		b := w.cfg.Backoff
+		end.Backoff = &b // the database computes this attempt's delay
 	}
 	return end, true
 }

@@ -141,27 +141,39 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 // jsonArg turns a value into JSON text of at most MaxArgsBytes that every
 // backend can store (see checkStorableJSON); nil gives def.
 func jsonArg(field string, v any, def []byte) ([]byte, error) {
-	var b []byte
-	switch x := v.(type) {
-	case nil:
+	if v == nil {
 		return def, nil
-	case json.RawMessage:
-		b = x
-	case []byte:
-		b = x
-	default:
-		var err error
-		if b, err = json.Marshal(v); err != nil {
-			return nil, fencedtype.Invalid(field, "cannot be encoded as JSON: %v", err)
-		}
 	}
-	if len(b) > MaxArgsBytes {
-		return nil, fencedtype.Invalid(field, "is %d bytes, the limit is %d", len(b), MaxArgsBytes)
-	}
-	if err := validJSON(field, b); err != nil {
+	b, err := encodeJSON(field, v)
+	if err != nil {
 		return nil, err
 	}
+	return b, checkJSONArg(field, b)
+}
+
+// encodeJSON turns a non-nil value into JSON text without checking it:
+// json.RawMessage or []byte as given, anything else marshalled.
+func encodeJSON(field string, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case json.RawMessage:
+		return x, nil
+	case []byte:
+		return x, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fencedtype.Invalid(field, "cannot be encoded as JSON: %v", err)
+	}
 	return b, nil
+}
+
+// checkJSONArg checks JSON text given to the library: at most
+// MaxArgsBytes, valid and storable by every backend.
+func checkJSONArg(field string, b []byte) error {
+	if len(b) > MaxArgsBytes {
+		return fencedtype.Invalid(field, "is %d bytes, the limit is %d", len(b), MaxArgsBytes)
+	}
+	return validJSON(field, b)
 }
 
 // Enqueue adds one job. With an idempotency key that exists already, the

@@ -76,6 +76,27 @@ func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Dura
 	return c.d.HeartbeatJobs(ctx, refs, ttl)
 }
 
+// JobHeartbeat is how a heartbeat left one running attempt.
+type JobHeartbeat = fencedtype.JobHeartbeat
+
+// HeartbeatJob extends the lease of one running attempt to ttl from the
+// database's now, and says whether the job was asked to cancel. An attempt
+// no longer current gets a *StaleError (its DecidedAt the reading that
+// found it stale) or ErrNotFound, diagnosed by the backend, and nothing is
+// written. An attempt whose row is held by an open transaction of the
+// attempt itself (a JobTx, or its own progress or final write in flight)
+// is current: the answer is its lease as it stands, with Extended false,
+// and the next heartbeat extends it.
+func (c *Client) HeartbeatJob(ctx context.Context, ref JobRef, ttl time.Duration) (*JobHeartbeat, error) {
+	if err := validRefs([]JobRef{ref}); err != nil {
+		return nil, err
+	}
+	if err := validTTL(ttl); err != nil {
+		return nil, err
+	}
+	return c.d.HeartbeatJob(ctx, ref, ttl)
+}
+
 func validRefs(refs []JobRef) error {
 	if len(refs) > MaxClaimBatch*10 {
 		return fencedtype.Invalid("jobs", "%d in one call, the limit is %d", len(refs), MaxClaimBatch*10)
@@ -103,39 +124,66 @@ const (
 )
 
 // EndJobs ends several attempts in one statement (inside tx when non-nil):
-// complete with output; fail, which retries after Delay unless attempts are
-// exhausted or Discard is set (then the job is failed: the dead letter);
-// snooze, back to queued after Delay without counting the attempt; cancel,
-// the final write after a cancel request. Each job is guarded by its own
-// fence; errs[i] is nil or that job's *StaleError / ErrNotFound, or its
-// *InvalidError — an invalid end is refused alone, the others are written.
-// err is for the call as a whole.
-func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, err error) {
+// complete with output; fail, which retries after Delay (or, with Backoff
+// set, after the backoff of the attempt, computed by the database) unless
+// attempts are exhausted or Discard is set (then the job is failed: the
+// dead letter); snooze, back to queued after Delay without counting the
+// attempt; cancel, the final write after a cancel request. Each job is
+// guarded by its own fence; errs[i] is nil or that job's *StaleError /
+// ErrNotFound, or its *InvalidError — an invalid end is refused alone, the
+// others are written.
+// at is the database clock reading the written ends were recorded at (their
+// attempts' ended_at, and the base of a retry's or snooze's run_at; the
+// latest, when the backend records one batch at several), zero when none
+// was written. err is for the call as a whole.
+func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, at time.Time, err error) {
+	return c.endJobs(ctx, tx, ends, false)
+}
+
+// endJobs is EndJobs; outputChecked says the caller already checked every
+// end's output with jsonArg (the Worker does, to discard a job whose output
+// cannot be stored), so it is not checked twice.
+func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, at time.Time, err error) {
 	errs = make([]error, len(ends))
 	valid := make([]JobEnd, 0, len(ends))
-	at := make([]int, 0, len(ends))
+	pos := make([]int, 0, len(ends))
 	for i := range ends {
 		e := ends[i]
-		if err := validEnd(&e); err != nil {
+		if err := validEnd(&e, outputChecked); err != nil {
 			errs[i] = fmt.Errorf("job %d: %w", e.Ref.ID, err)
 			continue
 		}
-		valid, at = append(valid, e), append(at, i)
+		valid, pos = append(valid, e), append(pos, i)
 	}
 	if len(valid) == 0 {
-		return errs, nil
+		return errs, at, nil
 	}
-	written, err := c.d.EndJobs(ctx, tx, valid)
+	written, at, err := c.d.EndJobs(ctx, tx, valid)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	for k, i := range at {
+	for k, i := range pos {
 		errs[i] = written[k]
 	}
-	return errs, nil
+	return errs, at, nil
 }
 
-func validEnd(e *JobEnd) error {
+// EndJob ends one attempt (see EndJobs), inside tx when non-nil, and
+// returns the database clock reading its end was recorded at: the attempt's
+// ended_at, the base of a retry's or snooze's run_at. An attempt no longer
+// current gets a *StaleError (its DecidedAt the reading that found it
+// stale) or ErrNotFound, and nothing is written.
+func (c *Client) EndJob(ctx context.Context, tx Tx, e JobEnd) (time.Time, error) {
+	errs, at, err := c.EndJobs(ctx, tx, []JobEnd{e})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return at, errs[0]
+}
+
+// validEnd checks an end and brings its error message into shape. The
+// output is checked here, once, unless outputChecked.
+func validEnd(e *JobEnd, outputChecked bool) error {
 	if err := validRefs([]JobRef{e.Ref}); err != nil {
 		return err
 	}
@@ -143,6 +191,13 @@ func validEnd(e *JobEnd) error {
 	case EndComplete, EndFail, EndSnooze, EndCancel:
 	default:
 		return fencedtype.Invalid("end", "%q is not complete, fail, snooze or cancel", e.Kind)
+	}
+	if e.Backoff != nil {
+		if e.Kind != EndFail {
+			return fencedtype.Invalid("backoff", "is for a fail, not a %s", e.Kind)
+		}
+		b := e.Backoff.WithDefaults()
+		e.Backoff, e.Delay = &b, 0 // Delay is ignored
 	}
 	if e.Delay < 0 || e.Delay > MaxRetryDelay {
 		return fencedtype.Invalid("delay", "%s is outside 0 to %s", e.Delay, MaxRetryDelay)
@@ -153,21 +208,10 @@ func validEnd(e *JobEnd) error {
 		e.Error = e.Error[:MaxErrorBytes]
 	}
 	e.Error = strings.ReplaceAll(strings.ToValidUTF8(e.Error, "\uFFFD"), "\x00", "")
-	if e.Output != nil {
-		if _, err := jsonArg("output", []byte(e.Output), nil); err != nil {
-			return err
-		}
+	if e.Output != nil && !outputChecked {
+		return checkJSONArg("output", e.Output)
 	}
 	return nil
-}
-
-// endOne ends one attempt and returns its own error.
-func (c *Client) endOne(ctx context.Context, tx Tx, e JobEnd) error {
-	errs, err := c.EndJobs(ctx, tx, []JobEnd{e})
-	if err != nil {
-		return err
-	}
-	return errs[0]
 }
 
 // CompleteJob marks the attempt ref succeeded with output (marshalled as
@@ -179,25 +223,47 @@ func (c *Client) CompleteJob(ctx context.Context, ref JobRef, output any) error 
 // CompleteJobTx completes the attempt inside the caller's transaction (a
 // JobTx's, or the caller's own wrapped with the driver's WrapTx): the job is
 // succeeded only if that transaction commits, and if the attempt is stale the
-// caller gets a *StaleError and must roll back its business writes.
+// caller gets a *StaleError and must roll back its business writes. The
+// output is encoded here and checked once, with the end (see EndJobs).
 func (c *Client) CompleteJobTx(ctx context.Context, tx Tx, ref JobRef, output any) error {
-	out, err := jsonArg("output", output, nil)
-	if err != nil {
-		return err
+	var out []byte
+	if output != nil {
+		var err error
+		if out, err = encodeJSON("output", output); err != nil {
+			return err
+		}
 	}
-	return c.endOne(ctx, tx, JobEnd{Ref: ref, Kind: EndComplete, Output: out})
+	// EndJob checks it (size, JSON every backend stores), once.
+	_, err := c.EndJob(ctx, tx, JobEnd{Ref: ref, Kind: EndComplete, Output: out})
+	return err
 }
 
-// FailJob records a failed attempt: the job runs again after retryIn, or is
+// RetryBackoff, passed as FailJob's retryIn, retries the job after
+// DefaultBackoff's delay for the attempt that failed: min(1h, 1s·2^(n−1))
+// for attempt n, scaled by a random factor in [0.5, 1], computed by the
+// database from the job's attempt number in the statement that records the
+// failure (nothing is read first). For another backoff, end the attempt
+// with EndJob and set JobEnd.Backoff.
+const RetryBackoff time.Duration = -1
+
+// FailJob records a failed attempt: the job runs again after retryIn (or,
+// with RetryBackoff, after the default backoff of its attempt), or is
 // failed (the dead letter) when attempts are exhausted or discard is set.
 func (c *Client) FailJob(ctx context.Context, ref JobRef, message string, retryIn time.Duration, discard bool) error {
-	return c.endOne(ctx, nil, JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard})
+	end := JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard}
+	if retryIn == RetryBackoff {
+		b := DefaultBackoff
+		end.Backoff, end.Delay = &b, 0
+	}
+	_, err := c.EndJob(ctx, nil, end)
+	return err
 }
 
 // SnoozeJob puts the job back to queued to run after delay; the attempt does
 // not count against MaxAttempts.
 func (c *Client) SnoozeJob(ctx context.Context, ref JobRef, delay time.Duration) error {
-	return c.endOne(ctx, nil, JobEnd{Ref: ref, Kind: EndSnooze, Delay: delay})
+	_, err := c.EndJob(ctx, nil, JobEnd{Ref: ref, Kind: EndSnooze, Delay: delay})
+	return err
 }
 
 // Progress is what a running attempt reports of itself.
@@ -206,14 +272,16 @@ type Progress struct {
 	Counters map[string]int64 `json:"counters,omitempty"`
 }
 
-// ReportProgress stores the attempt's progress (shown with the job).
-func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) error {
+// ReportProgress stores the attempt's progress (shown with the job) and
+// returns the database clock reading it was stored at. A stale attempt gets
+// a *StaleError or ErrNotFound and nothing is stored.
+func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) (time.Time, error) {
 	if err := validRefs([]JobRef{ref}); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	b, err := jsonArg("progress", p, nil)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	return c.d.ReportProgress(ctx, ref, b)
 }

@@ -36,8 +36,9 @@ type WorkerConfig struct {
 	// queue's concurrency, at most DefaultFetchBatch; never more than
 	// MaxClaimBatch.
 	FetchBatch int
-	// Backoff is the retry delay after a failed attempt. Default
-	// DefaultBackoff.
+	// Backoff is the retry delay after a failed attempt, computed by the
+	// database from the job's attempt number as the failure is recorded
+	// (JobEnd.Backoff). Default DefaultBackoff.
 	Backoff Backoff
 	// Logger receives the worker's own errors. Default: discarded.
 	Logger *slog.Logger

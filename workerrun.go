@@ -243,7 +243,7 @@ func (w *Worker) completer(ctx context.Context) {
 		// Bounded: past a lease's length the attempts are lost anyway, and a
 		// hung statement must not hold every outcome (and Stop) for ever.
 		ectx, cancel := context.WithTimeout(w.runCtx, w.cfg.LeaseTTL)
-		errs, err := w.c.EndJobs(ectx, nil, ends)
+		errs, _, err := w.c.endJobs(ectx, nil, ends, true) // outcome checked each output
 		cancel()
 		for i, r := range batch {
 			if err != nil {

@@ -22,12 +22,24 @@ type JobDriver interface {
 	// HeartbeatJobs extends the leases of a worker's running jobs (distinct
 	// ids) in one statement and reports which are lost or asked to cancel.
 	HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error)
+	// HeartbeatJob extends one running attempt's lease to ttl from the
+	// database's now, without waiting for a row held by a transaction of
+	// the attempt itself (then the answer is the lease as it stands,
+	// Extended false). An attempt no longer current gets its diagnosed
+	// *fencedtype.StaleError or fencedtype.ErrNotFound (DiagnoseHeartbeat).
+	HeartbeatJob(ctx context.Context, ref fencedtype.JobRef, ttl time.Duration) (*fencedtype.JobHeartbeat, error)
 	// EndJobs records the end of attempts (complete, fail, snooze, cancel)
 	// in one statement; tx non-nil runs it inside the caller's transaction.
-	// Each result is nil or the diagnosed error for that job.
-	EndJobs(ctx context.Context, tx Tx, ends []fencedtype.JobEnd) ([]error, error)
-	// ReportProgress stores a running attempt's progress.
-	ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error
+	// Each errs[i] is nil or the diagnosed error for that job (a
+	// *fencedtype.StaleError carries the diagnosing read's clock). at is the
+	// database clock reading the written ends were recorded at (their
+	// attempts' ended_at, the base of a retry's or snooze's run_at; the
+	// latest, when a backend records one batch at several), zero when none
+	// was written.
+	EndJobs(ctx context.Context, tx Tx, ends []fencedtype.JobEnd) (errs []error, at time.Time, err error)
+	// ReportProgress stores a running attempt's progress and returns the
+	// database clock reading it was stored at.
+	ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error)
 	// JobTx runs fn in a transaction that share-locks the job row and checks
 	// the attempt is current (see LeaseTx).
 	JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(Tx) error) error
@@ -76,7 +88,8 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 	if row == nil {
 		return fencedtype.ErrNotFound
 	}
-	e := &fencedtype.StaleError{Kind: "job", Name: strconv.FormatInt(ref.ID, 10), Fence: ref.Fence, CurrentFence: row.Fence}
+	e := &fencedtype.StaleError{Kind: "job", Name: strconv.FormatInt(ref.ID, 10), Fence: ref.Fence, CurrentFence: row.Fence,
+		DecidedAt: row.DecidedAt}
 	running := row.State == fencedtype.JobRunning && row.LeaseExpiresAt != nil && row.LeaseExpiresAt.After(row.DecidedAt)
 	if running {
 		e.CurrentOwner = row.Owner

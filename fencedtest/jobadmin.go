@@ -32,7 +32,7 @@ func runCancelJob(t *testing.T, b Backend) {
 		if len(hb.CancelRequested) != 1 {
 			t.Fatalf("heartbeat = %+v", hb)
 		}
-		errs, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: a.Ref(), Kind: fenced.EndCancel, Error: "stopped"}})
+		errs, _, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: a.Ref(), Kind: fenced.EndCancel, Error: "stopped"}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("cancel end: %v %v", err, errs)
 		}

@@ -101,7 +101,7 @@ func runEndJobs(t *testing.T, b Backend) {
 			{Ref: fenced.JobRef{ID: jobs[1].ID, Fence: jobs[1].Fence + 1}, Kind: fenced.EndComplete}, // forged
 			{Ref: jobs[2].Ref(), Kind: fenced.EndFail, Error: "x"},
 		}
-		errs, err := e.c.EndJobs(ctx(t), nil, ends)
+		errs, _, err := e.c.EndJobs(ctx(t), nil, ends)
 		wantNoErr(t, err, "end jobs")
 		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], fenced.ErrStale) {
 			t.Fatalf("errs = %v", errs)
@@ -158,7 +158,7 @@ func runCancelNeverLost(t *testing.T, b Backend) {
 			_, err := e.c.CancelJob(ctx(t), a.ID)
 			wantNoErr(t, err, "cancel")
 			kind.Ref = a.Ref()
-			errs, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{kind})
+			errs, _, err := e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{kind})
 			if err != nil || errs[0] != nil {
 				t.Fatalf("end: %v %v", err, errs)
 			}

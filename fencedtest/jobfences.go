@@ -33,7 +33,7 @@ func runJobFences(t *testing.T, b Backend) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		wantStale(t, e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{Stage: "late"}), a.Fence, a.Fence, "", fenced.ReasonExpired)
+		wantStale(t, errAt(e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{Stage: "late"})), a.Fence, a.Fence, "", fenced.ReasonExpired)
 		hb, err := e.c.HeartbeatJobs(ctx(t), []fenced.JobRef{a.Ref()}, long)
 		wantNoErr(t, err, "heartbeat")
 		if len(hb.Lost) != 1 || len(hb.Extended) != 0 {

@@ -53,7 +53,7 @@ func overlappingBatchWrites(t *testing.T, e *env, n int) {
 	wg.Go(func() { _, hbErrs[1] = e.c.HeartbeatJobs(ctx(t), down, long) })
 	wg.Wait()
 	wg.Go(func() { _, hbErrs[2] = e.c.HeartbeatJobs(ctx(t), down, long) })
-	wg.Go(func() { endErrs, endErr = e.c.EndJobs(ctx(t), nil, ends) })
+	wg.Go(func() { endErrs, _, endErr = e.c.EndJobs(ctx(t), nil, ends) })
 	wg.Wait()
 	for i, err := range hbErrs {
 		wantNoErr(t, err, fmt.Sprintf("heartbeat %d", i))

@@ -16,7 +16,7 @@ func runReportProgress(t *testing.T, b Backend) {
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		a := e.claimOne(t, "A", long)
 		p := fenced.Progress{Stage: "copy", Counters: map[string]int64{"rows": 42}}
-		wantNoErr(t, e.c.ReportProgress(ctx(t), a.Ref(), p), "progress")
+		wantNoErr(t, errAt(e.c.ReportProgress(ctx(t), a.Ref(), p)), "progress")
 		if got, _ := e.job(t, j.ID); string(got.Progress) == "" || !strings.Contains(string(got.Progress), `"rows"`) {
 			t.Fatalf("progress = %s", got.Progress)
 		}

@@ -102,7 +102,7 @@ func runStaleWorker(t *testing.T, b Backend) {
 	stale("complete", e.c.CompleteJob(ctx(t), a.Ref(), nil))
 	stale("fail", e.c.FailJob(ctx(t), a.Ref(), "boom", 0, false))
 	stale("snooze", e.c.SnoozeJob(ctx(t), a.Ref(), time.Second))
-	stale("progress", e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{Stage: "half"}))
+	stale("progress", errAt(e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{Stage: "half"})))
 	hb, err := e.c.HeartbeatJobs(ctx(t), []fenced.JobRef{a.Ref()}, long)
 	wantNoErr(t, err, "heartbeat")
 	if len(hb.Lost) != 1 || len(hb.Extended) != 0 {

@@ -216,7 +216,7 @@ func runWorker(t *testing.T, b Backend) {
 	t.Run("AnIdleWorkerIsWokenByEnqueue", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		if _, ok := e.c.Driver().(driver.JobListener); !ok {
+		if _, ok := e.d.(driver.JobListener); !ok {
 			t.Skipf("%s has no enqueue notifications; idle workers poll", b.Name)
 		}
 		done := make(chan struct{}, 1)

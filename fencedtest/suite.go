@@ -69,6 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"Enqueue", runEnqueue},
 		{"ClaimJobs", runClaimJobs},
 		{"HeartbeatJobs", runHeartbeatJobs},
+		{"HeartbeatJob", runHeartbeatJob},
 		{"EndJobs", runEndJobs},
 		{"ReportProgress", runReportProgress},
 		{"JobTx", runJobTx},
@@ -90,6 +91,9 @@ func Run(t *testing.T, b Backend) {
 		{"StateMachine", jobStateMachine},
 		{"StaleWorker", runStaleWorker},
 		{"JobFences", runJobFences},
+		{"JobError", runJobError},
+		{"JobClock", runJobClock},
+		{"Backoff", runJobBackoff},
 		{"Worker", runWorker},
 		{"Maintainer", runMaintainer},
 		{"NothingLost", runNothingLost},
@@ -98,33 +102,41 @@ func Run(t *testing.T, b Backend) {
 	}
 }
 
-// env is one test's database and a client on it.
+// env is one test's database, a client on it and the client's driver.
 type env struct {
 	b   Backend
 	url string
 	c   *fenced.Client
+	d   driver.Driver
 }
 
 // setup makes a fresh migrated database and a client on it.
 func setup(t *testing.T, b Backend) *env {
 	t.Helper()
 	url := b.NewURL(t)
-	c := b.open(t, url, fenced.Config{})
+	d := b.openDriver(t, url)
+	c := fenced.New(d, fenced.Config{})
 	if _, err := c.Migrate(ctx(t)); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	return &env{b: b, url: url, c: c}
+	return &env{b: b, url: url, c: c, d: d}
 }
 
 // open opens another client (its own connections) on url.
 func (b Backend) open(t testing.TB, url string, cfg fenced.Config) *fenced.Client {
+	t.Helper()
+	return fenced.New(b.openDriver(t, url), cfg)
+}
+
+// openDriver opens the backend's driver on url, closed when the test ends.
+func (b Backend) openDriver(t testing.TB, url string) driver.Driver {
 	t.Helper()
 	d, err := b.OpenDriver(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
-	return fenced.New(d, cfg)
+	return d
 }
 
 func ctx(t testing.TB) context.Context {
@@ -187,6 +199,9 @@ func wantErrIs(t *testing.T, err, target error) {
 
 // errOf is the error of a call that also returns a lease.
 func errOf(_ *fenced.Lease, err error) error { return err }
+
+// errAt is the error of a call that also returns a database time.
+func errAt(_ time.Time, err error) error { return err }
 
 func wantNoErr(t *testing.T, err error, what string) {
 	t.Helper()

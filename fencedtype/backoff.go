@@ -1,12 +1,15 @@
 package fencedtype
 
-import (
-	"math/rand/v2"
-	"time"
-)
+import "time"
 
 // Backoff is an exponential retry delay with jitter: attempt n waits
 // min(Max, Base·2^(n−1)), scaled by a random factor in [1−Jitter, 1].
+//
+// The delay is computed by the database, in the statement that puts the job
+// back to queued (a recovery of an expired attempt, or a failure whose
+// JobEnd.Backoff is set), from the attempt number on the job's row: each
+// backend states the rule once, as one SQL expression, and no attempt
+// number is read first.
 type Backoff struct {
 	// Base is the first delay. Default 1s.
 	Base time.Duration
@@ -23,9 +26,10 @@ const MaxRetryDelay = 365 * 24 * time.Hour
 // DefaultBackoff is the backoff used when none is configured.
 var DefaultBackoff = Backoff{Base: time.Second, Max: time.Hour, Jitter: 0.5}
 
-// WithDefaults fills the zero fields from DefaultBackoff and brings the rest
-// into range: Max at most MaxRetryDelay, Base at most Max, Jitter from 0 to 1
-// (a negative Jitter means none). A backend receives a Backoff this way.
+// WithDefaults fills the zero fields (and a NaN Jitter) from DefaultBackoff
+// and brings the rest into range: Max at most MaxRetryDelay, Base at most
+// Max, Jitter from 0 to 1 (a negative Jitter means none). A backend
+// receives a Backoff this way.
 func (b Backoff) WithDefaults() Backoff {
 	if b.Base <= 0 {
 		b.Base = DefaultBackoff.Base
@@ -36,7 +40,7 @@ func (b Backoff) WithDefaults() Backoff {
 	b.Max = min(b.Max, MaxRetryDelay)
 	b.Base = min(b.Base, b.Max)
 	switch {
-	case b.Jitter == 0:
+	case b.Jitter == 0 || b.Jitter != b.Jitter: // zero or NaN
 		b.Jitter = DefaultBackoff.Jitter
 	case b.Jitter < 0:
 		b.Jitter = 0
@@ -44,15 +48,4 @@ func (b Backoff) WithDefaults() Backoff {
 		b.Jitter = 1
 	}
 	return b
-}
-
-// Delay is the wait before the retry that follows attempt (1-based).
-func (b Backoff) Delay(attempt int) time.Duration {
-	b = b.WithDefaults()
-	d := b.Max
-	// Base ≤ Max>>shift keeps Base<<shift ≤ Max: no overflow, whatever attempt.
-	if shift := attempt - 1; shift >= 0 && shift < 63 && b.Base <= b.Max>>shift {
-		d = b.Base << shift
-	}
-	return time.Duration(float64(d) * (1 - b.Jitter*rand.Float64()))
 }

@@ -44,6 +44,10 @@ type StaleError struct {
 	CurrentFence int64       // the fence stored now
 	CurrentOwner string      // owner now holding it, "" when nobody holds it
 	Reason       StaleReason // why the caller's fence is no longer good
+	// DecidedAt is the database clock reading of the read that found the
+	// fence stale, when the backend returns one (a job's worker-owned
+	// writes do); zero otherwise.
+	DecidedAt time.Time
 }
 
 func (e *StaleError) Error() string {

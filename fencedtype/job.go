@@ -52,12 +52,15 @@ type Job struct {
 	LeaseExpiresAt  *time.Time      `json:"lease_expires_at"` // set while running
 	CancelRequested bool            `json:"cancel_requested"`
 	Output          json.RawMessage `json:"output"` // set on success
-	LastError       string          `json:"error"`
-	Progress        json.RawMessage `json:"progress"` // the running attempt's last progress report
-	IdempotencyKey  string          `json:"idempotency_key"`
-	CreatedAt       time.Time       `json:"created_at"`
-	AttemptedAt     *time.Time      `json:"attempted_at"` // start of the last attempt
-	FinishedAt      *time.Time      `json:"finished_at"`
+	// LastError is the error of the last attempt that failed, was
+	// cancelled or was lost, while the job has not succeeded: a completion
+	// clears it (the attempt history keeps every attempt's error).
+	LastError      string          `json:"error"`
+	Progress       json.RawMessage `json:"progress"` // the running attempt's last progress report
+	IdempotencyKey string          `json:"idempotency_key"`
+	CreatedAt      time.Time       `json:"created_at"`
+	AttemptedAt    *time.Time      `json:"attempted_at"` // start of the last attempt
+	FinishedAt     *time.Time      `json:"finished_at"`
 	// DecidedAt is the database clock reading of the statement that
 	// returned this job (the claim, enqueue, cancel or read).
 	DecidedAt time.Time `json:"-"`
@@ -114,6 +117,12 @@ type JobEnd struct {
 	Output json.RawMessage // complete: JSON, may be nil
 	Error  string          // fail, cancel
 	Delay  time.Duration   // fail: retry delay; snooze: delay
+	// Backoff, set on a fail, retries after this attempt's backoff instead
+	// of Delay (which is then ignored): min(Max, Base·2^(attempt−1)) scaled
+	// by a random factor in [1−Jitter, 1], computed by the database from
+	// the job's attempt number in the statement that records the failure.
+	// Zero fields take DefaultBackoff's (Backoff.WithDefaults).
+	Backoff *Backoff
 	// Discard makes a failure final whatever attempts remain.
 	Discard bool
 }
@@ -127,6 +136,26 @@ type HeartbeatResult struct {
 	// was held by an open transaction of their own attempt (a JobTx).
 	Busy      []int64
 	ExpiresAt time.Time // the new expiry of the extended ones
+}
+
+// JobHeartbeat is how a heartbeat left one running attempt (see
+// HeartbeatJob).
+type JobHeartbeat struct {
+	// ExpiresAt is the attempt's lease expiry now, by the database clock.
+	ExpiresAt time.Time
+	// CancelRequested: the job was asked to cancel; the worker should stop
+	// and end the attempt (it then ends cancelled).
+	CancelRequested bool
+	// Extended is false when the attempt is current but its row was held
+	// by an open transaction of that same attempt (a JobTx, or its own
+	// progress or final write in flight): the lease was not extended this
+	// time, ExpiresAt is the lease as it stands, and the next heartbeat
+	// extends it.
+	Extended bool
+	// DecidedAt is the database clock reading the answer was decided at:
+	// for an extension, the reading the new expiry was computed from
+	// (ExpiresAt minus the ttl).
+	DecidedAt time.Time
 }
 
 // JobCount is the number of jobs in one queue and state.

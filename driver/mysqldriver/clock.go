@@ -21,3 +21,28 @@ func (d *Driver) DatabaseTime(ctx context.Context) (time.Time, error) {
 	}
 	return t.Time, nil
 }
+
+// clockAsInsertID is the condition a deciding UPDATE ends its WHERE with to
+// hand back its clock reading: LAST_INSERT_ID(expr) sets the value the OK
+// packet carries (microseconds since the epoch) and is true. UTC_TIMESTAMP(6)
+// holds for a whole statement, so it is the reading every row's guard and
+// every assignment of the statement used.
+const clockAsInsertID = `LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', ` + now + `)) > 0`
+
+// execAt runs an UPDATE ending with clockAsInsertID and returns the rows it
+// matched and, when it matched any, its clock reading.
+func execAt(ctx context.Context, q querier, query string, args ...any) (int64, time.Time, error) {
+	res, err := q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return n, time.Time{}, err
+	}
+	us, err := res.LastInsertId()
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	return n, time.UnixMicro(us).UTC(), nil
+}

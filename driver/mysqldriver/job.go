@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
@@ -201,20 +202,22 @@ func collectIDs(rows *sql.Rows, err error) ([]int64, error) {
 // row in that state, other workers' included.
 const jobGuard = `state = 'running' AND lease_expires_at > ` + now
 
+// reportProgressSQL stores a running attempt's progress and hands back its
+// clock reading (clockAsInsertID). Parameters: progress, id, fence.
 const reportProgressSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET progress = ?, updated_at = ` + now + `
-WHERE id = ? AND fence = ? AND ` + jobGuard
+WHERE id = ? AND fence = ? AND ` + jobGuard + ` AND ` + clockAsInsertID
 
 // ReportProgress implements driver.JobDriver: one guarded statement; a refusal
 // is diagnosed by a read after it.
-func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
-	n, err := execCount(ctx, d.db, reportProgressSQL, string(progress), ref.ID, ref.Fence)
+func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error) {
+	n, at, err := execAt(ctx, d.db, reportProgressSQL, string(progress), ref.ID, ref.Fence)
 	if err != nil {
-		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
+		return time.Time{}, fmt.Errorf("progress of job %d: %w", ref.ID, err)
 	}
 	if n == 1 {
-		return nil
+		return at, nil
 	}
-	return diagnoseJob(ctx, d.db, ref)
+	return time.Time{}, diagnoseJob(ctx, d.db, ref)
 }
 
 // jobGuardSQL share-locks the job row iff ref is its current running

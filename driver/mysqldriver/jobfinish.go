@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
@@ -20,8 +21,10 @@ import (
 // literal rows (UNION ALL), MySQL having nothing like PostgreSQL's unnest.
 
 // endJobsRowSQL is one row of the ends' derived table. Parameters: id,
-// fence, kind, output, error, delay_us, discard.
-const endJobsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard`
+// fence, kind, output, error, delay_us, discard, and the backoff's base_us
+// (NULL for none), max_us and jitter.
+const endJobsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard,
+    ? AS base_us, ? AS max_us, ? AS jitter`
 
 // endJobsPickSQL locks the rows whose attempt is still current, in id order,
 // as a heartbeat locks them. Parameters: the ids, then the (id, fence)
@@ -32,13 +35,16 @@ ORDER BY id
 FOR UPDATE`
 
 // endJobsSQL ends the picked attempts. A failure retries (queued, run_at =
-// now + delay) unless attempts are exhausted or it is discarded; a snooze
-// does not count against max_attempts. A job asked to cancel that fails or
-// snoozes ends cancelled: the request is never lost. No assignment reads a
-// column another one writes, so the order MySQL gives a multiple-table
-// UPDATE's assignments does not matter. Parameters: the ends' rows, then
-// the picked ids.
-const endJobsSQL = `
+// now + delay) unless attempts are exhausted or it is discarded; one given
+// a backoff (base_us not NULL) waits the backoff of its attempt (backoffUS)
+// instead of delay_us. A snooze does not count against max_attempts. A job
+// asked to cancel that fails or snoozes ends cancelled: the request is
+// never lost. A completion clears the job's last error (the history keeps
+// each attempt's). No assignment reads a column another one writes, so the
+// order MySQL gives a multiple-table UPDATE's assignments does not matter.
+// The statement's clock reading, at which it records the ends, is handed
+// back (clockAsInsertID). Parameters: the ends' rows, then the picked ids.
+var endJobsSQL = `
 UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
     j.state = CASE
         WHEN e.kind = 'complete' THEN 'succeeded'
@@ -51,13 +57,17 @@ UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
             OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
         THEN ` + now + ` END,
     j.output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
-    j.last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error ELSE j.last_error END,
-    j.run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN ` + now + ` + INTERVAL e.delay_us MICROSECOND
+    j.last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error WHEN e.kind = 'complete' THEN NULL
+        ELSE j.last_error END,
+    j.run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN ` + now + ` + INTERVAL CASE
+            WHEN e.base_us IS NULL THEN e.delay_us
+            ELSE ` + backoffUS("j.attempt", "e.base_us", "e.max_us", "e.jitter") + ` END MICROSECOND
         ELSE j.run_at END,
     j.max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
     j.lease_expires_at = NULL,
     j.updated_at = ` + now + `
-WHERE j.id IN (%s) AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at > ` + now
+WHERE j.id IN (%s) AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at > ` + now + `
+    AND ` + clockAsInsertID
 
 // jobAttemptsSQL records the attempts just ended, read from the rows the
 // ending statement left (updated_at is its clock reading). Parameters: the
@@ -88,33 +98,18 @@ const (
 // EndJobs implements driver.JobDriver: in one transaction (or the
 // caller's). A job whose end changed nothing is diagnosed in the same
 // transaction.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
-	var out []error
-	var err error
-	if tx != nil {
-		var stx *sql.Tx
-		if stx, err = sqlOf(tx); err != nil {
-			return nil, err
-		}
-		out, err = finishJobs(ctx, stx, ends)
-	} else {
-		err = d.inTx(ctx, func(tx *sql.Tx) (err error) {
-			out, err = finishJobs(ctx, tx, ends)
-			return err
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("finish jobs: %w", err)
-	}
-	return out, nil
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.inTx, endJobs)
 }
 
-// finishJobs ends the jobs in rounds of distinct ids, in id order: a job
-// named twice is ended by its first end, and its second finds it ended.
-func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+// endJobs ends the jobs in rounds of distinct ids, in id order: a job
+// named twice is ended by its first end, and its second finds it ended. It
+// returns the latest clock reading an end was recorded at.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
 	out := make([]error, len(ends))
+	var at time.Time
 	if len(ends) == 0 {
-		return out, nil
+		return out, at, nil
 	}
 	order := make([]int, len(ends))
 	for i := range order {
@@ -137,19 +132,24 @@ func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]er
 				size += len(e.Error) + len(e.Output)
 				n++
 			}
-			if err := finishChunk(ctx, tx, ends, round[:n], out); err != nil {
-				return nil, err
+			t, err := finishChunk(ctx, tx, ends, round[:n], out)
+			if err != nil {
+				return nil, time.Time{}, err
+			}
+			if t.After(at) {
+				at = t
 			}
 			round = round[n:]
 		}
 		order = again
 	}
-	return out, nil
+	return out, at, nil
 }
 
-// finishChunk ends the attempts ends[at...] (distinct ids, ascending) and
-// sets out[at...] to nil or the diagnosed error.
-func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error) error {
+// finishChunk ends the attempts ends[at...] (distinct ids, ascending), sets
+// out[at...] to nil or the diagnosed error, and returns the clock reading
+// the ended ones were recorded at (zero when none was).
+func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error) (time.Time, error) {
 	refs := make([]fencedtype.JobRef, len(at))
 	for k, i := range at {
 		refs[k] = ends[i].Ref
@@ -161,17 +161,19 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		query, args := withRefs(endJobsPickSQL, refs)
 		var err error
 		if picked, err = collectIDs(tx.QueryContext(ctx, query, args...)); err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 	ended := picked
+	var decided time.Time
 	if len(picked) > 0 {
 		table, rowArgs := endsTable(ends, at)
 		args := append(rowArgs, anys(picked)...)
-		n, err := execCount(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
+		n, t, err := execAt(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
+		decided = t
 		switch {
 		case len(refs) == 1 && n == 0:
 			ended = nil
@@ -179,15 +181,18 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 			// A picked lease ran out between the two statements; the rows
 			// are locked, so those still running are the ones not ended.
 			if ended, err = collectIDs(tx.QueryContext(ctx, fmt.Sprintf(endJobsEndedSQL, placeholders(len(picked))), anys(picked)...)); err != nil {
-				return err
+				return time.Time{}, err
 			}
 		}
 		if len(ended) > 0 {
 			args := append(rowArgs, anys(ended)...)
 			if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobAttemptsSQL, table, placeholders(len(ended))), args...); err != nil {
-				return fmt.Errorf("history: %w", err)
+				return time.Time{}, fmt.Errorf("history: %w", err)
 			}
 		}
+	}
+	if len(ended) == 0 {
+		decided = time.Time{}
 	}
 	done := make(map[int64]bool, len(ended))
 	for _, id := range ended {
@@ -200,14 +205,14 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return decided, nil
 	}
 	// Diagnosed by a locking read in this transaction: what the caller's
 	// snapshot shows may be older.
 	cur, err := collectJobs(tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id IN (`+
 		placeholders(len(missing))+`) LOCK IN SHARE MODE`, anys(missing)...))
 	if err != nil {
-		return fmt.Errorf("diagnose: %w", err)
+		return time.Time{}, fmt.Errorf("diagnose: %w", err)
 	}
 	byID := make(map[int64]*fencedtype.Job, len(cur))
 	for _, j := range cur {
@@ -218,21 +223,26 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 			out[i] = driver.DiagnoseJob(refs[k], byID[refs[k].ID])
 		}
 	}
-	return nil
+	return decided, nil
 }
 
 // endsTable is the derived table of ends[at...] and its arguments.
 func endsTable(ends []fencedtype.JobEnd, at []int) (string, []any) {
 	rows := make([]string, len(at))
-	args := make([]any, 0, 7*len(at))
+	args := make([]any, 0, 10*len(at))
 	for k, i := range at {
 		e := ends[i]
 		var output any
 		if e.Output != nil {
 			output = string(e.Output)
 		}
+		var baseUS, maxUS, jitter any // no backoff: NULL
+		if b := e.Backoff; b != nil {
+			baseUS, maxUS, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+		}
 		rows[k] = endJobsRowSQL
-		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard)
+		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard,
+			baseUS, maxUS, jitter)
 	}
 	return strings.Join(rows, " UNION ALL "), args
 }

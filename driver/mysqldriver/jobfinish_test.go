@@ -55,7 +55,7 @@ func TestBatchFinishInASnapshotReportsOnlyWhatEnded(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		errs, err := d.EndJobs(ctx(t), mysqldriver.WrapTx(tx), []fencedtype.JobEnd{
+		errs, _, err := d.EndJobs(ctx(t), mysqldriver.WrapTx(tx), []fencedtype.JobEnd{
 			{Ref: x.Ref(), Kind: fencedtype.EndComplete}, {Ref: y.Ref(), Kind: fencedtype.EndComplete}})
 		done <- result{errs, err}
 	}()

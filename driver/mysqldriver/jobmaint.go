@@ -25,15 +25,15 @@ FOR UPDATE SKIP LOCKED`
 // finished or was re-claimed in between (the pick's locks already prevent
 // that; the statement says what it relies on). A job asked to cancel ends
 // cancelled; one out of attempts ends failed; the rest go back to queued
-// after min(max, base·2^(attempt−1)) scaled by 1 − jitter·[0,1) random.
-// state is assigned first and read by nothing after it. Parameters: max_us,
-// base_us, jitter, the ids, then the (id, fence) pairs.
-const recoverJobsSQL = `
+// after the backoff of their attempt (backoffUS). state is assigned first
+// and read by nothing after it. Parameters: max_us, base_us, jitter, the
+// ids, then the (id, fence) pairs.
+var recoverJobsSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
     finished_at = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ` + now + ` END,
-    run_at = ` + now + ` + INTERVAL CAST(LEAST(?, ? * POW(2, LEAST(attempt - 1, 62))) * (1 - ? * RAND()) AS SIGNED) MICROSECOND,
+    run_at = ` + now + ` + INTERVAL ` + backoffUS("attempt", "?", "?", "?") + ` MICROSECOND,
     last_error = CONCAT('lease expired: worker ', CONVERT(owner USING utf8mb4), ' stopped heartbeating'),
     lease_expires_at = NULL,
     updated_at = ` + now + `

@@ -49,8 +49,10 @@ func TestAffectedRowsAreMatchedRows(t *testing.T) {
 		}
 	}
 	p := fenced.Progress{Stage: "same"}
-	must(t, c.ReportProgress(ctx(t), claimed[0].Ref(), p), "progress")
-	must(t, c.ReportProgress(ctx(t), claimed[0].Ref(), p), "the same progress again")
+	_, err = c.ReportProgress(ctx(t), claimed[0].Ref(), p)
+	must(t, err, "progress")
+	_, err = c.ReportProgress(ctx(t), claimed[0].Ref(), p)
+	must(t, err, "the same progress again")
 	must(t, c.CompleteJob(ctx(t), claimed[0].Ref(), nil), "complete")
 	if got, _, _ := c.GetJob(ctx(t), j.ID); got.State != fenced.JobSucceeded {
 		t.Fatalf("job = %+v", got)

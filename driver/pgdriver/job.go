@@ -191,20 +191,32 @@ func splitRefs(refs []fencedtype.JobRef) (ids, fences []int64) {
 // endJobsSQL ends attempts, each guarded by its own fence, and records each
 // ended attempt in the history, all in one statement. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
-// discarded; a snooze does not count against max_attempts. A job asked to
-// cancel that fails or snoozes ends cancelled: the request is never lost.
-// Each written end is reported with its position in the batch (ord): when
-// two ends name one attempt, only the one the row was updated with is.
+// discarded; a failure given a backoff (base_us not NULL) waits the backoff
+// of its attempt (backoffUS) instead of delay_us. A snooze does not count
+// against max_attempts. A job asked to cancel that fails or snoozes ends
+// cancelled: the request is never lost. A completion clears the job's last error (the history keeps each
+// attempt's). Each written end is reported with its position in the batch
+// (ord): when two ends name one attempt, only the one the row was updated
+// with is.
+//
+// The statement reads the clock once (n, a CTE: evaluated once) and
+// records every end it writes at that reading: updated_at, finished_at,
+// the history's ended_at and the base of run_at, which it reports. Each
+// row's guard reads the clock itself (clock_timestamp() in jobGuard).
 //
 // The fence check is endFenceMatch (j.fence = e.fence: the row's fence is
 // the attempt's) and the reported fence endReportedFence (the row's fence),
 // constants in fencecheck.go so that the chaos suite's deliberately broken
 // build (fencecheck_broken.go) can drop them; jobGuard adds state running
 // and an unexpired lease by clock_timestamp().
-const endJobsSQL = `
-WITH e AS (
-    SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[])
-        WITH ORDINALITY AS e(id, fence, kind, output, error, delay_us, discard, ord)
+var endJobsSQL = `
+WITH n AS (
+    SELECT clock_timestamp() AS at
+), e AS (
+    SELECT u.*, n.at
+    FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[],
+            $8::bigint[], $9::bigint[], $10::float8[])
+        WITH ORDINALITY AS u(id, fence, kind, output, error, delay_us, discard, base_us, max_us, jitter, ord), n
 ), j AS (
     UPDATE fenced_jobs j SET
         state = CASE
@@ -216,29 +228,32 @@ WITH e AS (
         finished_at = CASE
             WHEN e.kind IN ('complete', 'cancel') OR j.cancel_requested
                 OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
-            THEN clock_timestamp() END,
+            THEN e.at END,
         output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
-        last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error ELSE j.last_error END,
-        run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN clock_timestamp() + e.delay_us * interval '1 microsecond'
+        last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error WHEN e.kind = 'complete' THEN NULL
+            ELSE j.last_error END,
+        run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN e.at + interval '1 microsecond' * CASE
+                WHEN e.base_us IS NULL THEN e.delay_us
+                ELSE ` + backoffUS("j.attempt", "e.base_us", "e.max_us", "e.jitter") + ` END
             ELSE j.run_at END,
         max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
         lease_expires_at = NULL,
-        updated_at = clock_timestamp()
+        updated_at = e.at
     FROM e
     WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
-    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord, e.at
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
-    SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(),
+    SELECT id, attempt, fence, owner, attempted_at, at,
         CASE WHEN kind = 'complete' THEN 'succeeded' WHEN state = 'cancelled' THEN 'cancelled'
              WHEN kind = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
         NULLIF(error, '')
     FROM j
 )
-SELECT id, ` + endReportedFence + `, ord FROM j`
+SELECT id, ` + endReportedFence + `, ord, at FROM j`
 
 // EndJobs implements driver.JobDriver.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
 	// order[k] is the end sent k-th; the statement reports each end it wrote
 	// by that position, so two ends of one attempt are never both reported
@@ -251,6 +266,7 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Ref.ID, ends[b].Ref.ID) })
 	ids, fences, kinds := make([]int64, n), make([]int64, n), make([]string, n)
 	outputs, errs, delays, discards := make([]*string, n), make([]string, n), make([]int64, n), make([]bool, n)
+	bases, maxes, jitters := make([]*int64, n), make([]int64, n), make([]float64, n)
 	for i, at := range order {
 		e := ends[at]
 		ids[i], fences[i], kinds[i] = e.Ref.ID, e.Ref.Fence, string(e.Kind)
@@ -259,30 +275,38 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 			outputs[i] = &s
 		}
 		errs[i], delays[i], discards[i] = e.Error, e.Delay.Microseconds(), e.Discard
+		if b := e.Backoff; b != nil {
+			base := b.Base.Microseconds()
+			bases[i], maxes[i], jitters[i] = &base, b.Max.Microseconds(), b.Jitter
+		}
 	}
 	var q querier = d.pool
 	if tx != nil {
 		ptx, err := pgxOf(tx)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		q = ptx
 	}
 	written := make([]bool, n)
+	var decided time.Time
 	run := func() error {
 		clear(written)
-		rows, err := q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards)
+		decided = time.Time{}
+		rows, err := q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters)
 		if err != nil {
 			return err
 		}
 		var ref fencedtype.JobRef
 		var ord int
-		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord}, func() error {
+		var at time.Time
+		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord, &at}, func() error {
 			if ord < 1 || ord > n {
 				return fmt.Errorf("finish reported end %d of %d", ord, n)
 			}
-			if at := order[ord-1]; ends[at].Ref == ref {
-				written[at] = true
+			if i := order[ord-1]; ends[i].Ref == ref {
+				written[i] = true
+				decided = at
 			}
 			return nil
 		})
@@ -295,9 +319,13 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		err = retryDeadlock(ctx, run)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("finish jobs: %w", err)
+		return nil, time.Time{}, fmt.Errorf("end jobs: %w", err)
 	}
-	return diagnoseJobs(ctx, q, ends, written, tx != nil)
+	out, err := diagnoseJobs(ctx, q, ends, written, tx != nil)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return out, decided, nil
 }
 
 // diagnoseJobs gives each end that did not take effect its typed error,
@@ -338,19 +366,24 @@ func diagnoseJobs(ctx context.Context, q querier, ends []fencedtype.JobEnd, ok [
 	return out, nil
 }
 
+// reportProgressSQL stores a running attempt's progress and returns the
+// clock reading it was stored at.
 const reportProgressSQL = `UPDATE fenced_jobs j SET progress = $3, updated_at = clock_timestamp()
-WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard
+WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard + `
+RETURNING j.updated_at`
 
-// ReportProgress implements driver.JobDriver.
-func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
-	tag, err := d.pool.Exec(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress))
+// ReportProgress implements driver.JobDriver: one guarded statement; a
+// refusal is diagnosed by a read after it.
+func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error) {
+	var at time.Time
+	err := d.pool.QueryRow(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress)).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, d.diagnoseJob(ctx, ref)
+	}
 	if err != nil {
-		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
+		return time.Time{}, fmt.Errorf("progress of job %d: %w", ref.ID, err)
 	}
-	if tag.RowsAffected() == 1 {
-		return nil
-	}
-	return d.diagnoseJob(ctx, ref)
+	return at, nil
 }
 
 func (d *Driver) diagnoseJob(ctx context.Context, ref fencedtype.JobRef) error {

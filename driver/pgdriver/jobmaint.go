@@ -14,8 +14,9 @@ import (
 // clock. The UPDATE re-checks state, the fence observed by the pick and the
 // expiry, so it can never overwrite a job that finished or was re-claimed in
 // between. A job asked to cancel ends cancelled; one out of attempts ends
-// failed; the rest go back to queued after the backoff.
-const recoverJobsSQL = `
+// failed; the rest go back to queued after the backoff of their attempt
+// (backoffUS). Parameters: $1 limit, $2 base_us, $3 max_us, $4 jitter.
+var recoverJobsSQL = `
 WITH expired AS (
     SELECT id, fence FROM fenced_jobs
     WHERE state = 'running' AND lease_expires_at <= clock_timestamp()
@@ -27,8 +28,7 @@ WITH expired AS (
         state = CASE WHEN j.cancel_requested THEN 'cancelled'
                      WHEN j.attempt >= j.max_attempts THEN 'failed' ELSE 'queued' END,
         finished_at = CASE WHEN j.cancel_requested OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
-        run_at = clock_timestamp() + (LEAST($3::float8, $2::float8 * power(2, LEAST(j.attempt - 1, 62)))
-                 * (1 - $4::float8 * random()))::bigint * interval '1 microsecond',
+        run_at = clock_timestamp() + ` + backoffUS("j.attempt", "$2", "$3", "$4") + ` * interval '1 microsecond',
         last_error = 'lease expired: worker ' || j.owner || ' stopped heartbeating',
         lease_expires_at = NULL,
         updated_at = clock_timestamp()

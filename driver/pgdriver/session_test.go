@@ -147,7 +147,7 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	}
 	time.Sleep(time.Until(*jobs[0].LeaseExpiresAt) + 100*time.Millisecond)
 
-	errs, err := d.EndJobs(ctx, pgdriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
+	errs, _, err := d.EndJobs(ctx, pgdriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 	var pgErr *pgconn.PgError
 	switch {
 	case err != nil && errors.As(err, &pgErr) && pgErr.Code == "40001":
@@ -298,7 +298,7 @@ func TestJobFinishTwoEndsOfOneAttempt(t *testing.T) {
 		t.Fatalf("claim: %v %v", jobs, err)
 	}
 	ref := fencedtype.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
-	errs, err := d.EndJobs(ctx, nil, []fencedtype.JobEnd{
+	errs, _, err := d.EndJobs(ctx, nil, []fencedtype.JobEnd{
 		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"first"`)},
 		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"second"`)},
 	})

@@ -181,9 +181,15 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 // endJobsSQL ends one attempt, guarded by its fence. A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a snooze does not count against max_attempts. A job asked to
-// cancel that fails or snoozes ends cancelled. Parameters:
-// ?1 id, ?2 fence, ?3 kind, ?4 output, ?5 error, ?6 delay_us, ?7 discard.
-const endJobsSQL = `
+// cancel that fails or snoozes ends cancelled. A completion clears the
+// job's last error (the history keeps each attempt's). A failure given a
+// backoff (?8 not NULL) waits the backoff of its attempt (backoffUS)
+// instead of ?6. The clock is read once per statement (SQLite's 'now'
+// holds for a whole statement), so the end is recorded at the reading its
+// guard used, which it returns. Parameters: ?1 id, ?2 fence, ?3 kind,
+// ?4 output, ?5 error, ?6 delay_us, ?7 discard, ?8 backoff base_us (NULL
+// for none), ?9 max_us, ?10 jitter.
+var endJobsSQL = `
 UPDATE fenced_jobs SET
     state = CASE
         WHEN ?3 = 'complete' THEN 'succeeded'
@@ -195,13 +201,16 @@ UPDATE fenced_jobs SET
         WHEN ?3 IN ('complete', 'cancel') OR cancel_requested OR (?3 = 'fail' AND (?7 OR attempt >= max_attempts))
         THEN ` + nowUS + ` END,
     output = CASE WHEN ?3 = 'complete' THEN ?4 ELSE output END,
-    last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 ELSE last_error END,
-    run_at_us = CASE WHEN ?3 IN ('fail', 'snooze') THEN ` + nowUS + ` + ?6 ELSE run_at_us END,
+    last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 WHEN ?3 = 'complete' THEN NULL ELSE last_error END,
+    run_at_us = CASE WHEN ?3 IN ('fail', 'snooze') THEN ` + nowUS + ` + CASE
+            WHEN ?8 IS NULL THEN ?6
+            ELSE ` + backoffUS("attempt", "?8", "?9", "?10") + ` END
+        ELSE run_at_us END,
     max_attempts = CASE WHEN ?3 = 'snooze' THEN max_attempts + 1 ELSE max_attempts END,
     lease_expires_us = NULL,
     updated_us = ` + nowUS + `
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
-RETURNING state`
+RETURNING state, updated_us`
 
 // jobAttemptSQL records the attempt that just ended on job ?1, read from the
 // row the ending statement left (updated_us is its clock reading).
@@ -215,36 +224,22 @@ FROM fenced_jobs WHERE id = ?1`
 // whose end changed nothing is diagnosed in the same transaction. With tx
 // non-nil the caller already holds SQLite's write lock (a JobTx or its own
 // IMMEDIATE transaction), so the writer slot is not taken again.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, error) {
-	var out []error
-	var err error
-	if tx != nil {
-		var stx *sql.Tx
-		if stx, err = sqlOf(tx); err != nil {
-			return nil, err
-		}
-		out, err = finishJobs(ctx, stx, ends)
-	} else {
-		err = d.writeTx(ctx, func(tx *sql.Tx) (err error) {
-			out, err = finishJobs(ctx, tx, ends)
-			return err
-		})
-	}
-	if err != nil {
-		return nil, fmt.Errorf("finish jobs: %w", err)
-	}
-	return out, nil
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.writeTx, endJobs)
 }
 
-func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, error) {
+// endJobs ends each attempt of ends inside tx, in order, and returns the
+// latest clock reading an end was recorded at.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+	var at time.Time
 	end, err := tx.PrepareContext(ctx, endJobsSQL)
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	defer end.Close()
 	record, err := tx.PrepareContext(ctx, jobAttemptSQL)
 	if err != nil {
-		return nil, err
+		return nil, at, err
 	}
 	defer record.Close()
 	out := make([]error, len(ends))
@@ -253,23 +248,31 @@ func finishJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]er
 		if e.Output != nil {
 			output = string(e.Output)
 		}
+		var baseUS, maxUS, jitter any // no backoff: NULL
+		if b := e.Backoff; b != nil {
+			baseUS, maxUS, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+		}
 		var state string
+		var us int64
 		err := end.QueryRowContext(ctx, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error,
-			e.Delay.Microseconds(), e.Discard).Scan(&state)
+			e.Delay.Microseconds(), e.Discard, baseUS, maxUS, jitter).Scan(&state, &us)
 		if errors.Is(err, sql.ErrNoRows) {
 			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
-				return nil, out[i]
+				return nil, time.Time{}, out[i]
 			}
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", e.Ref.ID, err)
+			return nil, time.Time{}, fmt.Errorf("job %d: %w", e.Ref.ID, err)
 		}
 		if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, fencedtype.JobState(state)), e.Error); err != nil {
-			return nil, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+			return nil, time.Time{}, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+		}
+		if t := usTime(us); t.After(at) {
+			at = t
 		}
 	}
-	return out, nil
+	return out, at, nil
 }
 
 // isDiagnosis tells a diagnosed refusal from a failed read.
@@ -293,18 +296,21 @@ func endOutcome(kind fencedtype.EndKind, state fencedtype.JobState) string {
 	return fencedtype.OutcomeRetry
 }
 
+// reportProgressSQL stores a running attempt's progress and returns the
+// clock reading it was stored at.
 const reportProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `
-WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
+WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
+RETURNING updated_us`
 
-// ReportProgress implements driver.JobDriver.
-func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) error {
+// ReportProgress implements driver.JobDriver: the guarded statement and, when
+// it changed nothing, the diagnosis, in one write transaction.
+func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error) {
 	var refused error
+	var us int64
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress))
-		if err != nil {
-			return err
-		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
+		refused = nil
+		err := tx.QueryRowContext(ctx, reportProgressSQL, ref.ID, ref.Fence, string(progress)).Scan(&us)
+		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
 		if refused = diagnoseJob(ctx, tx, ref); !isDiagnosis(refused) {
@@ -313,9 +319,12 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("progress of job %d: %w", ref.ID, err)
+		return time.Time{}, fmt.Errorf("progress of job %d: %w", ref.ID, err)
 	}
-	return refused
+	if refused != nil {
+		return time.Time{}, refused
+	}
+	return usTime(us), nil
 }
 
 const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND fence = ?2 AND ` + jobGuard

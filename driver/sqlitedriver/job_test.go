@@ -87,7 +87,7 @@ func getJob(t *testing.T, d *sqlitedriver.Driver, id int64) (*fencedtype.Job, []
 // finish ends attempts and returns their per-job errors.
 func finish(t *testing.T, d *sqlitedriver.Driver, ends ...fencedtype.JobEnd) []error {
 	t.Helper()
-	errs, err := d.EndJobs(context.Background(), nil, ends)
+	errs, _, err := d.EndJobs(context.Background(), nil, ends)
 	if err != nil {
 		t.Fatalf("finish: %v", err)
 	}
@@ -355,7 +355,7 @@ func TestEndJobs(t *testing.T) {
 			t.Fatalf("re-claim: %+v", again)
 		}
 		wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, 2, "w2")
-		if err := d.ReportProgress(ctx, old, []byte(`{}`)); !errors.Is(err, fencedtype.ErrStale) {
+		if _, err := d.ReportProgress(ctx, old, []byte(`{}`)); !errors.Is(err, fencedtype.ErrStale) {
 			t.Fatalf("stale progress: %v", err)
 		}
 		cur := fencedtype.JobRef{ID: old.ID, Fence: 2}
@@ -375,7 +375,7 @@ func TestEndJobs(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
 		ref := claimOne(t, d, 3, "w", time.Hour)
-		if err := d.ReportProgress(ctx, ref, []byte(`{"done":3}`)); err != nil {
+		if _, err := d.ReportProgress(ctx, ref, []byte(`{"done":3}`)); err != nil {
 			t.Fatal(err)
 		}
 		j, attempts := getJob(t, d, ref.ID)
@@ -385,7 +385,7 @@ func TestEndJobs(t *testing.T) {
 		if len(attempts) != 1 || attempts[0].Outcome != string(fencedtype.JobRunning) || attempts[0].Fence != ref.Fence {
 			t.Fatalf("history of a running job %+v", attempts)
 		}
-		if err := d.ReportProgress(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, fencedtype.ErrNotFound) {
+		if _, err := d.ReportProgress(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, fencedtype.ErrNotFound) {
 			t.Fatalf("progress of an unknown job: %v", err)
 		}
 	})
@@ -416,7 +416,7 @@ func TestJobTx(t *testing.T) {
 			if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES (?1, 'x')`, ref.ID); err != nil {
 				return err
 			}
-			errs, err := d.EndJobs(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
+			errs, _, err := d.EndJobs(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 			if err != nil {
 				return err
 			}
@@ -444,7 +444,7 @@ func TestJobTx(t *testing.T) {
 			if _, err := tx.Exec(ctx, `INSERT INTO effects VALUES (?1, 'x')`, ref.ID); err != nil {
 				return err
 			}
-			if _, err := d.EndJobs(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}}); err != nil {
+			if _, _, err := d.EndJobs(ctx, tx, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}}); err != nil {
 				return err
 			}
 			return boom
@@ -484,7 +484,7 @@ func TestJobTx(t *testing.T) {
 		}
 		stale := d.GuardJob(ctx, tx, fencedtype.JobRef{ID: ref.ID, Fence: ref.Fence + 1})
 		wantStale(t, stale, fencedtype.ReasonSuperseded, ref.Fence, "w")
-		errs, err := d.EndJobs(ctx, sqlitedriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
+		errs, _, err := d.EndJobs(ctx, sqlitedriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("finish in the caller's tx: %v, %v", err, errs)
 		}

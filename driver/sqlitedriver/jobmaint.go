@@ -15,16 +15,14 @@ import (
 // updates (with one writer nothing can change between pick and update, but
 // the statement says what it relies on). A job asked to cancel ends
 // cancelled; one out of attempts ends failed; the rest go back to queued
-// after min(max, base·2^(attempt−1)) scaled by 1 − jitter·[0,1) random.
-// power() is one of SQLite's built-in math functions, which modernc.org/sqlite
-// compiles in. Parameters: ?1 limit, ?2 base_us, ?3 max_us, ?4 jitter.
-const recoverJobsSQL = `
+// after the backoff of their attempt (backoffUS). Parameters: ?1 limit,
+// ?2 base_us, ?3 max_us, ?4 jitter.
+var recoverJobsSQL = `
 UPDATE fenced_jobs SET
     state = CASE WHEN cancel_requested THEN 'cancelled'
                  WHEN attempt >= max_attempts THEN 'failed' ELSE 'queued' END,
     finished_us = CASE WHEN cancel_requested OR attempt >= max_attempts THEN ` + nowUS + ` END,
-    run_at_us = ` + nowUS + ` + CAST(MIN(?3, ?2 * power(2, MIN(attempt - 1, 62)))
-                * (1 - ?4 * ((random() & 1048575) / 1048576.0)) AS INTEGER),
+    run_at_us = ` + nowUS + ` + ` + backoffUS("attempt", "?2", "?3", "?4") + `,
     last_error = 'lease expired: worker ' || owner || ' stopped heartbeating',
     lease_expires_us = NULL,
     updated_us = ` + nowUS + `

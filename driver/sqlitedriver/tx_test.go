@@ -38,7 +38,7 @@ func TestPanicInFencedTxRollsBack(t *testing.T) {
 	})
 	short, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	errs, err := d.EndJobs(short, nil, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndFail, Error: "panic"}})
+	errs, _, err := d.EndJobs(short, nil, []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndFail, Error: "panic"}})
 	if err != nil || errs[0] != nil {
 		t.Fatalf("fail the attempt after a panic in its JobTx: %v, %v", err, errs)
 	}

@@ -13,7 +13,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/dburl"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Options configure a chaos run. Start from DefaultOptions or LongOptions:
@@ -212,7 +212,7 @@ type run struct {
 	dir     string // histories and logs of this run
 	schema  string
 	url     string // the run's schema
-	c       *fenced.Client
+	c       *client
 	started time.Time
 
 	mu       sync.Mutex
@@ -229,11 +229,11 @@ func (r *run) logf(format string, args ...any) {
 // setup creates the run's schema and tables.
 func (r *run) setup(ctx context.Context) error {
 	r.schema = "fenced_chaos_" + r.id
-	base, err := fenced.Open(ctx, r.o.URL, fenced.Config{})
+	base, err := openClient(ctx, r.o.URL, fenced.Config{})
 	if err != nil {
 		return err
 	}
-	err = execSQL(ctx, base, `CREATE SCHEMA `+r.schema)
+	err = execSQL(ctx, base.pool, `CREATE SCHEMA `+r.schema)
 	base.Close()
 	if err != nil {
 		return fmt.Errorf("create schema: %w", err)
@@ -242,14 +242,14 @@ func (r *run) setup(ctx context.Context) error {
 		"application_name": "fcc-" + r.id}); err != nil {
 		return err
 	}
-	if r.c, err = fenced.Open(ctx, r.url, fenced.Config{}); err != nil {
+	if r.c, err = openClient(ctx, r.url, fenced.Config{}); err != nil {
 		return err
 	}
 	if _, err := r.c.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	for _, q := range schemaSQL(r.o) {
-		if err := execSQL(ctx, r.c, q); err != nil {
+		if err := execSQL(ctx, r.c.pool, q); err != nil {
 			return fmt.Errorf("create the workload's tables: %w", err)
 		}
 	}
@@ -266,8 +266,8 @@ func (r *run) teardown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if base, err := fenced.Open(ctx, r.o.URL, fenced.Config{}); err == nil {
-		execSQL(ctx, base, `DROP SCHEMA `+r.schema+` CASCADE`)
+	if base, err := openClient(ctx, r.o.URL, fenced.Config{}); err == nil {
+		execSQL(ctx, base.pool, `DROP SCHEMA `+r.schema+` CASCADE`)
 		base.Close()
 	}
 }
@@ -448,17 +448,11 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-// execSQL runs one statement on c's pool.
-func execSQL(ctx context.Context, c *fenced.Client, query string, args ...any) error {
-	p, err := pool(c)
-	if err != nil {
-		return err
-	}
-	_, err = p.Exec(ctx, query, args...)
+// execSQL runs one statement on pool.
+func execSQL(ctx context.Context, pool *pgxpool.Pool, query string, args ...any) error {
+	_, err := pool.Exec(ctx, query, args...)
 	return err
 }
-
-var errNotPostgres = errors.New("chaos: not a PostgreSQL client")
 
 // paths of a worker process's files.
 func (r *run) historyPath(name string) string { return filepath.Join(r.dir, name+".jsonl") }

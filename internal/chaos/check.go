@@ -161,10 +161,7 @@ const orphanLedgerSQL = `SELECT count(*) FROM chaos_ledger l WHERE NOT EXISTS (S
 // their ledgers with no increment lost; attempt fences increase; and no
 // worker saw a write succeed that did not stick.
 func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []int64) error {
-	p, err := pool(r.c)
-	if err != nil {
-		return err
-	}
+	p := r.c.pool
 	rows, err := p.Query(ctx, jobsCheckSQL, queue)
 	if err != nil {
 		return fmt.Errorf("read jobs: %w", err)
@@ -246,10 +243,7 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []
 // checkCounters: each counter equals its ledger rows, and each increment
 // read a distinct value (none lost).
 func checkCounters(ctx context.Context, r *run, rep *Report) error {
-	p, err := pool(r.c)
-	if err != nil {
-		return err
-	}
+	p := r.c.pool
 	rows, err := p.Query(ctx, `SELECT c.key, c.n, count(l.id), coalesce(max(l.before), -1), count(DISTINCT l.before)
 FROM chaos_counters c LEFT JOIN chaos_ledger l ON l.key = c.key GROUP BY c.key, c.n ORDER BY c.key`)
 	if err != nil {
@@ -275,10 +269,7 @@ FROM chaos_counters c LEFT JOIN chaos_ledger l ON l.key = c.key GROUP BY c.key, 
 // checkAttemptFences: in each job's attempt history, later attempts carry
 // higher fences.
 func checkAttemptFences(ctx context.Context, r *run, rep *Report) error {
-	p, err := pool(r.c)
-	if err != nil {
-		return err
-	}
+	p := r.c.pool
 	rows, err := p.Query(ctx, `SELECT a.job_id, a.attempt, a.fence FROM fenced_job_attempts a
 JOIN fenced_jobs j ON j.id = a.job_id WHERE j.queue = $1 ORDER BY a.job_id, a.attempt, a.fence`, queue)
 	if err != nil {

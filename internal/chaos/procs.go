@@ -9,11 +9,6 @@ import (
 	"os/exec"
 	"syscall"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/driver/pgdriver"
 )
 
 // proc is one worker process.
@@ -203,10 +198,7 @@ func (r *run) kill(pick int) error {
 // killConnection terminates one of the workers' database connections
 // from the server side.
 func (r *run) killConnection(ctx context.Context, pick int) error {
-	p, err := pool(r.c)
-	if err != nil {
-		return err
-	}
+	p := r.c.pool
 	rows, err := p.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity
 WHERE application_name LIKE $1 ORDER BY pid`, "fcw-"+r.id+"-%")
 	if err != nil {
@@ -271,13 +263,4 @@ func (r *run) stopAll() {
 			<-p.exited
 		}
 	}
-}
-
-// pool is the pgx pool of a PostgreSQL client.
-func pool(c *fenced.Client) (*pgxpool.Pool, error) {
-	d, ok := c.Driver().(*pgdriver.Driver)
-	if !ok {
-		return nil, errNotPostgres
-	}
-	return d.Pool(), nil
 }

@@ -20,7 +20,7 @@ import (
 // It never checks the clock to decide whether it still holds a lease: a
 // pause past the TTL makes it write with a fence that was taken over.
 type singleton struct {
-	c      *fenced.Client
+	c      *client
 	rec    *recorder
 	owner  string
 	leases int
@@ -189,12 +189,8 @@ func (s *singleton) read(name string) {
 // counter reads the lease's counter (outside any fenced transaction).
 func (s *singleton) counter(name string) {
 	s.do(linmodel.Input{Kind: linmodel.Counter, Name: name}, func(ctx context.Context) (linmodel.Output, error) {
-		p, err := pool(s.c)
-		if err != nil {
-			return linmodel.Output{}, err
-		}
 		var n int64
-		err = p.QueryRow(ctx, `SELECT n FROM chaos_lease_counters WHERE name = $1`, name).Scan(&n)
+		err := s.c.pool.QueryRow(ctx, `SELECT n FROM chaos_lease_counters WHERE name = $1`, name).Scan(&n)
 		return linmodel.Output{Result: linmodel.OK, Counter: n}, err
 	})
 }

@@ -88,7 +88,7 @@ func runWorker(ctx context.Context, a workerArgs) error {
 	if a.offset != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(a.offset) }
 	}
-	c, err := fenced.Open(context.Background(), a.url, cfg)
+	c, err := openClient(context.Background(), a.url, cfg)
 	if err != nil {
 		return err
 	}

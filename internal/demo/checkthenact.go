@@ -37,11 +37,11 @@ func checkThenAct(ctx context.Context, e *env) []Step {
 
 func naive(ctx context.Context, e *env, t *timeline, ps []*peer) {
 	name := fmt.Sprintf("naive-%d", time.Now().UnixNano())
-	if _, err := execSQL(ctx, e.c, naiveJobsDDL); err != nil {
+	if _, err := execSQL(ctx, e.d, naiveJobsDDL); err != nil {
 		t.fail("—", "naive: create fenced_demo_naive_jobs", "created", err)
 		return
 	}
-	if _, err := execSQL(ctx, e.c, naiveInsertSQL, name); err != nil {
+	if _, err := execSQL(ctx, e.d, naiveInsertSQL, name); err != nil {
 		t.fail("—", "naive: insert a queued job", "queued", err)
 		return
 	}
@@ -51,7 +51,7 @@ func naive(ctx context.Context, e *env, t *timeline, ps []*peer) {
 	}
 	var owners []string
 	for _, p := range ps {
-		n, err := execSQL(ctx, p.c, naiveUpdateSQL, name, p.name)
+		n, err := execSQL(ctx, p.d, naiveUpdateSQL, name, p.name)
 		if err != nil {
 			t.fail(p.name, "naive: UPDATE it to running, owner "+p.name, "1 row updated", err)
 			return
@@ -70,7 +70,7 @@ func naive(ctx context.Context, e *env, t *timeline, ps []*peer) {
 // naiveRead describes the naive job as p reads it.
 func naiveRead(ctx context.Context, p *peer, name string) string {
 	var state, owner string
-	if err := scanSQL(ctx, p.c, naiveSelectSQL, []any{name}, &state, &owner); err != nil {
+	if err := scanSQL(ctx, p.d, naiveSelectSQL, []any{name}, &state, &owner); err != nil {
 		return "error: " + err.Error()
 	}
 	if owner == "" {

@@ -37,7 +37,7 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 		if !rowLocks {
 			break
 		}
-		if txs[i], err = begin(ctx, p.c); err == nil {
+		if txs[i], err = begin(ctx, p.d); err == nil {
 			err = txs[i].QueryRow(ctx, map[string]string{"postgres": `SELECT pg_backend_pid()`,
 				"mysql": `SELECT CONNECTION_ID()`}[e.dialect]).Scan(&pids[i])
 		}
@@ -91,7 +91,7 @@ func claimHeld(ctx context.Context, p *peer, i int, tx *txn, claim claimFunc, q 
 	r := &race{who: p.name, peer: p}
 	start := time.Now()
 	if tx == nil {
-		if tx, r.err = begin(ctx, p.c); r.err != nil {
+		if tx, r.err = begin(ctx, p.d); r.err != nil {
 			return r
 		}
 	}
@@ -153,7 +153,7 @@ func watchLoser(ctx context.Context, e *env, ps []*peer, pids []int64, won <-cha
 	deadline := time.Now().Add(claimRaceHold)
 	for time.Sleep(poll.first); time.Now().Before(deadline); time.Sleep(poll.every) {
 		var typ, event string
-		err := scanSQL(ctx, e.c, lockWaitSQL[e.dialect], []any{pids[l]}, &typ, &event)
+		err := scanSQL(ctx, e.d, lockWaitSQL[e.dialect], []any{pids[l]}, &typ, &event)
 		switch {
 		case noRows(err): // MySQL: no transaction begun yet
 		case err != nil:

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
 )
 
 // Options configure a demo run.
@@ -51,6 +52,7 @@ func Names() []string { return slices.Sorted(maps.Keys(scenarios)) }
 type env struct {
 	url     string
 	c       *fenced.Client
+	d       driver.Driver // c's, for the demo's own statements (raw.go)
 	exe     string
 	dialect string // "postgres", "mysql" or "sqlite"
 }
@@ -91,16 +93,17 @@ func run(ctx context.Context, opts Options, table map[string]scenario, names []s
 		defer os.RemoveAll(dir)
 		url = "sqlite:" + filepath.Join(dir, "demo.db")
 	}
-	c, err := fenced.Open(ctx, url, fenced.Config{})
+	c, d, err := open(ctx, url)
 	if err != nil {
 		return false, err
 	}
+	defer d.Close()
 	defer c.Close()
 	if _, err := c.Migrate(ctx); err != nil {
 		return false, err
 	}
-	kind := c.Driver().Dialect()
-	e := &env{url: url, c: c, exe: opts.Exe, dialect: c.Driver().Dialect()}
+	kind := d.Dialect()
+	e := &env{url: url, c: c, d: d, exe: opts.Exe, dialect: kind}
 	allOK := true
 	for _, n := range names {
 		s := table[n]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
 )
 
 // peer is an in-process worker with its own client: its own PostgreSQL pool
@@ -15,6 +16,7 @@ import (
 type peer struct {
 	name string
 	c    *fenced.Client
+	d    driver.Driver // c's, for the demo's own statements (raw.go)
 }
 
 // peers opens one client per name; closeAll closes them.
@@ -22,15 +24,16 @@ func (e *env) peers(ctx context.Context, names ...string) (ps []*peer, closeAll 
 	closeAll = func() {
 		for _, p := range ps {
 			p.c.Close()
+			p.d.Close()
 		}
 	}
 	for _, n := range names {
-		c, err := fenced.Open(ctx, e.url, fenced.Config{})
+		c, d, err := open(ctx, e.url)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
 		}
-		ps = append(ps, &peer{name: n, c: c})
+		ps = append(ps, &peer{name: n, c: c, d: d})
 	}
 	return ps, closeAll, nil
 }

@@ -17,10 +17,22 @@ import (
 
 // The SQL the demo runs itself — its own tables, and steps fenced's API
 // does not offer (a claim held open in a transaction) — goes through the
-// client's own connections: pgdriver's pool, or sqlitedriver's or
-// mysqldriver's database handle. The demo writes placeholders as $1, $2…;
-// on MySQL and MariaDB they are rewritten to ? with the arguments reordered
-// to match (see rebind).
+// connections of the driver the demo opened for a client (open): pgdriver's
+// pool, or sqlitedriver's or mysqldriver's database handle. The demo writes
+// placeholders as $1, $2…; on MySQL and MariaDB they are rewritten to ?
+// with the arguments reordered to match (see rebind).
+
+// open opens url with a driver of the demo's own and returns a Client over
+// it, and the driver for the demo's own statements, so that they need not
+// reach behind the Client. Close the driver when done; the Client then
+// stops working.
+func open(ctx context.Context, url string) (*fenced.Client, driver.Driver, error) {
+	d, err := fenced.OpenDriver(ctx, url)
+	if err != nil {
+		return nil, nil, err
+	}
+	return fenced.New(d, fenced.Config{}), d, nil
+}
 
 // txn is a transaction the demo opened on a client's connection. Its
 // methods take the demo's $n placeholders; raw is the driver's own
@@ -34,8 +46,8 @@ type txn struct {
 
 // begin opens a transaction. On SQLite it begins IMMEDIATE (the driver's
 // setting), so it holds the database's single write lock from here on.
-func begin(ctx context.Context, c *fenced.Client) (*txn, error) {
-	switch d := c.Driver().(type) {
+func begin(ctx context.Context, d driver.Driver) (*txn, error) {
+	switch d := d.(type) {
 	case *pgdriver.Driver:
 		tx, err := d.Pool().Begin(ctx)
 		if err != nil {
@@ -48,7 +60,7 @@ func begin(ctx context.Context, c *fenced.Client) (*txn, error) {
 	case *mysqldriver.Driver:
 		return sqlTxn(ctx, d.DB(), func(tx *sql.Tx) fenced.Tx { return mysqldriver.WrapTx(tx) }, true)
 	}
-	return nil, fmt.Errorf("demo: no raw access to a %s database", c.Driver().Dialect())
+	return nil, fmt.Errorf("demo: no raw access to a %s database", d.Dialect())
 }
 
 // sqlTxn begins a database/sql transaction on db and wraps it; with
@@ -116,8 +128,8 @@ func rebind(query string, args []any) (string, []any) {
 
 // withTx runs fn in a short transaction of its own, committed when fn
 // returns nil.
-func withTx(ctx context.Context, c *fenced.Client, fn func(fenced.Tx) error) error {
-	tx, err := begin(ctx, c)
+func withTx(ctx context.Context, d driver.Driver, fn func(fenced.Tx) error) error {
+	tx, err := begin(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -130,8 +142,8 @@ func withTx(ctx context.Context, c *fenced.Client, fn func(fenced.Tx) error) err
 
 // execSQL runs one statement in its own transaction and returns the rows it
 // affected.
-func execSQL(ctx context.Context, c *fenced.Client, query string, args ...any) (n int64, err error) {
-	err = withTx(ctx, c, func(tx fenced.Tx) error {
+func execSQL(ctx context.Context, d driver.Driver, query string, args ...any) (n int64, err error) {
+	err = withTx(ctx, d, func(tx fenced.Tx) error {
 		n, err = tx.Exec(ctx, query, args...)
 		return err
 	})
@@ -139,8 +151,8 @@ func execSQL(ctx context.Context, c *fenced.Client, query string, args ...any) (
 }
 
 // scanSQL reads one row in its own transaction into dest.
-func scanSQL(ctx context.Context, c *fenced.Client, query string, args []any, dest ...any) error {
-	return withTx(ctx, c, func(tx fenced.Tx) error { return tx.QueryRow(ctx, query, args...).Scan(dest...) })
+func scanSQL(ctx context.Context, d driver.Driver, query string, args []any, dest ...any) error {
+	return withTx(ctx, d, func(tx fenced.Tx) error { return tx.QueryRow(ctx, query, args...).Scan(dest...) })
 }
 
 // noRows reports a query that found nothing, on any backend.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
 )
 
 // staleCompletionTTL is worker 1's lease: short, so it runs out while the
@@ -46,7 +47,7 @@ func staleCompletion(ctx context.Context, e *env) []Step {
 	}
 	defer closeAll()
 	w1, w2 := ps[0], ps[1]
-	if _, err := execSQL(ctx, e.c, businessDDL); err != nil {
+	if _, err := execSQL(ctx, e.d, businessDDL); err != nil {
 		t.fail("—", "create fenced_demo_business", "created", err)
 		return t.steps
 	}
@@ -83,7 +84,7 @@ func staleCompletion(ctx context.Context, e *env) []Step {
 	completeWithBusiness(ctx, &t, w1, ref1, fmt.Sprintf("rejected: stale (superseded, current fence %d, held by W2)", f1+1), "rolled back")
 	completeWithBusiness(ctx, &t, w2, ref2, "accepted", "committed")
 
-	t.add("—", "business rows of the job", fmt.Sprintf("W2 fence %d", f1+1), businessRows(ctx, e.c, j.ID))
+	t.add("—", "business rows of the job", fmt.Sprintf("W2 fence %d", f1+1), businessRows(ctx, e.d, j.ID))
 	t.add("—", "read the job", fmt.Sprintf("succeeded, attempt 2, fence %d, owner W2", f1+1), jobState(ctx, e.c, j.ID))
 	t.add("—", "its attempts", fmt.Sprintf("#1 W1 fence %d lost; #2 W2 fence %d succeeded", f1, f1+1), history(ctx, e.c, j.ID))
 	return t.steps
@@ -98,7 +99,7 @@ func waitJobExpired(ctx context.Context, e *env, id int64) string {
 	deadline := time.Now().Add(staleCompletionTTL + 30*time.Second)
 	for time.Now().Before(deadline) {
 		var expired bool
-		err := scanSQL(ctx, e.c, query, []any{id}, &expired)
+		err := scanSQL(ctx, e.d, query, []any{id}, &expired)
 		switch {
 		case noRows(err):
 			return "not running"
@@ -142,7 +143,7 @@ func claimWhenDue(ctx context.Context, p *peer, q string) ([]*fenced.Job, error)
 // CompleteJobTx; the transaction commits only if the completion was
 // accepted, and rolls back on its error.
 func completeWithBusiness(ctx context.Context, t *timeline, p *peer, ref fenced.JobRef, wantComplete, wantEnd string) {
-	tx, err := begin(ctx, p.c)
+	tx, err := begin(ctx, p.d)
 	if err != nil {
 		t.fail(p.name, "begin a transaction", "begun", err)
 		return
@@ -172,9 +173,9 @@ func completeWithBusiness(ctx context.Context, t *timeline, p *peer, ref fenced.
 }
 
 // businessRows lists the demo business rows of job id.
-func businessRows(ctx context.Context, c *fenced.Client, id int64) string {
+func businessRows(ctx context.Context, d driver.Driver, id int64) string {
 	var rows []string
-	err := withTx(ctx, c, func(tx fenced.Tx) error {
+	err := withTx(ctx, d, func(tx fenced.Tx) error {
 		rs, err := tx.Query(ctx, businessSelectSQL, id)
 		if err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
@@ -17,10 +18,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// benchDB is the benchmark's database: a migrated client, and the temporary
-// directory of a fresh SQLite file if it made one.
+// benchDB is the benchmark's database: a migrated client, the driver it
+// opened for it (its own statements — warming the pool, the cleanup — go
+// through the driver's connections, not behind the Client), and the
+// temporary directory of a fresh SQLite file if it made one.
 type benchDB struct {
 	c       *fenced.Client
+	d       driver.Driver
 	backend string // "postgres", "mysql" or "sqlite"
 	pool    int    // PostgreSQL or MySQL pool size; 0 on SQLite
 	tmpDir  string
@@ -43,16 +47,17 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 		rawURL = withPoolSize(rawURL, poolConns)
 	}
 	var err error
-	if db.c, err = fenced.Open(ctx, rawURL, fenced.Config{}); err != nil {
+	if db.d, err = fenced.OpenDriver(ctx, rawURL); err != nil {
 		db.close()
 		return nil, err
 	}
-	db.backend = db.c.Driver().Dialect()
+	db.c = fenced.New(db.d, fenced.Config{})
+	db.backend = db.d.Dialect()
 	if _, err := db.c.Migrate(ctx); err != nil {
 		db.close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	switch d := db.c.Driver().(type) {
+	switch d := db.d.(type) {
 	case *pgdriver.Driver:
 		db.pool = int(d.Pool().Config().MaxConns)
 		err = warm(ctx, d.Pool())
@@ -126,6 +131,9 @@ func (db *benchDB) close() {
 	if db.c != nil {
 		db.c.Close()
 	}
+	if db.d != nil {
+		db.d.Close()
+	}
 	if db.tmpDir != "" {
 		os.RemoveAll(db.tmpDir)
 	}
@@ -160,7 +168,7 @@ const cleanupSQL = `DELETE FROM fenced_jobs WHERE queue = $1 AND kind = $2`
 // workers have stopped.
 func (db *benchDB) cleanup(ctx context.Context, queue string) error {
 	var err error
-	switch d := db.c.Driver().(type) {
+	switch d := db.d.(type) {
 	case *pgdriver.Driver:
 		_, err = d.Pool().Exec(ctx, cleanupSQL, queue, Kind)
 	case *sqlitedriver.Driver:

@@ -15,12 +15,21 @@ import (
 //     (when not empty): the reading of the statement that returned the
 //     jobs (Job.DecidedAt);
 //   - heartbeat: the new lease expiry minus lease_ms, the reading the
-//     extension was computed from;
-//   - resource write and read, complete, fail, snooze, progress,
-//     an empty claim or list, /healthz, and the errors the database decided
-//     (lease_held, stale_fence, conflict, not_found): the library returns
-//     no reading there, so the server reads the database clock right after
-//     the decision. It is then an upper bound: the decision was made at or
+//     extension was computed from; for a current attempt whose row its own
+//     transaction held (not extended this time), the reading of the read
+//     that found it current;
+//   - complete, fail, snooze: the reading the ending statement recorded the
+//     end at (the attempt's ended_at in GET /v1/jobs/{id}, and the base of
+//     a retry's or a snooze's run_at); progress: the reading the statement
+//     stored it at. One round trip: the statement returns it;
+//   - stale_fence on heartbeat, complete, fail, snooze and progress: the
+//     reading of the read that diagnosed the attempt as stale (the driver
+//     makes it anyway; the server reads nothing more);
+//   - resource write and read, an empty claim or list, /healthz, and the
+//     other errors the database decided (lease_held, stale_fence of a lease
+//     or resource, conflict, not_found): the library returns no reading
+//     there, so the server reads the database clock right after the
+//     decision. It is then an upper bound: the decision was made at or
 //     before it;
 //   - /metrics: a reading taken just before the job counts are read.
 //

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fenced/fenced/internal/jsoncheck"
 )
 
 // decodeBody reads r's JSON body into dst. A body is required unless
@@ -200,46 +202,17 @@ func typeName(t string) string {
 }
 
 // checkStrings refuses \u0000 and unpaired UTF-16 surrogate escapes in the
-// string literals of body, which is valid JSON.
+// string literals of body, which is valid JSON: jsoncheck's scan, the one
+// the library applies to args and output.
 func checkStrings(body []byte) error {
-	in := false
-	for i := 0; i < len(body); i++ {
-		c := body[i]
-		switch {
-		case !in:
-			in = c == '"'
-		case c == '"':
-			in = false
-		case c == '\\':
-			i++
-			if body[i] != 'u' {
-				continue
-			}
-			r := hex4(body[i+1 : i+5])
-			i += 4
-			switch {
-			case r == 0:
-				return invalid("body", `strings must not contain \u0000`)
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, r))
-			case r >= 0xD800 && r <= 0xDBFF:
-				if i+6 >= len(body) || body[i+1] != '\\' || body[i+2] != 'u' {
-					return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, r))
-				}
-				if lo := hex4(body[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
-					return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, r))
-				}
-				i += 6
-			}
-		}
+	f := jsoncheck.Scan(body, jsoncheck.Options{})
+	switch f.Problem {
+	case jsoncheck.NULEscape:
+		return invalid("body", `strings must not contain \u0000`)
+	case jsoncheck.LoneSurrogate:
+		return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, f.Rune))
 	}
 	return nil
-}
-
-// hex4 is the value of four hex digits (valid: the JSON was decoded).
-func hex4(b []byte) rune {
-	n, _ := strconv.ParseUint(string(b), 16, 32)
-	return rune(n)
 }
 
 // millis turns a count of milliseconds into a duration within [min, max],

@@ -38,7 +38,9 @@ type errorBody struct {
 	Error   string `json:"error"`
 	Message string `json:"message"`
 	// DBTime is set when the database decided the error (held, stale,
-	// conflict, not found): the clock reading taken right after it.
+	// conflict, not found): the reading the decision was made at when the
+	// library returns one (a job's stale write), else the clock reading
+	// taken right after it.
 	DBTime *time.Time `json:"db_time,omitempty"`
 }
 
@@ -78,7 +80,8 @@ type conflictBody struct {
 type apiError struct {
 	status int
 	body   interface{ base() *errorBody }
-	fromDB bool // decided by the database: stamped with its time
+	fromDB bool      // decided by the database: stamped with its time
+	at     time.Time // that time, when the library returned it (a job's stale error)
 }
 
 func newError(status int, code, message string) *apiError {
@@ -126,7 +129,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 			held.Name, held.Owner, held.Fence, held.ExpiresAt.UTC()}}
 	case errors.As(err, &stale):
 		s.metrics.stale.WithLabelValues(stale.Kind, string(stale.Reason)).Inc()
-		return &apiError{status: http.StatusConflict, fromDB: true, body: &staleBody{
+		return &apiError{status: http.StatusConflict, fromDB: true, at: stale.DecidedAt, body: &staleBody{
 			errorBody{Error: codeStaleFence, Message: err.Error()},
 			stale.Kind, stale.Name, stale.Fence, stale.CurrentFence, stale.CurrentOwner, stale.Reason}}
 	case errors.As(err, &state):
@@ -161,11 +164,14 @@ func wireField(field string) string {
 }
 
 // writeError writes e; an error the database decided is stamped with the
-// database time read now (right after the decision).
+// database time it was decided at when the library returned it, else with
+// one read now (right after the decision).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError) {
 	var t time.Time
 	if e.fromDB {
-		t = s.dbNow(r.Context())
+		if t = e.at; t.IsZero() {
+			t = s.dbNow(r.Context())
+		}
 		if !t.IsZero() {
 			u := t.UTC()
 			e.body.base().DBTime = &u

@@ -3,13 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/internal/wire"
 )
 
@@ -143,41 +140,17 @@ func (s *Server) heartbeat(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.c.HeartbeatJobs(r.Context(), []fenced.JobRef{ref}, ttl)
+	hb, err := s.c.HeartbeatJob(r.Context(), ref, ttl)
 	if err != nil {
-		return nil, err
+		return nil, jobNotFound(ref.ID, err)
 	}
-	if !slices.Contains(res.Extended, ref.ID) {
-		if slices.Contains(res.Busy, ref.ID) {
-			// Current, but its row was held by a transaction of the same
-			// attempt, so not extended this time: not stale. Its lease as
-			// it stands is the answer; the next heartbeat extends it.
-			if j, _, err := s.c.GetJob(r.Context(), ref.ID); err == nil && j.State == fenced.JobRunning &&
-				j.Fence == ref.Fence && j.LeaseExpiresAt != nil && j.LeaseExpiresAt.After(j.DecidedAt) {
-				t := j.DecidedAt.UTC()
-				return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: j.LeaseExpiresAt.UTC(),
-					CancelRequested: j.CancelRequested, DBTime: t}, t), nil
-			}
-		}
-		return nil, s.diagnose(r.Context(), ref)
-	}
-	// The expiry is the database's now plus the ttl, read in the statement.
-	t := res.ExpiresAt.Add(-ttl).UTC()
-	return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: res.ExpiresAt.UTC(),
-		CancelRequested: slices.Contains(res.CancelRequested, ref.ID), DBTime: t}, t), nil
-}
-
-// diagnose says why a heartbeat extended nothing: the job's stale error,
-// or not found.
-func (s *Server) diagnose(ctx context.Context, ref fenced.JobRef) error {
-	row, _, err := s.c.Driver().GetJob(ctx, ref.ID)
-	if errors.Is(err, fenced.ErrNotFound) {
-		return jobNotFound(ref.ID, err)
-	}
-	if err != nil {
-		return err
-	}
-	return driver.DiagnoseJob(ref, row)
+	// Extended: the expiry is the database's now plus the ttl, read in the
+	// statement. Not extended (its row was held by a transaction of the
+	// same attempt): current, not stale; its lease as it stands is the
+	// answer, and the next heartbeat extends it.
+	t := hb.DecidedAt.UTC()
+	return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: hb.ExpiresAt.UTC(),
+		CancelRequested: hb.CancelRequested, DBTime: t}, t), nil
 }
 
 // endReply is an accepted final write or progress report. The job's new
@@ -188,8 +161,9 @@ type endReply struct {
 	DBTime time.Time `json:"db_time,omitzero"`
 }
 
-func (s *Server) ended(r *http.Request, ref fenced.JobRef) *reply {
-	t := s.dbNow(r.Context())
+// ended is the reply to a write the database recorded at t.
+func ended(ref fenced.JobRef, t time.Time) *reply {
+	t = t.UTC()
 	return ok(endReply{ref.ID, ref.Fence, t}, t)
 }
 
@@ -206,21 +180,22 @@ func (s *Server) complete(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	var output any
+	end := fenced.JobEnd{Ref: ref, Kind: fenced.EndComplete}
 	if len(req.Output) > 0 && string(req.Output) != "null" {
-		output = req.Output // CompleteJob checks a backend can store it
+		end.Output = req.Output // checked once, by EndJob: a backend can store it
 	}
-	if err := s.c.CompleteJob(r.Context(), ref, output); err != nil {
+	t, err := s.c.EndJob(r.Context(), nil, end)
+	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
 	s.metrics.completions.Inc()
-	return s.ended(r, ref), nil
+	return ended(ref, t), nil
 }
 
 type failRequest struct {
 	Fence     *int64 `json:"fence"`
 	Error     string `json:"error"`
-	RetryInMs *int64 `json:"retry_in_ms"` // default: fenced.DefaultBackoff for the attempt
+	RetryInMs *int64 `json:"retry_in_ms"` // default: fenced.DefaultBackoff of the attempt, computed by the database
 	Discard   bool   `json:"discard"`     // fail for good whatever attempts remain
 }
 
@@ -234,30 +209,23 @@ func (s *Server) fail(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	var retryIn time.Duration
+	end := fenced.JobEnd{Ref: ref, Kind: fenced.EndFail, Error: req.Error, Discard: req.Discard}
 	if req.RetryInMs != nil {
-		if retryIn, err = millis("retry_in_ms", req.RetryInMs, 0, 0, fenced.MaxRetryDelay); err != nil {
+		if end.Delay, err = millis("retry_in_ms", req.RetryInMs, 0, 0, fenced.MaxRetryDelay); err != nil {
 			return nil, err
 		}
 	} else if !req.Discard {
-		retryIn = s.backoff(r.Context(), ref)
+		// The default backoff of the attempt, computed by the database
+		// from the job's attempt number as it records the failure.
+		b := fenced.DefaultBackoff
+		end.Backoff = &b
 	}
-	if err := s.c.FailJob(r.Context(), ref, req.Error, retryIn, req.Discard); err != nil {
+	t, err := s.c.EndJob(r.Context(), nil, end)
+	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
 	s.metrics.failures.Inc()
-	return s.ended(r, ref), nil
-}
-
-// backoff is the default retry delay of attempt ref: the library's
-// default backoff for its attempt number, which takes a read. If the read
-// fails the fail is still tried, with the first attempt's delay.
-func (s *Server) backoff(ctx context.Context, ref fenced.JobRef) time.Duration {
-	attempt := 1
-	if j, _, err := s.c.GetJob(ctx, ref.ID); err == nil && j.Fence == ref.Fence {
-		attempt = j.Attempt
-	}
-	return fenced.DefaultBackoff.Delay(attempt)
+	return ended(ref, t), nil
 }
 
 type snoozeRequest struct {
@@ -281,10 +249,11 @@ func (s *Server) snooze(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.c.SnoozeJob(r.Context(), ref, delay); err != nil {
+	t, err := s.c.EndJob(r.Context(), nil, fenced.JobEnd{Ref: ref, Kind: fenced.EndSnooze, Delay: delay})
+	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
-	return s.ended(r, ref), nil
+	return ended(ref, t), nil
 }
 
 type progressRequest struct {
@@ -301,10 +270,11 @@ func (s *Server) progress(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.c.ReportProgress(r.Context(), ref, fenced.Progress{Stage: req.Stage, Counters: req.Counters}); err != nil {
+	t, err := s.c.ReportProgress(r.Context(), ref, fenced.Progress{Stage: req.Stage, Counters: req.Counters})
+	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
-	return s.ended(r, ref), nil
+	return ended(ref, t), nil
 }
 
 // jobWrite decodes the body of a worker-owned write into req and returns

@@ -1,0 +1,4 @@
+package mysqldriver
+
+// BackoffUS exposes backoffUS to the backend's external tests.
+var BackoffUS = backoffUS
