@@ -35,3 +35,11 @@ const (
 	ReasonReleased   = fencedtype.ReasonReleased
 	ReasonNotRunning = fencedtype.ReasonNotRunning
 )
+
+// ErrUnknownOutcome matches every *UnknownOutcomeError: the connection failed
+// after the call was sent, so a write may or may not have committed.
+var ErrUnknownOutcome = fencedtype.ErrUnknownOutcome
+
+// UnknownOutcomeError wraps the connection's error of a call whose outcome
+// is unknown (see fencedtype.UnknownOutcomeError).
+type UnknownOutcomeError = fencedtype.UnknownOutcomeError

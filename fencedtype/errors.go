@@ -122,3 +122,24 @@ func (e *JobStateError) Is(target error) bool {
 	}
 	return target == ErrJobNotFinished
 }
+
+// ErrUnknownOutcome matches every *UnknownOutcomeError.
+var ErrUnknownOutcome = errors.New("outcome unknown: the connection failed after the call was sent")
+
+// UnknownOutcomeError is returned when the connection to the database failed
+// after a call was sent (a failover, a crash, a network cut): a write may or
+// may not have committed; it is neither a success nor stale. The fence
+// rules make the retries that matter safe: acquiring again by the same
+// owner keeps the fence, releasing twice succeeds, a resource write with an
+// operation id replays its first outcome. A read may simply be made again.
+type UnknownOutcomeError struct {
+	Err error // the connection's error
+}
+
+func (e *UnknownOutcomeError) Error() string { return "outcome unknown: " + e.Err.Error() }
+
+// Unwrap returns the connection's error.
+func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnknownOutcome) true.
+func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrUnknownOutcome }

@@ -21,7 +21,7 @@ import (
 
 // Driver implements driver.Driver on a pgx pool.
 type Driver struct {
-	pool  *pgxpool.Pool
+	pool  *pool
 	owned bool
 }
 
@@ -32,7 +32,7 @@ var _ driver.Driver = (*Driver)(nil)
 // lose a grant in a crash and grant it twice, and its transactions must
 // default to READ COMMITTED (OpenConfig guards against both; a pool built
 // elsewhere must do so itself).
-func New(pool *pgxpool.Pool) *Driver { return &Driver{pool: pool} }
+func New(p *pgxpool.Pool) *Driver { return &Driver{pool: newPool(p)} }
 
 func init() {
 	driver.Register(func(ctx context.Context, url string) (driver.Driver, error) { return Open(ctx, url) },
@@ -71,11 +71,11 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
 	keepSynchronousCommit(cfg)
 	keepReadCommitted(cfg)
 	scanInUTC(cfg)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	return &Driver{pool: pool, owned: true}, nil
+	return &Driver{pool: newPool(p), owned: true}, nil
 }
 
 // keepSynchronousCommit makes every connection commit grants durably: after
@@ -140,7 +140,7 @@ func scanInUTC(cfg *pgxpool.Config) {
 }
 
 // Pool returns the driver's pool, for the caller's own queries.
-func (d *Driver) Pool() *pgxpool.Pool { return d.pool }
+func (d *Driver) Pool() *pgxpool.Pool { return d.pool.Pool }
 
 // Dialect returns "postgres".
 func (d *Driver) Dialect() string { return "postgres" }

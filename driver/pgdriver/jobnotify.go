@@ -13,7 +13,15 @@ var _ driver.JobListener = (*Driver)(nil)
 // ListenJobs implements driver.JobListener: it holds one pooled connection
 // LISTENing on the channel the enqueue trigger notifies, and calls wake with
 // each notified queue name until ctx ends or the connection fails.
+//
+// A pool of one connection cannot spare it: the listener would hold it for
+// good and every other call would wait for ever. Then it listens to
+// nothing until ctx ends, and waiters poll.
 func (d *Driver) ListenJobs(ctx context.Context, listening func(), wake func(queue string)) error {
+	if d.pool.Config().MaxConns < 2 {
+		<-ctx.Done()
+		return ctx.Err()
+	}
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("listen for jobs: %w", err)

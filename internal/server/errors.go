@@ -24,9 +24,10 @@ const (
 	codeConflict         = "conflict"           // 409: the job's state forbids the operation
 	codeTooLarge         = "too_large"          // 413: body over the limit
 	codeUnsupportedType  = "unsupported_media_type"
-	codeUnavailable      = "unavailable" // 503: the database does not answer (/healthz)
-	codeInternal         = "internal"    // 500: a failure that is not the request's fault
-	codeCancelled        = "cancelled"   // 499: the client went away; logged, never read
+	codeUnavailable      = "unavailable"     // 503: the database does not answer (/healthz)
+	codeUnknownOutcome   = "unknown_outcome" // 503: the database connection failed after the write was sent
+	codeInternal         = "internal"        // 500: a failure that is not the request's fault
+	codeCancelled        = "cancelled"       // 499: the client went away; logged, never read
 )
 
 // statusClientClosed is the status logged and counted for a request whose
@@ -139,6 +140,11 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 		e := newError(http.StatusNotFound, codeNotFound, err.Error())
 		e.fromDB = true
 		return e
+	case errors.Is(err, fenced.ErrUnknownOutcome):
+		s.log.LogAttrs(r.Context(), slog.LevelWarn, "outcome unknown", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.String("err", s.cfg.Redact(err.Error())))
+		return newError(http.StatusServiceUnavailable, codeUnknownOutcome,
+			"the database connection failed after the request was sent: it may or may not have been applied; read the state, or repeat it where a repeat is safe")
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		return newError(statusClientClosed, codeCancelled, "the client went away")
 	default:
