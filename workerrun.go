@@ -10,8 +10,9 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// fetch is one queue's claim loop: it claims as many jobs as it has free
-// slots (up to FetchBatch per statement) and runs each in its own goroutine.
+// fetch is one queue's claim loop: it claims as many jobs of its kinds as it
+// has free slots (up to FetchBatch per statement) and runs each in its own
+// goroutine.
 func (w *Worker) fetch(queue string, concurrency int) {
 	defer w.fetchWG.Done()
 	slots := make(chan struct{}, concurrency)
@@ -47,7 +48,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 		// wait below.
 		woken, waited := w.c.WaitForJobs(queue)
 		claimedAt := w.c.now() // the lease runs from before the statement
-		jobs, err := w.c.ClaimJobs(w.claimCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL)
+		jobs, err := w.c.ClaimJobs(w.claimCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL, w.kinds...)
 		if err != nil && w.runCtx.Err() == nil {
 			w.log.Warn("fenced: claim failed", "queue", queue, "err", err)
 		}
@@ -110,7 +111,7 @@ func (w *Worker) run(j *Job, a *activeJob) {
 
 	r := &JobRun{Job: j, c: w.c}
 	var err error
-	if h == nil {
+	if h == nil { // only from a driver that ignores the claim's kind filter
 		err = fmt.Errorf("no handler registered for kind %q on worker %s", j.Kind, w.cfg.Owner)
 	} else {
 		err = callHandler(ctx, h, r)

@@ -15,6 +15,7 @@ import (
 func runJobs(t *testing.T, b Backend) {
 	t.Run("StateMachine", func(t *testing.T) { t.Parallel(); jobStateMachine(t, b) })
 	t.Run("Claims", func(t *testing.T) { t.Parallel(); runJobClaims(t, b) })
+	t.Run("ClaimJobsByKind", func(t *testing.T) { t.Parallel(); runClaimJobsByKind(t, b) })
 	t.Run("StaleWorker", func(t *testing.T) { t.Parallel(); runStaleWorker(t, b) })
 	t.Run("Enqueue", func(t *testing.T) { t.Parallel(); runEnqueue(t, b) })
 	t.Run("Ends", func(t *testing.T) { t.Parallel(); runJobEnds(t, b) })
