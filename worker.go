@@ -54,7 +54,16 @@ type WorkerConfig struct {
 // PostgreSQL (burn-down, SQLite and MySQL unchanged within noise).
 const DefaultFetchBatch = 1000
 
-// WorkerStats count what a worker did.
+// WorkerStats count what a worker did. An attempt it claimed is counted
+// once by how it ended, whichever path wrote the end: the worker's own
+// outcome write, or the handler (completing in its job-fenced transaction
+// with CompleteTx, in a transaction of its own, or through the Client); an
+// attempt whose end could not be written at all (the database unreachable
+// until the lease ran out) is not counted.
+// Succeeded, Failed (the dead letter), Retried, Snoozed and Cancelled are
+// ends written for the attempt; Lost are attempts taken from the worker (a
+// newer attempt, or recovery after the lease expired); Stale are outcome
+// writes refused otherwise (the lease ran out first).
 type WorkerStats struct {
 	Claimed, Succeeded, Failed, Retried, Snoozed, Cancelled, Lost, Stale int64
 }

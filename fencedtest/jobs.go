@@ -22,6 +22,7 @@ func runJobs(t *testing.T, b Backend) {
 	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
 	t.Run("Recovery", func(t *testing.T) { t.Parallel(); runRecovery(t, b) })
 	t.Run("Worker", func(t *testing.T) { t.Parallel(); runWorker(t, b) })
+	t.Run("WorkerStats", func(t *testing.T) { t.Parallel(); runWorkerStats(t, b) })
 	t.Run("NothingLost", func(t *testing.T) { t.Parallel(); runNothingLost(t, b) })
 }
 
