@@ -40,7 +40,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-__all__ = ["FencedClient", "FencedError", "StaleFence", "Unauthorized", "Attempt", "run_worker"]
+__all__ = ["FencedClient", "FencedError", "StaleFence", "Unauthorized", "Attempt", "retryable", "run_worker"]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
