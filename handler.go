@@ -6,6 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/fenced/fenced/fencedtype"
@@ -26,10 +29,31 @@ type Handler func(ctx context.Context, j *JobRun) error
 // JobRun is a running attempt as its handler sees it.
 type JobRun struct {
 	*Job
-	c           *Client
-	output      any
-	completedTx bool
+	c      *Client
+	output any
+
+	mu        sync.Mutex
+	open      []*runTx   // the handler's Tx transactions in progress
+	completed completion // what became of its CompleteTx calls (the furthest)
+	txErr     error      // why a Tx that completed the job did not commit
 }
+
+// runTx is one of the handler's Tx transactions.
+type runTx struct {
+	tx        Tx
+	completed bool // CompleteTx succeeded inside it
+}
+
+// completion is what became of a handler's CompleteTx calls, from least to
+// most settled.
+type completion int
+
+const (
+	notCompleted         completion = iota
+	completionRolledBack            // inside a Tx that did not commit
+	completionUnseen                // inside a transaction of the caller's: its commit is not seen
+	completionCommitted             // inside a Tx that committed, or with no transaction
+)
 
 // SetOutput sets the output stored when the handler returns nil. It must
 // be JSON-encodable.
@@ -45,18 +69,70 @@ func (r *JobRun) Progress(ctx context.Context, p Progress) error {
 // Tx runs fn in a transaction that commits only under this attempt (see
 // Client.JobTx).
 func (r *JobRun) Tx(ctx context.Context, fn func(Tx) error) error {
-	return r.c.JobTx(ctx, r.Ref(), fn)
+	rt := &runTx{}
+	err := r.c.JobTx(ctx, r.Ref(), func(tx Tx) error {
+		r.mu.Lock()
+		rt.tx = tx
+		r.open = append(r.open, rt)
+		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			r.open = slices.DeleteFunc(r.open, func(o *runTx) bool { return o == rt })
+			r.mu.Unlock()
+		}()
+		return fn(tx)
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rt.completed {
+		if err == nil {
+			r.completed = max(r.completed, completionCommitted)
+		} else {
+			r.completed = max(r.completed, completionRolledBack)
+			r.txErr = err
+		}
+	}
+	return err
 }
 
 // CompleteTx completes the job inside tx with output, so the job succeeds
 // exactly when the caller's business writes commit. After it the handler
-// should return nil (or the error that rolled tx back).
+// should return nil (or the error that rolled tx back). The worker writes
+// no completion of its own then, and counts the job succeeded when the
+// completion committed: at once for a transaction of Tx, through a read of
+// the attempt for a transaction of the caller's. A handler that returns nil
+// though the transaction holding its completion did not commit fails the
+// attempt (it is retried).
 func (r *JobRun) CompleteTx(ctx context.Context, tx Tx, output any) error {
 	if err := r.c.CompleteJobTx(ctx, tx, r.Ref(), output); err != nil {
 		return err
 	}
-	r.completedTx = true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch i := slices.IndexFunc(r.open, func(o *runTx) bool { return sameTx(o.tx, tx) }); {
+	case tx == nil: // completed by itself, committed
+		r.completed = max(r.completed, completionCommitted)
+	case i >= 0:
+		r.open[i].completed = true // settled when that Tx ends
+	default:
+		r.completed = max(r.completed, completionUnseen)
+	}
 	return nil
+}
+
+// completion reports what became of the handler's CompleteTx calls, and
+// why a Tx that completed the job did not commit.
+func (r *JobRun) completion() (completion, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.completed, r.txErr
+}
+
+// sameTx reports whether a and b are the same transaction, without
+// comparing values of a type that cannot be compared.
+func sameTx(a, b Tx) bool {
+	t := reflect.TypeOf(a)
+	return t != nil && t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // snoozeError asks for a snooze.
@@ -111,15 +187,15 @@ func decodeStrict(b []byte, v any) error {
 // lost says the database already reported the attempt superseded; an
 // ErrJobLost cause without it is a local trust window that ran out, and the
 // outcome is still written (the fence refuses it if the attempt did lose).
+// A completion the handler made itself (CompleteTx) is settled before this.
 func (w *Worker) outcome(ctx context.Context, r *JobRun, err error, lost bool) (JobEnd, bool) {
 	end := JobEnd{Ref: r.Ref()}
 	var snooze *snoozeError
 	var discard *discardError
+	completed, _ := r.completion()
 	switch {
-	case context.Cause(ctx) == ErrJobLost && lost || errors.Is(err, fencedtype.ErrStale) && r.completedTx:
+	case context.Cause(ctx) == ErrJobLost && lost || errors.Is(err, fencedtype.ErrStale) && completed != notCompleted:
 		return end, false // not ours to write any more
-	case err == nil && r.completedTx:
-		return end, false // completed in the handler's own transaction
 	case err == nil:
 		out, jerr := jsonArg("output", r.output, nil)
 		if jerr != nil {

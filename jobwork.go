@@ -2,7 +2,9 @@ package fenced
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 // Limits of the worker-owned writes.
 const (
 	MaxClaimBatch = 1000
+	MaxClaimKinds = 1000 // kinds in one claim's filter
 	MaxErrorBytes = 64 << 10
 	DefaultJobTTL = 30 * time.Second
 	MaxRetryDelay = fencedtype.MaxRetryDelay
@@ -28,7 +31,15 @@ const (
 // ClaimJobs starts a new attempt on up to limit eligible jobs of queue (run_at
 // reached; ordered by priority, run_at, id), for owner, with a lease of ttl by
 // the database clock. Each returned job carries its new Fence.
-func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, ttl time.Duration) ([]*Job, error) {
+//
+// kinds, when given, restricts the claim to jobs of those kinds (at most
+// MaxClaimKinds distinct names; a repeated one counts once): the filter is
+// part of the claim statement, so a job of another kind is never claimed,
+// not even for a moment. None claims every kind. With one kind the claim
+// reads that kind's queued jobs in claim order; with several it walks the
+// queue's queued jobs in claim order and skips the other kinds, so its cost
+// grows with the jobs of other kinds eligible ahead of them.
+func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, ttl time.Duration, kinds ...string) ([]*Job, error) {
 	if !queueName.MatchString(queue) {
 		return nil, fencedtype.Invalid("queue", "%q is not a queue name", queue)
 	}
@@ -41,11 +52,31 @@ func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, 
 	if err := validTTL(ttl); err != nil {
 		return nil, err
 	}
-	rows, err := c.d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl})
+	kinds, err := claimKinds(kinds)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := c.d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl, Kinds: kinds})
 	if err != nil {
 		return nil, err
 	}
 	return rows, nil
+}
+
+// claimKinds checks a claim's kind filter and returns its distinct kinds,
+// sorted.
+func claimKinds(kinds []string) ([]string, error) {
+	for i, k := range kinds {
+		var inv *InvalidError
+		if err := validName("kind", k); errors.As(err, &inv) {
+			return nil, fencedtype.Invalid("kinds", "kind %d %s", i+1, inv.Reason)
+		}
+	}
+	kinds = slices.Compact(slices.Sorted(slices.Values(kinds)))
+	if len(kinds) > MaxClaimKinds {
+		return nil, fencedtype.Invalid("kinds", "%d distinct kinds, the limit is %d", len(kinds), MaxClaimKinds)
+	}
+	return kinds, nil
 }
 
 // HeartbeatResult reports how a heartbeat went for each job.

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,7 +55,16 @@ type WorkerConfig struct {
 // PostgreSQL (burn-down, SQLite and MySQL unchanged within noise).
 const DefaultFetchBatch = 1000
 
-// WorkerStats count what a worker did.
+// WorkerStats count what a worker did. An attempt it claimed is counted
+// once by how it ended, whichever path wrote the end: the worker's own
+// outcome write, or the handler (completing in its job-fenced transaction
+// with CompleteTx, in a transaction of its own, or through the Client); an
+// attempt whose end could not be written at all (the database unreachable
+// until the lease ran out) is not counted.
+// Succeeded, Failed (the dead letter), Retried, Snoozed and Cancelled are
+// ends written for the attempt; Lost are attempts taken from the worker (a
+// newer attempt, or recovery after the lease expired); Stale are outcome
+// writes refused otherwise (the lease ran out first).
 type WorkerStats struct {
 	Claimed, Succeeded, Failed, Retried, Snoozed, Cancelled, Lost, Stale int64
 }
@@ -65,6 +76,7 @@ type Worker struct {
 	c        *Client
 	cfg      WorkerConfig
 	handlers map[string]Handler
+	kinds    []string // the kinds of handlers, set by Start: the claims' filter
 	log      *slog.Logger
 
 	mu      sync.Mutex
@@ -151,7 +163,9 @@ func DefaultOwner() string {
 // Owner returns the name this worker claims jobs under.
 func (w *Worker) Owner() string { return w.cfg.Owner }
 
-// Handle registers the handler of a kind. Call it before Start.
+// Handle registers the handler of a kind. Call it before Start. The worker
+// claims only jobs of the kinds it has handlers for: a job of another kind
+// stays queued for a worker that runs it.
 func (w *Worker) Handle(kind string, h Handler) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -169,16 +183,26 @@ func (w *Worker) Stats() WorkerStats {
 		Lost: s.lost.Load(), Stale: s.stale.Load()}
 }
 
-// Start begins claiming and running jobs; it returns at once. ctx bounds the
-// worker's life: cancelling it stops everything at once, as if the process
-// died — running attempts write nothing more, their leases expire and
-// recovery takes them back. Use Stop for a graceful shutdown.
+// Start begins claiming and running jobs of the kinds it has handlers for;
+// it returns at once. ctx bounds the worker's life: cancelling it stops
+// everything at once, as if the process died — running attempts write
+// nothing more, their leases expire and recovery takes them back. Use Stop
+// for a graceful shutdown. A worker without handlers, or with more than
+// MaxClaimKinds, is refused.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started {
 		return errors.New("fenced: worker already started")
 	}
+	kinds, err := claimKinds(slices.Collect(maps.Keys(w.handlers)))
+	if err != nil {
+		return fmt.Errorf("fenced: the worker's handlers: %w", err)
+	}
+	if len(kinds) == 0 {
+		return errors.New("fenced: the worker has no handlers: register one with Handle before Start")
+	}
+	w.kinds = kinds
 	w.started = true
 	w.runCtx = ctx
 	w.claimCtx, w.endClaims = context.WithCancel(ctx)

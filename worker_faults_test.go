@@ -170,6 +170,7 @@ func TestStopReturnsWhileClaimHangs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.Handle("work", func(ctx context.Context, j *JobRun) error { return nil }) // Start refuses a worker without handlers
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// fetch is one queue's claim loop: it claims as many jobs as it has free
-// slots (up to FetchBatch per statement) and runs each in its own goroutine.
+// fetch is one queue's claim loop: it claims as many jobs of its kinds as it
+// has free slots (up to FetchBatch per statement) and runs each in its own
+// goroutine.
 func (w *Worker) fetch(queue string, concurrency int) {
 	defer w.fetchWG.Done()
 	slots := make(chan struct{}, concurrency)
@@ -47,7 +49,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 		// wait below.
 		woken, waited := w.c.WaitForJobs(queue)
 		claimedAt := w.c.now() // the lease runs from before the statement
-		jobs, err := w.c.ClaimJobs(w.claimCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL)
+		jobs, err := w.c.ClaimJobs(w.claimCtx, queue, w.cfg.Owner, free, w.cfg.LeaseTTL, w.kinds...)
 		if err != nil && w.runCtx.Err() == nil {
 			w.log.Warn("fenced: claim failed", "queue", queue, "err", err)
 		}
@@ -110,7 +112,7 @@ func (w *Worker) run(j *Job, a *activeJob) {
 
 	r := &JobRun{Job: j, c: w.c}
 	var err error
-	if h == nil {
+	if h == nil { // only from a driver that ignores the claim's kind filter
 		err = fmt.Errorf("no handler registered for kind %q on worker %s", j.Kind, w.cfg.Owner)
 	} else {
 		err = callHandler(ctx, h, r)
@@ -118,6 +120,23 @@ func (w *Worker) run(j *Job, a *activeJob) {
 	w.mu.Lock()
 	lost := a.lost
 	w.mu.Unlock()
+	switch completed, txErr := r.completion(); {
+	case completed == completionCommitted:
+		// Completed in the handler's own transaction, which committed.
+		w.stats.succeeded.Add(1)
+		if err != nil && w.runCtx.Err() == nil {
+			w.log.Warn("fenced: handler returned an error after its job's completion committed", "job", j.ID, "fence", j.Fence, "err", err)
+		}
+		return
+	case err != nil:
+	case completed == completionUnseen && w.countEnded(r):
+		return // its completion, in a transaction of the caller's, committed
+	case completed != notCompleted:
+		if txErr == nil {
+			txErr = errors.New("the job is still running")
+		}
+		err = fmt.Errorf("the handler returned nil, but its completion (CompleteTx) did not commit: %w", txErr)
+	}
 	end, write := w.outcome(ctx, r, err, lost)
 	if !write {
 		if context.Cause(ctx) == ErrJobLost {
@@ -126,6 +145,12 @@ func (w *Worker) run(j *Job, a *activeJob) {
 		return
 	}
 	if err := w.end(end); err != nil {
+		// The attempt was ended at its own fence by another path (the
+		// handler, through the Client): count what that path wrote.
+		var stale *StaleError
+		if errors.As(err, &stale) && stale.CurrentFence == j.Fence && w.countEnded(r) {
+			return
+		}
 		untrusted := context.Cause(ctx) == ErrJobLost // and the fence says it was lost indeed
 		switch {
 		case untrusted && errors.Is(err, fencedtype.ErrStale):
@@ -139,6 +164,43 @@ func (w *Worker) run(j *Job, a *activeJob) {
 		return
 	}
 	w.count(end, r)
+}
+
+// countEnded counts the attempt by the outcome recorded for it when
+// something other than the worker's own outcome write ended it: the handler,
+// completing in a transaction of its own, or ending the attempt through the
+// Client. It reports false when no such outcome is recorded (the attempt
+// still runs, recovery took it back, or the read failed).
+func (w *Worker) countEnded(r *JobRun) bool {
+	ctx, cancel := context.WithTimeout(w.runCtx, w.cfg.LeaseTTL)
+	defer cancel()
+	_, attempts, err := w.c.GetJob(ctx, r.ID)
+	if err != nil {
+		if w.runCtx.Err() == nil {
+			w.log.Warn("fenced: reading how a job's attempt ended failed", "job", r.ID, "fence", r.Fence, "err", err)
+		}
+		return false
+	}
+	i := slices.IndexFunc(attempts, func(a JobAttempt) bool { return a.Fence == r.Fence && a.Attempt == r.Attempt })
+	if i < 0 {
+		return false
+	}
+	s := &w.stats
+	switch attempts[i].Outcome {
+	case fencedtype.OutcomeSucceeded:
+		s.succeeded.Add(1)
+	case fencedtype.OutcomeRetry:
+		s.retried.Add(1)
+	case fencedtype.OutcomeFailed:
+		s.failed.Add(1)
+	case fencedtype.OutcomeSnoozed:
+		s.snoozed.Add(1)
+	case fencedtype.OutcomeCancelled:
+		s.cancelled.Add(1)
+	default: // running, or lost: not ended by this worker
+		return false
+	}
+	return true
 }
 
 func (w *Worker) count(end JobEnd, r *JobRun) {

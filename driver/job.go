@@ -16,8 +16,9 @@ type JobDriver interface {
 	// or, with tx non-nil, inside the caller's transaction. A job whose
 	// idempotency key exists already yields the existing job.
 	Enqueue(ctx context.Context, tx Tx, jobs []EnqueueParams) ([]fencedtype.EnqueueResult, error)
-	// ClaimJobs moves up to Limit eligible queued jobs of Queue to running,
-	// bumping fence and attempt, in one statement.
+	// ClaimJobs moves up to Limit eligible queued jobs of Queue (of one of
+	// Kinds when it is not empty) to running, bumping fence and attempt, in
+	// one statement: the kind filter is part of the pick.
 	ClaimJobs(ctx context.Context, p ClaimJobsParams) ([]*fencedtype.Job, error)
 	// HeartbeatJobs extends the leases of a worker's running jobs (distinct
 	// ids) in one statement and reports which are lost or asked to cancel.
@@ -80,6 +81,12 @@ type ClaimJobsParams struct {
 	Owner string
 	Limit int
 	TTL   time.Duration
+	// Kinds, when not empty, restricts the claim to jobs of these kinds
+	// (distinct, valid names); empty claims every kind. With one kind the
+	// pick reads that kind's queued jobs in claim order (an index on queue,
+	// kind, priority, run_at, id); with several it walks the queue's queued
+	// jobs in claim order and skips the other kinds.
+	Kinds []string
 }
 
 // DiagnoseJob explains why a guarded write on ref changed nothing, given the

@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"AdvanceFences", runAdvanceFences},
 		{"Enqueue", runEnqueue},
 		{"ClaimJobs", runClaimJobs},
+		{"ClaimJobsByKind", runClaimJobsByKind},
 		{"HeartbeatJobs", runHeartbeatJobs},
 		{"HeartbeatJob", runHeartbeatJob},
 		{"EndJobs", runEndJobs},
@@ -95,6 +96,7 @@ func Run(t *testing.T, b Backend) {
 		{"JobClock", runJobClock},
 		{"Backoff", runJobBackoff},
 		{"Worker", runWorker},
+		{"WorkerStats", runWorkerStats},
 		{"Maintainer", runMaintainer},
 		{"NothingLost", runNothingLost},
 	} {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,8 +18,10 @@ import (
 
 // The Python worker of examples/python against a real "fenced serve": it
 // works echo jobs to succeeded, heartbeating through handlers that run
-// longer than their lease, and its completion after a takeover is refused
-// with 409 stale_fence.
+// longer than their lease, and claims no job of another kind; its
+// completion after a takeover is refused with 409 stale_fence, on a queue
+// of its own that it leaves with nothing queued or running; against a
+// server that wants a token it does not have, it exits 1 saying so.
 
 // python3 finds the interpreter: the test is skipped without one, except
 // under CI=true where that fails it.
@@ -34,28 +37,59 @@ func python3(t *testing.T) string {
 	return py
 }
 
-// pyWorker runs examples/python/worker.py with args against s and returns
-// its stdout; it must exit 0 within a minute.
-func pyWorker(t *testing.T, s *served, args ...string) string {
+// pyRun is one run of python3 with args and the environment env (besides
+// this process's): its stdout, stderr and exit code.
+type pyRun struct {
+	stdout, stderr string
+	code           int
+}
+
+// runPython runs python3 with args in a temporary directory and returns
+// how it went; it must end within a minute.
+func runPython(t *testing.T, env []string, args ...string) pyRun {
 	t.Helper()
 	py := python3(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, args...)
+	cmd.Dir = t.TempDir() // no __pycache__ next to the script
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "FENCED_TOKEN=", "FENCED_URL=")
+	cmd.Env = append(cmd.Env, env...)
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("python3 %s did not end within a minute\nstdout: %s\nstderr: %s", strings.Join(args, " "), out, stderr.String())
+	case errors.As(err, &exit):
+		return pyRun{string(out), stderr.String(), exit.ExitCode()}
+	case err != nil:
+		t.Fatalf("python3 %s: %v", strings.Join(args, " "), err)
+	}
+	return pyRun{string(out), stderr.String(), 0}
+}
+
+// workerScript is the absolute path of examples/python/worker.py.
+func workerScript(t *testing.T) string {
+	t.Helper()
 	script, err := filepath.Abs(filepath.Join("..", "..", "examples", "python", "worker.py"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, append([]string{script, "--url", s.base}, args...)...)
-	cmd.Dir = t.TempDir() // no __pycache__ next to the script
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "FENCED_TOKEN=", "FENCED_URL=")
-	var stderr syncBuf
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("worker.py %s: %v\nstdout: %s\nstderr: %s\nserver: %s",
-			strings.Join(args, " "), err, out, stderr.String(), s.stderr)
+	return script
+}
+
+// pyWorker runs examples/python/worker.py with args against s and returns
+// its stdout; it must exit 0 within a minute.
+func pyWorker(t *testing.T, s *served, args ...string) string {
+	t.Helper()
+	r := runPython(t, nil, append([]string{workerScript(t), "--url", s.base}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("worker.py %s: exit %d\nstdout: %s\nstderr: %s\nserver: %s",
+			strings.Join(args, " "), r.code, r.stdout, r.stderr, s.stderr)
 	}
-	return string(out)
+	return r.stdout
 }
 
 // lastJSON decodes the last line of out into v.
@@ -72,6 +106,14 @@ func TestPythonWorker(t *testing.T) {
 	python3(t)
 	c := newCLI(t, testdb.SQLite(t))
 	s := c.serve()
+
+	// Jobs of other kinds, ahead of the echo jobs in claim order: the
+	// worker runs only echo, so it must leave them queued, never claimed.
+	var others []any
+	for _, kind := range []string{"invoice", "slow"} {
+		body := fmt.Sprintf(`{"kind": %q, "queue": "py", "args": {}, "max_attempts": 1}`, kind)
+		others = append(others, s.want(201, "POST", "/v1/jobs", body)["id"])
+	}
 
 	// Echo jobs: each runs 3.1s under a 1.5s lease, so each lives only by
 	// the worker's heartbeats (the server's maintenance recovers expired
@@ -102,12 +144,23 @@ func TestPythonWorker(t *testing.T) {
 			t.Fatalf("job %v output = %v, want its args %v", id, j["output"], args[i])
 		}
 	}
+	for _, id := range others {
+		got := s.want(200, "GET", fmt.Sprintf("/v1/jobs/%v", id), "")
+		j, attempts := got["job"].(map[string]any), got["attempts"].([]any)
+		if j["state"] != "queued" || j["attempt"] != 0.0 || len(attempts) != 0 {
+			t.Fatalf("job %v of kind %v = %v, attempts %v: want it queued, never claimed by the echo worker", id, j["kind"], j, attempts)
+		}
+	}
 
 	// The stale path: w1 claims with a 200ms lease and stalls, recovery
 	// takes the job back, w2 claims it with the next fence; w1's completion
 	// is refused with 409 stale_fence naming both fences, and w2's stands.
-	out = pyWorker(t, s, "--demo-stale", "--queue", "stale")
+	// The demo runs on a queue of its own: the jobs queued in py and in
+	// default (where the README's walk-through leaves them) are untouched.
+	waiting := s.want(201, "POST", "/v1/jobs", `{"kind": "echo", "args": {}}`)["id"]
+	out = pyWorker(t, s, "--demo-stale")
 	var demo struct {
+		Queue        string         `json:"queue"`
 		JobID        int64          `json:"job_id"`
 		FirstFence   int64          `json:"first_fence"`
 		SecondFence  int64          `json:"second_fence"`
@@ -135,6 +188,84 @@ func TestPythonWorker(t *testing.T) {
 	if j := got["job"].(map[string]any); j["state"] != "succeeded" || j["fence"] != float64(demo.SecondFence) ||
 		!reflect.DeepEqual(j["output"], any(map[string]any{"by": "w2"})) {
 		t.Fatalf("demo job = %v", j)
+	}
+	if !strings.HasPrefix(demo.Queue, "demo-stale-") {
+		t.Fatalf("the demo ran on queue %q, want one of its own (demo-stale-…)", demo.Queue)
+	}
+	wantQueue(t, s, demo.Queue, "succeeded")
+	for _, id := range append(others, waiting) {
+		if j := s.want(200, "GET", fmt.Sprintf("/v1/jobs/%v", id), "")["job"].(map[string]any); j["state"] != "queued" || j["attempt"] != 0.0 {
+			t.Fatalf("job %v in queue %v was touched by the demo: %v", id, j["queue"], j)
+		}
+	}
+	if r := runPython(t, nil, workerScript(t), "--url", s.base, "--demo-stale", "--queue", "default"); r.code != 2 ||
+		!strings.Contains(r.stderr, "queue of its own") {
+		t.Fatalf("--demo-stale --queue: exit %d, stderr %s; want 2 saying the demo uses a queue of its own", r.code, r.stderr)
+	}
+
+	// A demo cut short (here: w2 gives up at once) cleans up: its job is
+	// cancelled, not left queued or held under w1's 200ms lease.
+	r := runPython(t, nil, "-c", `import sys; sys.path.insert(0, sys.argv[1]); import worker
+try:
+    worker.demo_stale(worker.FencedClient(sys.argv[2]), queue="demo-stale-cut", deadline_s=0)
+except RuntimeError as e:
+    print("cut short:", e)
+`, filepath.Dir(workerScript(t)), s.base)
+	if r.code != 0 || !strings.Contains(r.stdout, "cut short: w2 never got the job back") {
+		t.Fatalf("demo cut short: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	wantQueue(t, s, "demo-stale-cut", "cancelled")
+	s.stop()
+}
+
+// wantQueue checks that queue holds jobs, all in state.
+func wantQueue(t *testing.T, s *served, queue, state string) {
+	t.Helper()
+	jobs := s.want(200, "GET", "/v1/jobs?queue="+queue, "")["jobs"].([]any)
+	if len(jobs) == 0 {
+		t.Fatalf("queue %s holds no jobs", queue)
+	}
+	for _, j := range jobs {
+		if j := j.(map[string]any); j["state"] != state {
+			t.Fatalf("job %v in queue %s is %v, want %s: %v", j["id"], queue, j["state"], state, j)
+		}
+	}
+}
+
+// Against a server that wants a token, the worker without one (or with a
+// wrong one) exits 1 at once, saying what to do, instead of retrying the
+// 401 for ever; with the right one it works.
+func TestPythonWorkerToken(t *testing.T) {
+	t.Parallel()
+	python3(t)
+	c := newCLI(t, testdb.SQLite(t))
+	c.env = append(c.env, envTokens+"="+serveToken)
+	s := c.serve()
+	s.token = serveToken
+	id := s.want(201, "POST", "/v1/jobs", `{"kind": "echo", "args": {"n": 1}}`)["id"]
+	args := []string{workerScript(t), "--url", s.base, "--max-jobs", "1", "--wait-ms", "0"}
+	for _, tc := range []struct{ token, says string }{
+		{"", "set FENCED_TOKEN to one of the server's tokens"},
+		{"wrong-token-0123456789", "FENCED_TOKEN is not one of the server's tokens"},
+	} {
+		r := runPython(t, []string{"FENCED_TOKEN=" + tc.token}, args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "401 unauthorized") || !strings.Contains(r.stderr, tc.says) ||
+			strings.Contains(r.stderr, "Traceback") || strings.Contains(r.stderr, "retrying") {
+			t.Fatalf("token %q: exit %d\nstdout: %s\nstderr: %s\nwant exit 1 saying 401 unauthorized and %q", tc.token, r.code, r.stdout, r.stderr, tc.says)
+		}
+		if strings.Contains(r.stderr, serveToken) {
+			t.Fatalf("the token is in the worker's message: %s", r.stderr)
+		}
+	}
+	if j := s.want(200, "GET", fmt.Sprintf("/v1/jobs/%v", id), "")["job"].(map[string]any); j["state"] != "queued" {
+		t.Fatalf("job = %v, want it untouched by the refused workers", j)
+	}
+	r := runPython(t, []string{"FENCED_TOKEN=" + serveToken}, args...)
+	if r.code != 0 {
+		t.Fatalf("with the token: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if j := s.want(200, "GET", fmt.Sprintf("/v1/jobs/%v", id), "")["job"].(map[string]any); j["state"] != "succeeded" {
+		t.Fatalf("job = %v, want it worked with the token", j)
 	}
 	s.stop()
 }

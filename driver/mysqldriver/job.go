@@ -117,13 +117,30 @@ func diagnoseJob(ctx context.Context, q querier, ref fencedtype.JobRef) error {
 }
 
 // jobPickSQL picks eligible jobs in claim order, skipping rows other
-// claimers have locked. Parameters: queue, limit.
+// claimers have locked. Parameters: queue, the kinds of the filter, limit.
+// The first %s names the index, the second is the kind filter: none; one
+// kind, read in claim order from the claim_kind index; or several, for which
+// the claim index is walked in claim order and other kinds are skipped (left
+// to itself the optimizer may read every job of those kinds through
+// claim_kind and sort them, locking each row it reads).
 const jobPickSQL = `
-SELECT id FROM fenced_jobs
-WHERE state = 'queued' AND queue = ? AND run_at <= ` + now + `
+SELECT id FROM fenced_jobs%s
+WHERE state = 'queued' AND queue = ? AND run_at <= ` + now + `%s
 ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
+
+// jobPick returns the pick statement of a kind filter.
+func jobPick(kinds int) string {
+	switch kinds {
+	case 0:
+		return fmt.Sprintf(jobPickSQL, "", "")
+	case 1:
+		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_claim_kind)", " AND kind = ?")
+	default:
+		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_claim)", " AND kind IN ("+placeholders(kinds)+")")
+	}
+}
 
 // jobStartSQL starts a new attempt on each picked (and locked) job: state
 // running, fence and attempt bumped, lease from the database clock.
@@ -142,7 +159,8 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	var jobs []*fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		jobs = nil
-		ids, err := collectIDs(tx.QueryContext(ctx, jobPickSQL, p.Queue, p.Limit))
+		pick := append(append([]any{p.Queue}, anys(p.Kinds)...), p.Limit)
+		ids, err := collectIDs(tx.QueryContext(ctx, jobPick(len(p.Kinds)), pick...))
 		if err != nil || len(ids) == 0 {
 			return err
 		}

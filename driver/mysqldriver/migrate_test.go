@@ -8,6 +8,9 @@ import (
 	"github.com/fenced/fenced/internal/testdb"
 )
 
+// latestMigration is the number of migrations in migrations/.
+const latestMigration = 4
+
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 	t.Parallel()
 	url := testdb.MySQL(t)
@@ -35,8 +38,13 @@ func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(applied) != 3 || applied[1] != 1 || applied[2] != 1 || applied[3] != 1 {
-		t.Fatalf("applied = %v, want versions 1, 2 and 3 once each", applied)
+	if len(applied) != latestMigration {
+		t.Fatalf("applied = %v, want versions 1 to %d once each", applied, latestMigration)
+	}
+	for v := 1; v <= latestMigration; v++ {
+		if applied[v] != 1 {
+			t.Fatalf("applied = %v, want versions 1 to %d once each", applied, latestMigration)
+		}
 	}
 	if vs, err := open(t, url).Migrate(ctx(t)); err != nil || len(vs) != 0 {
 		t.Fatalf("migrate again = %v, %v", vs, err)
@@ -49,10 +57,10 @@ func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 func TestMigrationCutShortRunsAgain(t *testing.T) {
 	t.Parallel()
 	url, c := setup(t)
-	for v := 3; v >= 1; v-- {
+	for v := latestMigration; v >= 1; v-- {
 		testdb.MySQLExec(t, url, `DELETE FROM fenced_schema_migrations WHERE version >= ?`, v)
 		vs, err := c.Migrate(ctx(t))
-		if err != nil || len(vs) != 4-v {
+		if err != nil || len(vs) != latestMigration+1-v {
 			t.Fatalf("migrate after version %d was not recorded = %v, %v", v, vs, err)
 		}
 	}
@@ -61,5 +69,10 @@ func TestMigrationCutShortRunsAgain(t *testing.T) {
 		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fenced_resource_ops' AND COLUMN_NAME = 'digest'`).Scan(&n), "read the catalog")
 	if n != 1 {
 		t.Fatalf("fenced_resource_ops has %d digest columns", n)
+	}
+	must(t, openDB(t, url).QueryRowContext(ctx(t), `SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS
+		WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fenced_jobs' AND INDEX_NAME LIKE 'fenced_jobs_claim_kind%'`).Scan(&n), "read the catalog")
+	if n != 1 {
+		t.Fatalf("fenced_jobs has %d claim_kind indexes", n)
 	}
 }

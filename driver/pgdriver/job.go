@@ -49,11 +49,14 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 
 // claimJobsSQL picks eligible jobs in priority order, skipping rows other
 // claimers have locked, and starts a new attempt on each: state running,
-// fence and attempt bumped, lease from the database clock.
+// fence and attempt bumped, lease from the database clock. %s is the kind
+// filter: none, one kind ($5: the claim_kind index serves it in claim
+// order), or several ($5 an array: the claim index is walked in claim order
+// and other kinds are skipped).
 const claimJobsSQL = `
 WITH picked AS (
     SELECT id FROM fenced_jobs
-    WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()
+    WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()%s
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -66,9 +69,25 @@ UPDATE fenced_jobs j SET
 WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
 RETURNING ` + jobColumns
 
+// The claim statement of each kind filter.
+var (
+	claimJobsAnyKindSQL = fmt.Sprintf(claimJobsSQL, "")
+	claimJobsOneKindSQL = fmt.Sprintf(claimJobsSQL, " AND kind = $5")
+	claimJobsOfKindsSQL = fmt.Sprintf(claimJobsSQL, " AND kind = ANY($5::text[])")
+)
+
 // ClaimJobs implements driver.JobDriver.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
-	jobs, err := collectJobs(d.pool.Query(ctx, claimJobsSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
+	args := []any{p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()}
+	query := claimJobsAnyKindSQL
+	switch len(p.Kinds) {
+	case 0:
+	case 1:
+		query, args = claimJobsOneKindSQL, append(args, p.Kinds[0])
+	default:
+		query, args = claimJobsOfKindsSQL, append(args, p.Kinds)
+	}
+	jobs, err := collectJobs(d.pool.Query(ctx, query, args...))
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -88,7 +89,10 @@ func diagnoseJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
 // claimJobsSQL picks eligible jobs in priority order and starts a new attempt
 // on each: state running, fence and attempt bumped, lease from the database
 // clock. SQLite has one writer, so nothing needs skipping: the pick and the
-// update are one statement under the write lock.
+// update are one statement under the write lock. %s is the kind filter:
+// none, one kind (?5: the claim_kind index serves it in claim order), or
+// several (?5 a JSON array: the claim index is walked in claim order and
+// other kinds are skipped).
 const claimJobsSQL = `
 UPDATE fenced_jobs SET
     state = 'running', attempt = attempt + 1, fence = fence + 1, owner = ?2,
@@ -97,18 +101,38 @@ UPDATE fenced_jobs SET
     cancel_requested = 0, progress = NULL
 WHERE id IN (
     SELECT id FROM fenced_jobs
-    WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `
+    WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `%s
     ORDER BY priority, run_at_us, id
     LIMIT ?3)
 RETURNING ` + jobColumns
 
+// The claim statement of each kind filter.
+var (
+	claimJobsAnyKindSQL = fmt.Sprintf(claimJobsSQL, "")
+	claimJobsOneKindSQL = fmt.Sprintf(claimJobsSQL, " AND kind = ?5")
+	claimJobsOfKindsSQL = fmt.Sprintf(claimJobsSQL, " AND kind IN (SELECT value FROM json_each(?5))")
+)
+
 // ClaimJobs implements driver.JobDriver. The jobs come back in the order they
 // were picked.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
+	args := []any{p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()}
+	query := claimJobsAnyKindSQL
+	switch len(p.Kinds) {
+	case 0:
+	case 1:
+		query, args = claimJobsOneKindSQL, append(args, p.Kinds[0])
+	default:
+		kinds, err := json.Marshal(p.Kinds)
+		if err != nil {
+			return nil, err
+		}
+		query, args = claimJobsOfKindsSQL, append(args, string(kinds))
+	}
 	var jobs []*fencedtype.Job
 	err := d.write(ctx, func() (err error) {
 		for {
-			jobs, err = collectJobs(d.db.QueryContext(ctx, claimJobsSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()))
+			jobs, err = collectJobs(d.db.QueryContext(ctx, query, args...))
 			if !busy(err) || ctx.Err() != nil {
 				return err
 			}

@@ -2,9 +2,11 @@
 """A fenced worker in Python, standard library only.
 
 FencedClient speaks the HTTP/JSON API of `fenced serve` (see the README's
-"HTTP service" section); run_worker claims jobs of one kind, heartbeats them
-from a background thread while the handler runs, and completes them with the
-handler's result (or fails them with the exception's text).
+"HTTP service" section); run_worker claims jobs of the kinds it has
+handlers for -- the claim names them, so a job of another kind is never
+taken -- heartbeats them from a background thread while the handler runs,
+and completes them with the handler's result (or fails them with the
+exception's text).
 
 Every write names the fence its claim granted. Once the attempt is no longer
 current -- its lease expired, recovery took the job back and another worker
@@ -16,14 +18,19 @@ As a process:
     python3 worker.py --url http://127.0.0.1:8080 --queue default --kind echo --max-jobs 10
     python3 worker.py --url http://127.0.0.1:8080 --demo-stale
 
-The first works echo jobs (output = args); the second shows a completion
-after a takeover being refused, printing one JSON line. The token, if the
-server wants one, comes from FENCED_TOKEN; the URL defaults to FENCED_URL.
+The first works echo jobs (output = args) and leaves every other kind
+queued; the second shows a completion after a takeover being refused,
+printing one JSON line, on a queue of its own that it leaves with nothing
+queued or running. The token, if the server wants one, comes from
+FENCED_TOKEN; the URL defaults to FENCED_URL. A server that refuses the
+token (401, 403) ends the process with exit status 1 and a message saying
+why; so does any other answer that retrying cannot change.
 """
 
 import argparse
 import json
 import os
+import secrets
 import socket
 import sys
 import threading
@@ -33,7 +40,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-__all__ = ["FencedClient", "FencedError", "StaleFence", "Attempt", "run_worker"]
+__all__ = ["FencedClient", "FencedError", "StaleFence", "Unauthorized", "Attempt", "retryable", "run_worker"]
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -62,6 +69,20 @@ class StaleFence(FencedError):
         self.current_fence = b.get("current_fence")
         self.current_owner = b.get("current_owner")
         self.reason = b.get("reason")
+
+
+class Unauthorized(FencedError):
+    """401 unauthorized or 403 forbidden: the server refused the request's
+    token, or its lack of one. Retrying cannot help."""
+
+
+def retryable(err):
+    """Whether a request that failed with err may succeed if sent again: a
+    connection error, a 5xx (503: the database is unreachable), 408 or 429.
+    Any other answer (401, 403, 400 invalid, 404) would come back the same."""
+    if not isinstance(err, FencedError):
+        return isinstance(err, OSError)
+    return err.status >= 500 or err.status in (408, 429)
 
 
 class FencedClient:
@@ -97,7 +118,12 @@ class FencedClient:
                 b = {}
             code = b.get("error", "http_%d" % e.code)
             message = b.get("message", raw.decode("utf-8", "replace")[:200])
-            cls = StaleFence if code == "stale_fence" else FencedError
+            if code == "stale_fence":
+                cls = StaleFence
+            elif e.code in (401, 403):
+                cls = Unauthorized
+            else:
+                cls = FencedError
             raise cls(e.code, code, message, b) from None
         return json.loads(raw) if raw else {}
 
@@ -114,10 +140,14 @@ class FencedClient:
                 body[k] = v
         return self.request("POST", "/v1/jobs", body)
 
-    def claim(self, queue, owner, limit=1, lease_ms=30000, wait_ms=0):
+    def claim(self, queue, owner, limit=1, lease_ms=30000, wait_ms=0, kinds=None):
         """POST /v1/queues/{queue}/claim, waiting up to wait_ms (the server
-        caps it) for a job: the list of claimed jobs, each with its fence."""
+        caps it) for a job: the list of claimed jobs, each with its fence.
+        With kinds (a list of kind names), only jobs of those kinds are
+        claimed; without, jobs of every kind."""
         body = {"owner": owner, "limit": limit, "lease_ms": lease_ms, "wait_ms": wait_ms}
+        if kinds:
+            body["kinds"] = list(kinds)
         res = self.request("POST", "/v1/queues/%s/claim" % _seg(queue), body,
                            timeout=self.timeout + wait_ms / 1000.0)
         return res.get("jobs") or []
@@ -139,6 +169,12 @@ class FencedClient:
         if discard:
             body["discard"] = True
         return self.request("POST", "/v1/jobs/%d/fail" % job_id, body)
+
+    def cancel(self, job_id):
+        """POST /v1/jobs/{id}/cancel: a queued job is cancelled at once; a
+        running one is asked to stop (its next fail ends it cancelled, and
+        so does recovery once its lease expires)."""
+        return self.request("POST", "/v1/jobs/%d/cancel" % job_id, {})
 
     def get_job(self, job_id):
         """GET /v1/jobs/{id}: {"job": ..., "attempts": [...]}."""
@@ -184,19 +220,39 @@ def _heartbeat_loop(client, attempt, lease_ms, interval, stop):
             _log("job %d: heartbeat failed, will retry: %s" % (attempt.id, e))
 
 
-def run_worker(kind, handler, queue="default", owner=None, client=None, lease_ms=30000, wait_ms=10000,
+def _handlers(kind, handler):
+    """The kind -> handler map of run_worker's arguments."""
+    if isinstance(kind, dict):
+        if handler is not None:
+            raise TypeError("run_worker: give a dict of kinds to handlers, or one kind and its handler")
+        handlers = dict(kind)
+    else:
+        handlers = {kind: handler}
+    if not handlers or any(not isinstance(k, str) or not k or h is None for k, h in handlers.items()):
+        raise ValueError("run_worker: every kind needs a name and a handler (it claims only those kinds)")
+    return handlers
+
+
+def run_worker(kind, handler=None, queue="default", owner=None, client=None, lease_ms=30000, wait_ms=10000,
                heartbeat_every=None, max_jobs=None, stop=None):
-    """Claim jobs from queue and run handler(attempt) on those of kind,
-    heartbeating each every heartbeat_every seconds (default a third of the
-    lease) from a background thread. The handler's return value (any JSON)
-    completes the job; an exception fails it with its text (retried with the
-    server's backoff). A job of another kind is failed with "no handler".
+    """Claim jobs from queue and run their handler(attempt): kind and handler
+    name one kind, or kind is a dict of kinds to handlers. Only jobs of those
+    kinds are claimed (the claim names them); other kinds stay queued for a
+    worker that runs them. Each attempt is heartbeated every heartbeat_every
+    seconds (default a third of the lease) from a background thread. The
+    handler's return value (any JSON) completes the job; an exception fails
+    it with its text (retried with the server's backoff).
 
     A completion or failure refused as stale (the lease expired and another
     worker took the job over) is logged and the loop goes on: that job is
-    someone else's now. Stops after max_jobs attempts finished (completed,
-    failed or found stale), or when the stop event is set. Returns a dict
-    of counts: completed, failed, stale."""
+    someone else's now. A claim that fails is retried every second while
+    retrying can help (the server unreachable or answering 5xx); any other
+    refusal -- 401 or 403 (raised as Unauthorized: the token is missing or
+    wrong), 400, 404 -- is raised. Stops after max_jobs attempts finished
+    (completed, failed or found stale), or when the stop event is set.
+    Returns a dict of counts: completed, failed, stale."""
+    handlers = _handlers(kind, handler)
+    kinds = sorted(handlers)
     client = client or FencedClient()
     owner = owner or "py-%s-%d" % (socket.gethostname(), os.getpid())
     stop = stop or threading.Event()
@@ -205,8 +261,10 @@ def run_worker(kind, handler, queue="default", owner=None, client=None, lease_ms
     done = 0
     while not stop.is_set() and (max_jobs is None or done < max_jobs):
         try:
-            jobs = client.claim(queue, owner, limit=1, lease_ms=lease_ms, wait_ms=wait_ms)
+            jobs = client.claim(queue, owner, limit=1, lease_ms=lease_ms, wait_ms=wait_ms, kinds=kinds)
         except (FencedError, OSError) as e:
+            if not retryable(e):
+                raise
             _log("claim failed, retrying in 1s: %s" % e)
             stop.wait(1.0)
             continue
@@ -217,9 +275,10 @@ def run_worker(kind, handler, queue="default", owner=None, client=None, lease_ms
                                   args=(client, attempt, lease_ms, interval, hb_stop))
             hb.start()
             try:
-                if attempt.kind != kind:
-                    raise LookupError("no handler for kind %r in this worker (it runs %r)" % (attempt.kind, kind))
-                output, err = handler(attempt), None
+                run = handlers.get(attempt.kind)
+                if run is None:  # the claim names the kinds: only a server that ignored them sends another
+                    raise LookupError("no handler for kind %r in this worker (it runs %s)" % (attempt.kind, kinds))
+                output, err = run(attempt), None
             except Exception as e:  # the handler's failure fails the attempt
                 output, err = None, "".join(traceback.format_exception_only(type(e), e)).strip()
             finally:
@@ -240,43 +299,90 @@ def run_worker(kind, handler, queue="default", owner=None, client=None, lease_ms
     return counts
 
 
-def demo_stale(client, queue, lease_ms=200, deadline_s=30.0):
+DEMO_KIND = "stale-demo"
+
+
+def demo_stale(client, queue=None, lease_ms=200, deadline_s=30.0):
     """A completion after a takeover is refused: w1 claims a job with a
     short lease and stalls; the server's maintenance takes the job back;
     w2 claims it (fence + 1) and completes it; w1's late completion raises
-    StaleFence. Returns what happened, as a dict."""
-    job = client.enqueue("stale-demo", {"n": 1}, queue=queue)
-    first = client.claim(queue, "w1", lease_ms=lease_ms, wait_ms=5000)
-    if len(first) != 1 or first[0]["id"] != job["id"]:
-        raise RuntimeError("w1 did not claim the demo job: %r" % first)
-    first = first[0]
-    # w1 stalls past its lease; w2 waits until recovery puts the job back.
-    end = time.monotonic() + deadline_s
-    second = None
-    while second is None:
-        left = end - time.monotonic()
-        if left <= 0:
-            raise RuntimeError("w2 never got the job back (is the server running maintenance?)")
-        got = client.claim(queue, "w2", lease_ms=30000, wait_ms=int(min(left, 5.0) * 1000))
-        second = next((j for j in got if j["id"] == job["id"]), None)
-    out = {"job_id": job["id"], "first_fence": first["fence"], "second_fence": second["fence"]}
+    StaleFence. Returns what happened, as a dict.
+
+    It runs on a queue of its own (default a new demo-stale-<random> queue,
+    so jobs already queued elsewhere change nothing) and leaves nothing
+    behind: its job ends succeeded, or, if the demo is cut short, cancelled
+    -- never queued, and never held under w1's short lease."""
+    queue = queue or "demo-stale-" + secrets.token_hex(6)
+    job = client.enqueue(DEMO_KIND, {"n": 1}, queue=queue)
+    held = {}  # the attempts claimed and not ended yet: owner -> job
+    finished = False
     try:
-        client.complete(first["id"], first["fence"], {"by": "w1"})
-        out["stale"] = False
-    except StaleFence as e:
-        out.update(stale=True, status=e.status, error=e.code, your_fence=e.your_fence,
-                   current_fence=e.current_fence, current_owner=e.current_owner, reason=e.reason)
-    client.complete(second["id"], second["fence"], {"by": "w2"})
-    final = client.get_job(job["id"])["job"]
-    out.update(final_state=final["state"], final_output=final.get("output"))
-    return out
+        first = client.claim(queue, "w1", lease_ms=lease_ms, wait_ms=5000, kinds=[DEMO_KIND])
+        if len(first) != 1 or first[0]["id"] != job["id"]:
+            raise RuntimeError("w1 did not claim the demo job: %r" % first)
+        first = held["w1"] = first[0]
+        # w1 stalls past its lease; w2 waits until recovery puts the job back.
+        end = time.monotonic() + deadline_s
+        second = None
+        while second is None:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise RuntimeError("w2 never got the job back (is the server running maintenance?)")
+            got = client.claim(queue, "w2", lease_ms=30000, wait_ms=int(min(left, 5.0) * 1000), kinds=[DEMO_KIND])
+            second = next((j for j in got if j["id"] == job["id"]), None)
+        held.pop("w1")
+        held["w2"] = second
+        out = {"queue": queue, "job_id": job["id"], "first_fence": first["fence"], "second_fence": second["fence"]}
+        try:
+            client.complete(first["id"], first["fence"], {"by": "w1"})
+            out["stale"] = False
+        except StaleFence as e:
+            out.update(stale=True, status=e.status, error=e.code, your_fence=e.your_fence,
+                       current_fence=e.current_fence, current_owner=e.current_owner, reason=e.reason)
+        client.complete(second["id"], second["fence"], {"by": "w2"})
+        held.pop("w2")
+        finished = True
+        final = client.get_job(job["id"])["job"]
+        out.update(final_state=final["state"], final_output=final.get("output"))
+        return out
+    finally:
+        if not finished:
+            _demo_cleanup(client, job["id"], held)
+
+
+def _demo_cleanup(client, job_id, held, deadline_s=10.0):
+    """Ends the demo job cut short: cancelled at once if queued; if running,
+    asked to cancel and its attempt still held failed under its own fence
+    (which ends it cancelled), or, when that attempt's short lease already
+    ran out, ended cancelled by the server's recovery. Waits until the job
+    is finished; every failure here is only logged."""
+    try:
+        try:
+            client.cancel(job_id)
+        except FencedError as e:
+            if e.code != "conflict":  # conflict: it finished meanwhile
+                raise
+        for a in held.values():
+            try:
+                client.fail(a["id"], a["fence"], "the stale-fence demo was cut short")
+            except StaleFence:
+                pass  # its lease ran out: recovery ends it cancelled
+        end = time.monotonic() + deadline_s
+        while client.get_job(job_id)["job"]["state"] in ("queued", "running"):
+            if time.monotonic() > end:
+                _log("demo job %d is not finished yet; the server's recovery will cancel it" % job_id)
+                return
+            time.sleep(0.1)
+    except (FencedError, OSError) as e:
+        _log("cleaning up demo job %d failed: %s" % (job_id, e))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="A fenced worker over HTTP (standard library only).")
     p.add_argument("--url", default=None, help="server base URL (default $FENCED_URL or %s)" % DEFAULT_URL)
-    p.add_argument("--queue", default="default")
-    p.add_argument("--kind", default="echo", help="the kind of job worked: echo (output = args)")
+    p.add_argument("--queue", default=None, help="the queue worked (default: default)")
+    p.add_argument("--kind", default="echo",
+                   help="the kind of job worked, the only one claimed: echo (output = args)")
     p.add_argument("--owner", default=None)
     p.add_argument("--max-jobs", type=int, default=None, help="stop after this many jobs")
     p.add_argument("--lease-ms", type=int, default=30000)
@@ -284,22 +390,35 @@ def main(argv=None):
     p.add_argument("--sleep-ms", type=int, default=0,
                    help="echo: work this long per job (longer than --lease-ms shows the heartbeats at work)")
     p.add_argument("--demo-stale", action="store_true",
-                   help="show a completion after a takeover refused with 409 stale_fence; prints one JSON line")
+                   help="show a completion after a takeover refused with 409 stale_fence, on a queue of its "
+                        "own that it cleans up; prints one JSON line")
     a = p.parse_args(argv)
-    client = FencedClient(a.url)
-    if a.demo_stale:
-        out = demo_stale(client, a.queue)
-        print(json.dumps(out), flush=True)
-        return 0 if out.get("stale") and out.get("current_fence") == out["first_fence"] + 1 else 1
-    if a.kind != "echo":
+    if a.demo_stale and a.queue is not None:
+        p.error("--demo-stale uses a queue of its own; drop --queue")
+    if not a.demo_stale and a.kind != "echo":
         p.error("only the echo kind is built in; import run_worker for others")
+    client = FencedClient(a.url)
+    try:
+        if a.demo_stale:
+            out = demo_stale(client)
+            print(json.dumps(out), flush=True)
+            return 0 if out.get("stale") and out.get("current_fence") == out["first_fence"] + 1 else 1
 
-    def echo(attempt):
-        time.sleep(a.sleep_ms / 1000.0)
-        return attempt.args
+        def echo(attempt):
+            time.sleep(a.sleep_ms / 1000.0)
+            return attempt.args
 
-    counts = run_worker(a.kind, echo, queue=a.queue, owner=a.owner, client=client,
-                        lease_ms=a.lease_ms, wait_ms=a.wait_ms, max_jobs=a.max_jobs)
+        counts = run_worker(a.kind, echo, queue=a.queue or "default", owner=a.owner, client=client,
+                            lease_ms=a.lease_ms, wait_ms=a.wait_ms, max_jobs=a.max_jobs)
+    except Unauthorized as e:
+        _log("%s refused the request: %d %s: %s" % (client.base_url, e.status, e.code, e.message))
+        if e.status == 401:
+            _log("set FENCED_TOKEN to one of the server's tokens (its --tokens-file or FENCED_TOKENS)"
+                 if client.token is None else "FENCED_TOKEN is not one of the server's tokens")
+        return 1
+    except FencedError as e:
+        _log("%s refused the request: %s" % (client.base_url, e))
+        return 1
     print(json.dumps(counts), flush=True)
     return 0
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -17,10 +18,11 @@ import (
 // every one of them is refused with 409 stale_fence and changes nothing.
 
 type claimRequest struct {
-	Owner   string `json:"owner"`
-	Limit   *int64 `json:"limit"`    // default 1, at most fenced.MaxClaimBatch
-	LeaseMs *int64 `json:"lease_ms"` // default 30000
-	WaitMs  *int64 `json:"wait_ms"`  // default 0; capped at the server's MaxWait
+	Owner   string   `json:"owner"`
+	Limit   *int64   `json:"limit"`    // default 1, at most fenced.MaxClaimBatch
+	LeaseMs *int64   `json:"lease_ms"` // default 30000
+	WaitMs  *int64   `json:"wait_ms"`  // default 0; capped at the server's MaxWait
+	Kinds   []string `json:"kinds"`    // claim only these kinds; absent, null or [] claims every kind
 }
 
 // claimReply is what a claim took: each job with the fence of its new
@@ -30,9 +32,11 @@ type claimReply struct {
 	DBTime time.Time     `json:"db_time,omitzero"`
 }
 
-// claim: POST /v1/queues/{queue}/claim {owner, limit, lease_ms, wait_ms} →
-// {"jobs": [...]}, waiting up to wait_ms (at most MaxWait; larger waits
-// are cut to it) for a job when none is eligible now.
+// claim: POST /v1/queues/{queue}/claim {owner, limit, lease_ms, wait_ms,
+// kinds} → {"jobs": [...]}, waiting up to wait_ms (at most MaxWait; larger
+// waits are cut to it) for a job when none is eligible now. With kinds, only
+// jobs of those kinds are claimed (at most fenced.MaxClaimKinds names); a job
+// of another kind is never taken, and does not end the wait.
 func (s *Server) claim(r *http.Request) (*reply, error) {
 	var req claimRequest
 	if err := decodeBody(r, &req, false); err != nil {
@@ -56,8 +60,11 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(req.Kinds) > fenced.MaxClaimKinds {
+		return nil, invalid("kinds", fmt.Sprintf("has %d kinds, the limit is %d", len(req.Kinds), fenced.MaxClaimKinds))
+	}
 	queue := r.PathValue("queue")
-	jobs, err := s.claimWait(r.Context(), queue, req.Owner, int(limit), ttl, wait)
+	jobs, err := s.claimWait(r.Context(), queue, req.Owner, int(limit), ttl, wait, req.Kinds)
 	if err != nil {
 		return nil, err
 	}
@@ -76,11 +83,11 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 // client goes away or the server closes. It never claims after the
 // client's context ended; a claim whose answer cannot be delivered still
 // holds its jobs until their lease expires and recovery takes them back.
-func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, ttl, wait time.Duration) ([]*fenced.Job, error) {
+func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, ttl, wait time.Duration, kinds []string) ([]*fenced.Job, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		woken, done := s.c.WaitForJobs(queue)
-		jobs, err := s.c.ClaimJobs(ctx, queue, owner, limit, ttl)
+		jobs, err := s.c.ClaimJobs(ctx, queue, owner, limit, ttl, kinds...)
 		left := time.Until(deadline)
 		if err != nil || len(jobs) > 0 || left <= 0 {
 			done()
