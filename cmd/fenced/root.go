@@ -77,6 +77,7 @@ fence, 5 not found.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	})
+	root.SetVersionTemplate(versionTemplate())
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })

@@ -48,6 +48,9 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out, "fenced "+testVersion) {
 		t.Errorf("version: %q, want the -ldflags version %s", out, testVersion)
 	}
+	if flag := c.ok("--version"); flag != out {
+		t.Errorf("--version printed %q, version %q: want the same line", flag, out)
+	}
 }
 
 func TestDatabaseFromEnvironment(t *testing.T) {
