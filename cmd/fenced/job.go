@@ -65,8 +65,8 @@ clock. Lower --priority numbers run first. After --max-attempts failed
 attempts the job is failed (the dead letter).
 
 With --key, a second enqueue under the same idempotency key adds nothing: it
-prints the job the key names, marked existing ("existing": true with
---json), and still exits 0.`,
+says the job the key names already exists ("existing": true with --json),
+whatever its kind and arguments, and still exits 0.`,
 		Example: `  fenced job enqueue send-email --args '{"to": "ann@example.com"}'
   fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
   fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id`,
@@ -141,12 +141,15 @@ func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) err
 	if asJSON {
 		return writeJSON(w, wire.Enqueued{Job: *j, Existing: existing})
 	}
-	what := "enqueued job"
+	details := fmt.Sprintf("kind %q, queue %q, priority %d, state %s, run_at %s",
+		j.Kind, j.Queue, j.Priority, jobStateText(j), j.RunAt.UTC().Format(humanTime))
+	var err error
 	if existing {
-		what = fmt.Sprintf("existing job (idempotency key %q matched; nothing enqueued)", j.IdempotencyKey)
+		_, err = fmt.Fprintf(w, "job %d already exists with idempotency key %q; nothing enqueued (%s)\n",
+			j.ID, j.IdempotencyKey, details)
+	} else {
+		_, err = fmt.Fprintf(w, "enqueued job %d: %s\n", j.ID, details)
 	}
-	_, err := fmt.Fprintf(w, "%s %d: kind %q, queue %q, priority %d, state %s, run_at %s\n",
-		what, j.ID, j.Kind, j.Queue, j.Priority, jobStateText(j), j.RunAt.UTC().Format(humanTime))
 	return err
 }
 
