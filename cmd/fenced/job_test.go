@@ -436,7 +436,7 @@ func TestJobBadInputExit2(t *testing.T) {
 		{"RunAtAndDelay", []string{"job", "enqueue", "email", "--run-at", "2030-01-01T00:00:00Z", "--delay", "1m"}, "--delay"},
 		{"NegativeDelay", []string{"job", "enqueue", "email", "--delay", "-1s"}, "delay"},
 		{"ZeroMaxAttempts", []string{"job", "enqueue", "email", "--max-attempts", "0"}, "max-attempts"},
-		{"NegativeMaxAttempts", []string{"job", "enqueue", "email", "--max-attempts", "-3"}, "max_attempts"},
+		{"NegativeMaxAttempts", []string{"job", "enqueue", "email", "--max-attempts", "-3"}, "--max-attempts"},
 		{"EmptyKey", []string{"job", "enqueue", "email", "--key", ""}, "--key"},
 		{"EmptyKind", []string{"job", "enqueue", ""}, "kind"},
 		{"MissingKind", []string{"job", "enqueue"}, "KIND"},

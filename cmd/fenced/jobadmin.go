@@ -23,7 +23,8 @@ A job that already finished (succeeded, failed or cancelled) cannot be
 cancelled: exit 1. A job that does not exist: exit 5.`,
 		Example: `  fenced job cancel 42
   fenced job cancel 42 --json | jq '{state, cancel_requested}'`,
-		Args: exactArgs("ID"),
+		Args:        exactArgs("ID"),
+		Annotations: map[string]string{annotationJobID: "ID"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := a.jobAdmin(cmd.Context(), args[0], (*fenced.Client).CancelJob)
 			if err != nil {
@@ -58,7 +59,8 @@ A job that is queued, running or succeeded cannot be retried: exit 1. A job
 that does not exist: exit 5.`,
 		Example: `  fenced job retry 42
   fenced job ls --state failed --json | jq -r '.[].id' | xargs -n1 fenced job retry`,
-		Args: exactArgs("ID"),
+		Args:        exactArgs("ID"),
+		Annotations: map[string]string{annotationJobID: "ID"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := a.jobAdmin(cmd.Context(), args[0], (*fenced.Client).RetryJob)
 			if err != nil {

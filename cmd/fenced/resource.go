@@ -48,7 +48,7 @@ applies nothing again; the same id with another fence or value is refused
 			}
 			if cmd.Flags().Changed("op") && op == "" {
 				// Read as no id, it would make the write not idempotent.
-				return usage("--op must not be empty")
+				return invalid("operation id", "must not be empty")
 			}
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.WriteResource(ctx, args[0], []byte(value), fence, fenced.WriteOptions{OperationID: op})

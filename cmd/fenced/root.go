@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/fenced/fenced"
 	"github.com/spf13/cobra"
 )
 
@@ -33,6 +35,7 @@ func run(ctx context.Context, args []string, a *app) int {
 	if err == nil {
 		return exitOK
 	}
+	err = flagNamed(cmd, err)
 	a.report(cmd, err)
 	return exitCode(err)
 }
@@ -80,7 +83,12 @@ fence, 5 not found.`,
 	root.SetVersionTemplate(versionTemplate())
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if err := negativeID(cmd, err); errors.Is(err, fenced.ErrInvalid) {
+			return err
+		}
+		return &usageError{err}
+	})
 	root.PersistentFlags().StringVar(&a.db, "db", "",
 		"database URL (default $FENCED_DATABASE_URL, else "+defaultURLHelp+")")
 	root.AddCommand(
