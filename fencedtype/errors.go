@@ -66,7 +66,7 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("lease %q is held by %q until %s", e.Name, e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("lease %q is held by %q until %s", e.Name, e.Owner, FormatTime(e.ExpiresAt))
 }
 
 // Is makes errors.Is(err, ErrHeld) true.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -144,7 +145,7 @@ func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) err
 		return writeJSON(w, wire.Enqueued{Job: *j, Existing: existing})
 	}
 	details := fmt.Sprintf("kind %q, queue %q, priority %d, state %s, run_at %s",
-		j.Kind, j.Queue, j.Priority, jobStateText(j), j.RunAt.UTC().Format(humanTime))
+		j.Kind, j.Queue, j.Priority, jobStateText(j), fencedtype.FormatTime(j.RunAt))
 	var err error
 	if existing {
 		_, err = fmt.Fprintf(w, "job %d already exists with idempotency key %q; nothing enqueued (%s)\n",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/wire"
 )
 
@@ -39,9 +40,9 @@ func writeJob(w io.Writer, j *fenced.Job) error {
 	line("attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	line("fence", fmt.Sprint(j.Fence))
 	optional("owner", j.Owner)
-	line("run_at", j.RunAt.UTC().Format(humanTime))
+	line("run_at", fencedtype.FormatTime(j.RunAt))
 	optional("lease_expires_at", timeText(j.LeaseExpiresAt))
-	line("created_at", j.CreatedAt.UTC().Format(humanTime))
+	line("created_at", fencedtype.FormatTime(j.CreatedAt))
 	optional("attempted_at", timeText(j.AttemptedAt))
 	optional("finished_at", timeText(j.FinishedAt))
 	optional("idempotency_key", j.IdempotencyKey)
@@ -66,7 +67,7 @@ func writeAttempts(w io.Writer, attempts []fenced.JobAttempt) error {
 			ended = "-"
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.Fence, a.Owner,
-			a.StartedAt.UTC().Format(humanTime), ended, a.Outcome, oneLine(a.Error))
+			fencedtype.FormatTime(a.StartedAt), ended, a.Outcome, oneLine(a.Error))
 	}
 	return tw.Flush()
 }
@@ -77,7 +78,7 @@ func writeJobTable(w io.Writer, jobs []*fenced.Job) error {
 	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tRUN_AT")
 	for _, j := range jobs {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", j.ID, j.Kind, j.Queue,
-			jobStateText(j), j.Priority, j.Attempt, j.MaxAttempts, j.RunAt.UTC().Format(humanTime))
+			jobStateText(j), j.Priority, j.Attempt, j.MaxAttempts, fencedtype.FormatTime(j.RunAt))
 	}
 	return tw.Flush()
 }
@@ -97,7 +98,7 @@ func timeText(t *time.Time) string {
 	if t == nil {
 		return ""
 	}
-	return t.UTC().Format(humanTime)
+	return fencedtype.FormatTime(*t)
 }
 
 // jsonText is stored JSON on one line ("" when there is none). PostgreSQL

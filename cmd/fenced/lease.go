@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -233,7 +234,7 @@ func printLease(cmd *cobra.Command, verb string, l *fenced.Lease, asJSON bool) e
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d, expires %s\n",
-		verb, l.Name, l.Owner, l.Fence, l.ExpiresAt.UTC().Format(humanTime))
+		verb, l.Name, l.Owner, l.Fence, fencedtype.FormatTime(l.ExpiresAt))
 	return err
 }
 

@@ -10,10 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
 )
-
-// humanTime is the layout of times in human output: UTC, milliseconds.
-const humanTime = "2006-01-02T15:04:05.000Z07:00"
 
 // writeJSON prints v as one line of JSON.
 func writeJSON(w io.Writer, v any) error {
@@ -37,7 +35,7 @@ func writeLeaseTable(w io.Writer, leases []*fenced.Lease) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tOWNER\tFENCE\tSTATE\tEXPIRES_AT")
 	for _, l := range leases {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.Name, l.Owner, l.Fence, leaseState(l), l.ExpiresAt.UTC().Format(humanTime))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.Name, l.Owner, l.Fence, leaseState(l), fencedtype.FormatTime(l.ExpiresAt))
 	}
 	return tw.Flush()
 }
@@ -48,7 +46,7 @@ func writeResource(w io.Writer, r *fenced.Resource) error {
 	fmt.Fprintf(tw, "key:\t%s\n", r.Key)
 	fmt.Fprintf(tw, "fence:\t%d\n", r.Fence)
 	fmt.Fprintf(tw, "version:\t%d\n", r.Version)
-	fmt.Fprintf(tw, "updated_at:\t%s\n", r.UpdatedAt.UTC().Format(humanTime))
+	fmt.Fprintf(tw, "updated_at:\t%s\n", fencedtype.FormatTime(r.UpdatedAt))
 	fmt.Fprintf(tw, "value:\t%s\n", displayValue(r.Value))
 	return tw.Flush()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 )
 
 // The error codes of the "error" field. Stable: clients switch on them.
@@ -39,7 +40,7 @@ type errorBody struct {
 	Message string `json:"message"`
 	// DBTime is set when the database decided the error (held, stale,
 	// conflict, not found): the clock reading taken right after it.
-	DBTime *time.Time `json:"db_time,omitempty"`
+	DBTime *wire.Time `json:"db_time,omitempty"`
 }
 
 func (b *errorBody) base() *errorBody { return b }
@@ -54,7 +55,7 @@ type heldBody struct {
 	Name      string    `json:"name"`
 	Owner     string    `json:"owner"`
 	Fence     int64     `json:"fence"`
-	ExpiresAt time.Time `json:"expires_at"`
+	ExpiresAt wire.Time `json:"expires_at"`
 }
 
 type staleBody struct {
@@ -123,7 +124,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 	case errors.As(err, &held):
 		return &apiError{status: http.StatusConflict, fromDB: true, body: &heldBody{
 			errorBody{Error: codeLeaseHeld, Message: err.Error()},
-			held.Name, held.Owner, held.Fence, held.ExpiresAt.UTC()}}
+			held.Name, held.Owner, held.Fence, wire.Time(held.ExpiresAt)}}
 	case errors.As(err, &stale):
 		s.metrics.stale.WithLabelValues(stale.Kind, string(stale.Reason)).Inc()
 		return &apiError{status: http.StatusConflict, fromDB: true, body: &staleBody{
@@ -167,7 +168,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 	if e.fromDB {
 		t = s.dbNow(r.Context())
 		if !t.IsZero() {
-			u := t.UTC()
+			u := wire.Time(t)
 			e.body.base().DBTime = &u
 		}
 	}

@@ -30,7 +30,7 @@ type claimRequest struct {
 // attempt. Empty when nothing was eligible within wait_ms.
 type claimReply struct {
 	Jobs   []*fenced.Job `json:"jobs"`
-	DBTime time.Time     `json:"db_time,omitzero"`
+	DBTime wire.Time     `json:"db_time,omitzero"`
 }
 
 // claim: POST /v1/queues/{queue}/claim {owner, limit, lease_ms, wait_ms} →
@@ -67,11 +67,11 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 	s.metrics.claims.WithLabelValues(queue).Add(float64(len(jobs)))
 	out := claimReply{Jobs: wire.List(jobs)}
 	if len(jobs) > 0 {
-		out.DBTime = jobs[0].DecidedAt.UTC()
+		out.DBTime = wire.Time(jobs[0].DecidedAt)
 	} else {
-		out.DBTime = s.dbNow(r.Context())
+		out.DBTime = wire.Time(s.dbNow(r.Context()))
 	}
-	return ok(out, out.DBTime), nil
+	return ok(out, time.Time(out.DBTime)), nil
 }
 
 // claimWait claims, and while nothing is eligible waits for a wake (an
@@ -126,9 +126,9 @@ type heartbeatRequest struct {
 type heartbeatReply struct {
 	ID              int64     `json:"id"`
 	Fence           int64     `json:"fence"`
-	LeaseExpiresAt  time.Time `json:"lease_expires_at"`
+	LeaseExpiresAt  wire.Time `json:"lease_expires_at"`
 	CancelRequested bool      `json:"cancel_requested"`
-	DBTime          time.Time `json:"db_time,omitzero"`
+	DBTime          wire.Time `json:"db_time,omitzero"`
 }
 
 // heartbeat: POST /v1/jobs/{id}/heartbeat {fence, lease_ms} → the new
@@ -155,16 +155,16 @@ func (s *Server) heartbeat(r *http.Request) (*reply, error) {
 			if j, _, err := s.c.GetJob(r.Context(), ref.ID); err == nil && j.State == fenced.JobRunning &&
 				j.Fence == ref.Fence && j.LeaseExpiresAt != nil && j.LeaseExpiresAt.After(j.DecidedAt) {
 				t := j.DecidedAt.UTC()
-				return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: j.LeaseExpiresAt.UTC(),
-					CancelRequested: j.CancelRequested, DBTime: t}, t), nil
+				return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: wire.Time(*j.LeaseExpiresAt),
+					CancelRequested: j.CancelRequested, DBTime: wire.Time(t)}, t), nil
 			}
 		}
 		return nil, s.diagnose(r.Context(), ref)
 	}
 	// The expiry is the database's now plus the ttl, read in the statement.
 	t := res.ExpiresAt.Add(-ttl).UTC()
-	return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: res.ExpiresAt.UTC(),
-		CancelRequested: slices.Contains(res.CancelRequested, ref.ID), DBTime: t}, t), nil
+	return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: wire.Time(res.ExpiresAt),
+		CancelRequested: slices.Contains(res.CancelRequested, ref.ID), DBTime: wire.Time(t)}, t), nil
 }
 
 // diagnose says why a heartbeat extended nothing: the job's stale error,
@@ -185,12 +185,12 @@ func (s *Server) diagnose(ctx context.Context, ref fenced.JobRef) error {
 type endReply struct {
 	ID     int64     `json:"id"`
 	Fence  int64     `json:"fence"`
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
 
 func (s *Server) ended(r *http.Request, ref fenced.JobRef) *reply {
 	t := s.dbNow(r.Context())
-	return ok(endReply{ref.ID, ref.Fence, t}, t)
+	return ok(endReply{ref.ID, ref.Fence, wire.Time(t)}, t)
 }
 
 type completeRequest struct {
