@@ -9,6 +9,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -144,12 +145,12 @@ func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) err
 	if asJSON {
 		return writeJSON(w, wire.Enqueued{Job: *j, Existing: existing})
 	}
-	details := fmt.Sprintf("kind %q, queue %q, priority %d, state %s, run_at %s",
-		j.Kind, j.Queue, j.Priority, jobStateText(j), fencedtype.FormatTime(j.RunAt))
+	details := fmt.Sprintf("kind %s, queue %s, priority %d, state %s, run_at %s",
+		display.Quote(j.Kind), display.Quote(j.Queue), j.Priority, jobStateText(j), fencedtype.FormatTime(j.RunAt))
 	var err error
 	if existing {
-		_, err = fmt.Fprintf(w, "job %d already exists with idempotency key %q; nothing enqueued (%s)\n",
-			j.ID, j.IdempotencyKey, details)
+		_, err = fmt.Fprintf(w, "job %d already exists with idempotency key %s; nothing enqueued (%s)\n",
+			j.ID, display.Quote(j.IdempotencyKey), details)
 	} else {
 		_, err = fmt.Fprintf(w, "enqueued job %d: %s\n", j.ID, details)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -38,8 +39,8 @@ cancelled: exit 1. A job that does not exist: exit 5.`,
 				_, err = fmt.Fprintf(w, "cancelled job %d (it was queued)\n", j.ID)
 				return err
 			}
-			_, err = fmt.Fprintf(w, "cancel requested for job %d: running as attempt %d (owner %q, fence %d); its worker stops at its next heartbeat\n",
-				j.ID, j.Attempt, j.Owner, j.Fence)
+			_, err = fmt.Fprintf(w, "cancel requested for job %d: running as attempt %d (owner %s, fence %d); its worker stops at its next heartbeat\n",
+				j.ID, j.Attempt, display.Quote(j.Owner), j.Fence)
 			return err
 		},
 	}

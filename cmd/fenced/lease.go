@@ -7,6 +7,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -230,11 +231,11 @@ func printLease(cmd *cobra.Command, verb string, l *fenced.Lease, asJSON bool) e
 		return writeJSON(w, *l)
 	}
 	if l.ExpiresAt.IsZero() {
-		_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d\n", verb, l.Name, l.Owner, l.Fence)
+		_, err := fmt.Fprintf(w, "%s lease %s: owner %s, fence %d\n", verb, display.Quote(l.Name), display.Quote(l.Owner), l.Fence)
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d, expires %s\n",
-		verb, l.Name, l.Owner, l.Fence, fencedtype.FormatTime(l.ExpiresAt))
+	_, err := fmt.Fprintf(w, "%s lease %s: owner %s, fence %d, expires %s\n",
+		verb, display.Quote(l.Name), display.Quote(l.Owner), l.Fence, fencedtype.FormatTime(l.ExpiresAt))
 	return err
 }
 

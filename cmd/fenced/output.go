@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"text/tabwriter"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
 )
 
 // writeJSON prints v as one line of JSON.
@@ -32,18 +30,18 @@ func leaseState(l *fenced.Lease) string {
 
 // writeLeaseTable prints leases as a table with a header.
 func writeLeaseTable(w io.Writer, leases []*fenced.Lease) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tOWNER\tFENCE\tSTATE\tEXPIRES_AT")
+	rows := [][]string{{"NAME", "OWNER", "FENCE", "STATE", "EXPIRES_AT"}}
 	for _, l := range leases {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.Name, l.Owner, l.Fence, leaseState(l), fencedtype.FormatTime(l.ExpiresAt))
+		rows = append(rows, []string{display.Name(l.Name), display.Name(l.Owner), fmt.Sprint(l.Fence),
+			leaseState(l), fencedtype.FormatTime(l.ExpiresAt)})
 	}
-	return tw.Flush()
+	return display.Table{Rows: rows}.Write(w)
 }
 
 // writeResource prints a resource as aligned "field: value" lines.
 func writeResource(w io.Writer, r *fenced.Resource) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	fmt.Fprintf(tw, "key:\t%s\n", r.Key)
+	fmt.Fprintf(tw, "key:\t%s\n", display.Name(r.Key))
 	fmt.Fprintf(tw, "fence:\t%d\n", r.Fence)
 	fmt.Fprintf(tw, "version:\t%d\n", r.Version)
 	fmt.Fprintf(tw, "updated_at:\t%s\n", fencedtype.FormatTime(r.UpdatedAt))
@@ -51,17 +49,7 @@ func writeResource(w io.Writer, r *fenced.Resource) error {
 	return tw.Flush()
 }
 
-// displayValue shows printable UTF-8 as it is and anything else (control
-// characters, invalid UTF-8, the empty value) as a quoted Go string.
-func displayValue(b []byte) string {
-	s := string(b)
-	if s == "" || !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
-}
+// displayValue shows a value as it is when every character of it shows as
+// itself, else (control or invisible characters, invalid UTF-8, the empty
+// value) quoted with those escaped (display.Text).
+func displayValue(b []byte) string { return display.Text(string(b)) }

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -72,7 +73,7 @@ applies nothing again; the same id with another fence or value is refused
 			if w.Replayed {
 				replayed = " (replayed: operation seen before, nothing applied)"
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote resource %q: fence %d, version %d%s\n", w.Key, w.Fence, w.Version, replayed)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote resource %s: fence %d, version %d%s\n", display.Quote(w.Key), w.Fence, w.Version, replayed)
 			return err
 		},
 	}
