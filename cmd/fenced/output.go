@@ -16,11 +16,13 @@ func writeJSON(w io.Writer, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
-// leaseState is how a human reads a lease's Held and Released.
+// leaseState is how a human reads a lease's Held, Released and Advanced.
 func leaseState(l *fenced.Lease) string {
 	switch {
 	case l.Held:
 		return "held"
+	case l.Advanced:
+		return "advanced"
 	case l.Released:
 		return "released"
 	default:
@@ -28,14 +30,33 @@ func leaseState(l *fenced.Lease) string {
 	}
 }
 
-// writeLeaseTable prints leases as a table with a header.
+// advancedNote explains the rows of a lease table that a fence advance
+// ended.
+const advancedNote = "advanced: a fence advance ended the lease; FENCE is the floor it set, which no owner held;\n" +
+	"          the next grant gets a higher fence"
+
+// writeLeaseTable prints leases as a table with a header. HELD_UNTIL is
+// when the generation stops or stopped being held: its expiry, or when it
+// was released. A lease a fence advance ended shows the floor as its fence
+// beside no owner (its last owner held a lower fence), and a note says so.
 func writeLeaseTable(w io.Writer, leases []*fenced.Lease) error {
-	rows := [][]string{{"NAME", "OWNER", "FENCE", "STATE", "EXPIRES_AT"}}
+	rows := [][]string{{"NAME", "OWNER", "FENCE", "STATE", "HELD_UNTIL"}}
+	advanced := false
 	for _, l := range leases {
-		rows = append(rows, []string{display.Name(l.Name), display.Name(l.Owner), fmt.Sprint(l.Fence),
-			leaseState(l), fencedtype.FormatTime(l.ExpiresAt)})
+		owner, until := display.Name(l.Owner), fencedtype.FormatTime(l.ExpiresAt)
+		if l.Advanced {
+			owner, until, advanced = "-", "-", true
+		}
+		rows = append(rows, []string{display.Name(l.Name), owner, fmt.Sprint(l.Fence), leaseState(l), until})
 	}
-	return display.Table{Rows: rows}.Write(w)
+	if err := (display.Table{Rows: rows}).Write(w); err != nil {
+		return err
+	}
+	if advanced {
+		_, err := fmt.Fprintf(w, "\n%s\n", advancedNote)
+		return err
+	}
+	return nil
 }
 
 // writeResource prints a resource as aligned "field: value" lines.

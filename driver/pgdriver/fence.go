@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fenced/fenced/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -43,6 +44,17 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("advance fences: %w", err)
+	}
+	return floor, nil
+}
+
+var _ driver.FenceFloorReader = (*Driver)(nil)
+
+// FenceFloor implements driver.FenceFloorReader.
+func (d *Driver) FenceFloor(ctx context.Context) (int64, error) {
+	var floor int64
+	if err := d.pool.QueryRow(ctx, `SELECT fence_floor FROM fenced_meta`).Scan(&floor); err != nil {
+		return 0, fmt.Errorf("read fence floor: %w", err)
 	}
 	return floor, nil
 }
