@@ -13,16 +13,17 @@ import (
 )
 
 // app is what every command shares: the --db flag, the environment and the
-// output streams.
+// standard streams.
 type app struct {
 	db     string // --db; empty when not given
 	getenv func(string) string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 }
 
 func newApp() *app {
-	return &app{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr}
+	return &app{getenv: os.Getenv, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 }
 
 // run executes the command line args and returns the process exit code. It

@@ -78,7 +78,8 @@ a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
 	cmd.Flags().StringVar(&tokensFile, "tokens-file", "", "file of bearer tokens, one per line (also $"+envTokens+")")
 	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
-	cmd.Flags().StringVar(&maxBody, "max-body", "1MiB", "largest request body")
+	cmd.Flags().StringVar(&maxBody, "max-body", fmt.Sprintf("%dMiB", server.DefaultMaxBody>>20),
+		"largest request body; the default fits the largest value (1 MiB) however JSON escapes it")
 	return cmd
 }
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenced/fenced"
 )
 
 const serveToken = "serve-test-token-0123456789"
@@ -227,4 +229,15 @@ func TestServeWithTokens(t *testing.T) {
 	if out := s.stderr.String(); strings.Contains(out, serveToken) || strings.Contains(out, "wrong-token") {
 		t.Fatalf("a token is in the log:\n%s", out)
 	}
+}
+
+// With the default --max-body, the largest value the API documents (1 MiB)
+// is accepted however its JSON string is escaped.
+func TestServeDefaultBodyFitsTheLargestValue(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	s := c.serve("--no-maintenance")
+	body, _ := json.Marshal(map[string]any{"value": strings.Repeat("\x01", fenced.MaxValueBytes), "fence": 1})
+	s.want(200, "PUT", "/v1/resources/big", string(body))
+	s.stop()
 }
