@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,22 +29,35 @@ type Options struct {
 
 // scenario is one replayed timeline.
 type scenario struct {
+	name  string
 	title string
 	run   func(ctx context.Context, e *env) []Step
 }
 
-// scenarios by name, run in name order when none are named.
-var scenarios = map[string]scenario{
-	"check-then-act":   {"a naive SELECT-then-UPDATE claim gives one job two owners", checkThenAct},
-	"claim-race":       {"two workers claim one job at the same moment", claimRace},
-	"skip-locked":      {"two workers pull ten jobs concurrently and never share one", skipLocked},
-	"stale-completion": {"a worker whose job was taken over cannot complete it", staleCompletion},
-	"stale-writer":     {"A paused past its lease writes after B took over", staleWriter},
-	"transitions":      {"each state change of a job is allowed once", transitions},
+// scenarios in the order they run when none are named: the headline first.
+var scenarios = []scenario{
+	{"stale-writer", "A paused past its lease writes after B took over", staleWriter},
+	{"claim-race", "two workers claim one job at the same moment", claimRace},
+	{"check-then-act", "a naive SELECT-then-UPDATE claim gives one job two owners", checkThenAct},
+	{"skip-locked", "two workers pull ten jobs concurrently and never share one", skipLocked},
+	{"transitions", "each state change of a job is allowed once", transitions},
+	{"stale-completion", "a worker whose job was taken over cannot complete it", staleCompletion},
 }
 
-// Names lists the scenarios.
-func Names() []string { return slices.Sorted(maps.Keys(scenarios)) }
+// Width is the widest line the demo prints: its tables wrap their text
+// columns to fit.
+const Width = 100
+
+// Names lists the scenarios in the order they run.
+func Names() []string { return scenarioNames(scenarios) }
+
+func scenarioNames(table []scenario) []string {
+	out := make([]string, len(table))
+	for i, s := range table {
+		out[i] = s.name
+	}
+	return out
+}
 
 // env is what a scenario runs against.
 type env struct {
@@ -55,22 +67,26 @@ type env struct {
 	dialect string // "postgres", "mysql" or "sqlite"
 }
 
-// Run runs the named scenarios (all when none are named) and reports whether
-// every observed outcome matched the expected one.
+// Run runs the named scenarios (all when none are named, the headline
+// stale-writer first) and reports whether every observed outcome matched
+// the expected one. It ends with a one-line summary.
 func Run(ctx context.Context, opts Options, names ...string) (bool, error) {
 	return run(ctx, opts, scenarios, names)
 }
 
-// run runs names from table (all of it, in name order, when none are named).
-func run(ctx context.Context, opts Options, table map[string]scenario, names []string) (bool, error) {
-	have := slices.Sorted(maps.Keys(table))
+// run runs names from table (all of it, in its order, when none are named).
+func run(ctx context.Context, opts Options, table []scenario, names []string) (bool, error) {
+	have := scenarioNames(table)
 	if len(names) == 0 {
 		names = have
 	}
+	var chosen []scenario
 	for _, n := range names {
-		if _, ok := table[n]; !ok {
+		i := slices.IndexFunc(table, func(s scenario) bool { return s.name == n })
+		if i < 0 {
 			return false, fmt.Errorf("unknown demo %q (have %s): %w", n, strings.Join(have, ", "), fenced.ErrInvalid)
 		}
+		chosen = append(chosen, table[i])
 	}
 	if opts.Out == nil {
 		opts.Out = os.Stdout
@@ -101,18 +117,30 @@ func run(ctx context.Context, opts Options, table map[string]scenario, names []s
 	}
 	kind := c.Driver().Dialect()
 	e := &env{url: url, c: c, exe: opts.Exe, dialect: c.Driver().Dialect()}
-	allOK := true
-	for _, n := range names {
-		s := table[n]
-		fmt.Fprintf(opts.Out, "== %s: %s (%s)\n", n, s.title, kind)
+	var differed []string
+	for _, s := range chosen {
+		fmt.Fprintf(opts.Out, "== %s: %s (%s)\n", s.name, s.title, kind)
 		steps := s.run(ctx, e)
-		ok := printSteps(opts.Out, steps)
-		allOK = allOK && ok
-		if ok {
-			fmt.Fprintf(opts.Out, "%s: every step as expected\n\n", n)
+		if printSteps(opts.Out, steps) {
+			fmt.Fprintf(opts.Out, "%s: every step as expected\n\n", s.name)
 		} else {
-			fmt.Fprintf(opts.Out, "%s: MISMATCH — an observed outcome differs from the expected one\n\n", n)
+			differed = append(differed, s.name)
+			fmt.Fprintf(opts.Out, "%s: MISMATCH — an observed outcome differs from the expected one\n\n", s.name)
 		}
 	}
-	return allOK, nil
+	fmt.Fprintln(opts.Out, summary(len(chosen), kind, differed))
+	return len(differed) == 0, nil
+}
+
+// summary is the demo's last line: how many scenarios ran, on which
+// backend, and whether all went as expected or which differed.
+func summary(n int, dialect string, differed []string) string {
+	scenarios := "scenarios"
+	if n == 1 {
+		scenarios = "scenario"
+	}
+	if len(differed) == 0 {
+		return fmt.Sprintf("%d %s on %s: all as expected", n, scenarios, dialect)
+	}
+	return fmt.Sprintf("%d %s on %s: %d as expected; differed: %s", n, scenarios, dialect, n-len(differed), strings.Join(differed, ", "))
 }

@@ -97,8 +97,10 @@ func (t Table) narrow(widths []int, gap int) {
 	}
 }
 
-// wrap splits cell into lines at most width columns wide, at its newlines
+// Wrap splits text into lines at most width columns wide, at its newlines
 // and then at spaces; a word wider than width is cut.
+func Wrap(text string, width int) []string { return wrap(text, width) }
+
 func wrap(cell string, width int) []string {
 	var out []string
 	for _, para := range strings.Split(cell, "\n") {
