@@ -13,13 +13,20 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 )
 
 // Options configure a demo run.
 type Options struct {
 	// URL of the database; empty means a fresh SQLite file in a temporary
-	// directory, removed afterwards.
+	// directory, removed afterwards (unless Keep).
 	URL string
+	// Keep leaves what the run created in the database: its leases and the
+	// resources written under them, its demo-* queues with their jobs, and
+	// its own tables. By default they are removed at the end (the fenced
+	// schema the run migrated stays). With no URL, Keep keeps the
+	// temporary database file and says where it is.
+	Keep bool
 	// Out receives the tables.
 	Out io.Writer
 	// Exe is the binary re-executed for worker processes
@@ -64,7 +71,8 @@ type env struct {
 	url     string
 	c       *fenced.Client
 	exe     string
-	dialect string // "postgres", "mysql" or "sqlite"
+	dialect string  // "postgres", "mysql" or "sqlite"
+	made    created // what the run created, removed at the end unless Keep
 }
 
 // Run runs the named scenarios (all when none are named, the headline
@@ -98,14 +106,16 @@ func run(ctx context.Context, opts Options, table []scenario, names []string) (b
 		}
 		opts.Exe = exe
 	}
-	url := opts.URL
-	if url == "" {
+	url, temporary := opts.URL, opts.URL == ""
+	if temporary {
 		dir, err := os.MkdirTemp("", "fenced-demo-")
 		if err != nil {
 			return false, err
 		}
-		defer os.RemoveAll(dir)
 		url = "sqlite:" + filepath.Join(dir, "demo.db")
+		if !opts.Keep {
+			defer os.RemoveAll(dir)
+		}
 	}
 	c, err := fenced.Open(ctx, url, fenced.Config{})
 	if err != nil {
@@ -118,7 +128,12 @@ func run(ctx context.Context, opts Options, table []scenario, names []string) (b
 	kind := c.Driver().Dialect()
 	e := &env{url: url, c: c, exe: opts.Exe, dialect: c.Driver().Dialect()}
 	var differed []string
+	ran := 0
 	for _, s := range chosen {
+		if ctx.Err() != nil {
+			break // interrupted: clean up what was made so far
+		}
+		ran++
 		fmt.Fprintf(opts.Out, "== %s: %s (%s)\n", s.name, s.title, kind)
 		steps := s.run(ctx, e)
 		if printSteps(opts.Out, steps) {
@@ -128,8 +143,29 @@ func run(ctx context.Context, opts Options, table []scenario, names []string) (b
 			fmt.Fprintf(opts.Out, "%s: MISMATCH — an observed outcome differs from the expected one\n\n", s.name)
 		}
 	}
-	fmt.Fprintln(opts.Out, summary(len(chosen), kind, differed))
-	return len(differed) == 0, nil
+	var cleanupErr error
+	switch {
+	case temporary && opts.Keep:
+		fmt.Fprintf(opts.Out, "kept (--keep): the demo's database %s\n", url)
+	case temporary: // removed with its directory
+	case opts.Keep:
+		for _, l := range e.kept() {
+			fmt.Fprintln(opts.Out, l)
+		}
+	default:
+		var msg string
+		if msg, cleanupErr = e.cleanup(ctx); cleanupErr != nil {
+			msg = cleanupErr.Error()
+		}
+		for _, l := range display.Wrap(msg, Width) {
+			fmt.Fprintln(opts.Out, l)
+		}
+	}
+	fmt.Fprintln(opts.Out, summary(ran, kind, differed))
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	return len(differed) == 0, cleanupErr
 }
 
 // summary is the demo's last line: how many scenarios ran, on which

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fenced/fenced"
 )
@@ -33,12 +32,6 @@ func (e *env) peers(ctx context.Context, names ...string) (ps []*peer, closeAll 
 		ps = append(ps, &peer{name: n, c: c})
 	}
 	return ps, closeAll, nil
-}
-
-// queue is a queue name of this run only, so scenarios sharing a database
-// never claim each other's jobs.
-func queue(scenario string) string {
-	return fmt.Sprintf("demo-%s-%d", scenario, time.Now().UnixNano())
 }
 
 // enqueue adds one job of the demo to q.
