@@ -55,7 +55,8 @@ manages the job queue, whose attempts are fenced the same way.
 
 The database is chosen by --db or FENCED_DATABASE_URL:
   postgres://user:pass@host:5432/db     PostgreSQL
-  mysql://user:pass@host:3306/db        MySQL 8 or MariaDB 10.6+ (also mariadb://)
+  mysql://user:pass@host:3306/db        MariaDB 10.6+ (tested: 10.11) or MySQL 8
+                                        (untested; also mariadb://)
   sqlite:///absolute/path/fenced.db     embedded SQLite
   sqlite:relative/path/fenced.db
 When neither is set, fenced uses the SQLite file fenced.db in the working
