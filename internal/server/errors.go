@@ -5,11 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 )
 
@@ -101,7 +101,7 @@ func notFoundRoute(r *http.Request) *apiError {
 
 // notFound is a 404 the database decided: kind name does not exist.
 func notFound(kind, name string) *apiError {
-	e := newError(http.StatusNotFound, codeNotFound, kind+" "+strconv.Quote(name)+" not found")
+	e := newError(http.StatusNotFound, codeNotFound, kind+" "+display.Quote(name)+" not found")
 	e.fromDB = true
 	return e
 }
