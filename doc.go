@@ -64,8 +64,9 @@
 // # Backends
 //
 // PostgreSQL through pgx v5 (driver/pgdriver), embedded SQLite through the
-// pure-Go modernc.org/sqlite (driver/sqlitedriver), and MySQL 8 or MariaDB
-// 10.6+ through go-sql-driver/mysql (driver/mysqldriver). Open picks one from
+// pure-Go modernc.org/sqlite (driver/sqlitedriver), and MariaDB 10.6+ or
+// MySQL 8 through go-sql-driver/mysql (driver/mysqldriver; only MariaDB
+// 10.11 is tested, and its package doc lists what MySQL 8 does otherwise). Open picks one from
 // a URL: postgres://…, mysql://user:pass@host:3306/db (also mariadb://),
 // sqlite:///abs/path or sqlite:rel/path. All three pass the same conformance
 // suite (package fencedtest).

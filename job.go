@@ -69,6 +69,15 @@ const (
 // queueName is the syntax of queue names.
 var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
 
+// validQueue checks a queue name given to enqueue or to a job list: one
+// message for the field wherever it is refused.
+func validQueue(q string) error {
+	if !queueName.MatchString(q) {
+		return fencedtype.Invalid("queue", "%q must be 1–100 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", q)
+	}
+	return nil
+}
+
 // EnqueueParams describe one job to enqueue.
 type EnqueueParams struct {
 	// Kind selects the handler. Required.
@@ -110,8 +119,8 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 	if out.Queue == "" {
 		out.Queue = DefaultQueue
 	}
-	if !queueName.MatchString(out.Queue) {
-		return out, fencedtype.Invalid("queue", "%q must be 1–100 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", out.Queue)
+	if err := validQueue(out.Queue); err != nil {
+		return out, err
 	}
 	if p.Priority < 0 || p.Priority > MaxPriority {
 		return out, fencedtype.Invalid("priority", "%d is outside 0 to %d", p.Priority, MaxPriority)
@@ -249,8 +258,10 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f.State != "" && !f.State.Valid() {
 		return nil, fencedtype.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
 	}
-	if f.Queue != "" && !queueName.MatchString(f.Queue) {
-		return nil, fencedtype.Invalid("queue", "%q is not a queue name", f.Queue)
+	if f.Queue != "" {
+		if err := validQueue(f.Queue); err != nil {
+			return nil, err
+		}
 	}
 	if f.Limit == 0 {
 		f.Limit = DefaultListLimit

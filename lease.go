@@ -86,6 +86,9 @@ func (c *Client) GetLease(ctx context.Context, name string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.markAdvanced(ctx, []*Lease{r}); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -102,5 +105,34 @@ func (c *Client) IsHolder(ctx context.Context, l Lease) (bool, error) {
 
 // ListLeases reads every lease, ordered by name.
 func (c *Client) ListLeases(ctx context.Context) ([]*Lease, error) {
-	return c.d.ListLeases(ctx)
+	ls, err := c.d.ListLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.markAdvanced(ctx, ls); err != nil {
+		return nil, err
+	}
+	return ls, nil
+}
+
+// markAdvanced sets Advanced on the released leases whose fence is the fence
+// floor, read after them. Every grant is above the floor of its time and the
+// floor only rises, so such a fence was set by the last advance: a lease is
+// never marked that held its fence. (An advance between the two reads
+// raises the floor above every fence read, so none is marked then, one
+// advanced earlier included: Advanced can be missed at that moment, never
+// set wrongly.)
+func (c *Client) markAdvanced(ctx context.Context, ls []*Lease) error {
+	fr, ok := c.d.(driver.FenceFloorReader)
+	if !ok || len(ls) == 0 {
+		return nil
+	}
+	floor, err := fr.FenceFloor(ctx)
+	if err != nil {
+		return err
+	}
+	for _, l := range ls {
+		l.Advanced = floor > 0 && l.Released && l.Fence == floor
+	}
+	return nil
 }

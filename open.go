@@ -16,7 +16,7 @@ const DefaultDatabaseURL = dburl.DefaultURL
 // the connection (Close closes it). It does not migrate; call Migrate.
 //
 //	postgres://user:pass@host:5432/db?sslmode=disable   (also postgresql://)
-//	mysql://user:pass@host:3306/db                      (MySQL 8, MariaDB; also mariadb://)
+//	mysql://user:pass@host:3306/db                      (MariaDB, MySQL 8; also mariadb://)
 //	sqlite:///absolute/path/fenced.db
 //	sqlite:relative/path/fenced.db
 //

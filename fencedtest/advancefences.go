@@ -65,6 +65,51 @@ func runAdvanceFences(t *testing.T, b Backend) {
 		wantStale(t, err, 1, floor, "", fenced.ReasonSuperseded)
 		wantFence(t, e.acquire(t, "job", "B", time.Second), floor+1)
 	})
+	t.Run("AdvancedLeasesAreReportedAsSuch", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		held := e.acquire(t, "held", "A", long)
+		freed := e.acquire(t, "freed", "B", long)
+		_, err := e.c.ReleaseLease(ctx(t), *freed)
+		wantNoErr(t, err, "release")
+		// Before any advance, a released lease is not advanced.
+		l, err := e.c.GetLease(ctx(t), "freed")
+		wantNoErr(t, err, "get")
+		if !l.Released || l.Advanced {
+			t.Fatalf("released lease before an advance: %+v", l)
+		}
+		floor, err := e.c.AdvanceFences(ctx(t), 100)
+		wantNoErr(t, err, "advance")
+		check := func(l *fenced.Lease, owner string) {
+			t.Helper()
+			if !l.Advanced || !l.Released || l.Held || l.Fence != floor || l.Owner != owner {
+				t.Fatalf("after the advance to %d: %+v, want advanced, released, not held, fence = floor, owner %s", floor, l, owner)
+			}
+		}
+		l, err = e.c.GetLease(ctx(t), "held")
+		wantNoErr(t, err, "get")
+		check(l, held.Owner)
+		ls, err := e.c.ListLeases(ctx(t))
+		wantNoErr(t, err, "list")
+		if len(ls) != 2 {
+			t.Fatalf("list: %d leases", len(ls))
+		}
+		check(ls[0], "B") // "freed" sorts first
+		check(ls[1], "A")
+		// A grant after the advance is an ordinary lease again; the other
+		// stays advanced, and a release of the new generation is not.
+		g := e.acquire(t, "held", "C", long)
+		if g.Fence <= floor || g.Advanced {
+			t.Fatalf("grant after the advance: %+v", g)
+		}
+		_, err = e.c.ReleaseLease(ctx(t), *g)
+		wantNoErr(t, err, "release")
+		ls, err = e.c.ListLeases(ctx(t))
+		wantNoErr(t, err, "list")
+		if !ls[0].Advanced || ls[1].Advanced || !ls[1].Released {
+			t.Fatalf("after a new grant and its release: %+v, %+v", ls[0], ls[1])
+		}
+	})
 	t.Run("NegativeStepIsInvalid", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

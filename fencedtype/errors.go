@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/fenced/fenced/internal/display"
 )
 
 // Sentinel errors; match with errors.Is.
@@ -70,7 +72,7 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
-	return fmt.Sprintf("lease %q is held by %q until %s", e.Name, e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("lease %s is held by %s until %s", display.Quote(e.Name), display.Quote(e.Owner), FormatTime(e.ExpiresAt))
 }
 
 // Is makes errors.Is(err, ErrHeld) true.

@@ -133,3 +133,43 @@ func TestChaosRefusesValuesItWouldIgnore(t *testing.T) {
 		contains(t, "stderr", r.stderr, args[0])
 	}
 }
+
+// A field is refused in one shape, "invalid FIELD: REASON" naming the flag,
+// whether the command refuses the value itself (a zero the library would
+// read as "not given") or the library does; a negative job id is a bad id,
+// not an unknown flag.
+func TestOneMessageShapePerField(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"job", "enqueue", "k", "--max-attempts", "0"}, "fenced: invalid --max-attempts: 0 is outside 1 to 1000"},
+		{[]string{"job", "enqueue", "k", "--max-attempts", "-5"}, "fenced: invalid --max-attempts: -5 is outside 1 to 1000"},
+		{[]string{"job", "enqueue", "k", "--max-attempts", "1001"}, "fenced: invalid --max-attempts: 1001 is outside 1 to 1000"},
+		{[]string{"job", "ls", "--limit", "0"}, "fenced: invalid --limit: 0 is outside 1 to 1000"},
+		{[]string{"job", "ls", "--limit", "5000"}, "fenced: invalid --limit: 5000 is outside 1 to 1000"},
+		{[]string{"job", "ls", "--limit", "-1"}, "fenced: invalid --limit: -1 is outside 1 to 1000"},
+		{[]string{"job", "enqueue", "k", "--queue", ""}, "fenced: invalid --queue: must not be empty"},
+		{[]string{"job", "ls", "--queue", ""}, "fenced: invalid --queue: must not be empty"},
+		{[]string{"job", "enqueue", "k", "--queue", "a b"}, `fenced: invalid --queue: "a b" must be 1–100 letters`},
+		{[]string{"job", "ls", "--queue", "a b"}, `fenced: invalid --queue: "a b" must be 1–100 letters`},
+		{[]string{"job", "enqueue", "k", "--key", ""}, "fenced: invalid --key: must not be empty"},
+		{[]string{"job", "enqueue", "k", "--run-at", ""}, `fenced: invalid --run-at: "" is not an RFC 3339 time`},
+		{[]string{"job", "enqueue", "k", "--run-at", "soon"}, `fenced: invalid --run-at: "soon" is not an RFC 3339 time`},
+		{[]string{"resource", "write", "k", "--fence", "1", "--value", "v", "--op", ""}, "fenced: invalid --op: must not be empty"},
+		{[]string{"job", "show", "-1"}, `fenced: invalid job id: "-1" is not a positive integer`},
+		{[]string{"job", "show", "0"}, `fenced: invalid job id: "0" is not a positive integer`},
+		{[]string{"job", "cancel", "-12"}, `fenced: invalid job id: "-12" is not a positive integer`},
+		{[]string{"job", "retry", "--json", "-3"}, `fenced: invalid job id: "-3" is not a positive integer`},
+	} {
+		r := c.fails(2, tc.args...)
+		if !strings.HasPrefix(r.stderr, tc.want) || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("fenced %q: stderr %q, want one line starting %q", tc.args, r.stderr, tc.want)
+		}
+	}
+	// A flag the command does not have is still a usage error.
+	r := c.fails(2, "job", "show", "-x")
+	contains(t, "stderr", r.stderr, "unknown shorthand flag")
+}

@@ -71,7 +71,7 @@ func (f *benchFlags) check(cmd *cobra.Command) error {
 	case fl.Changed("jobs") && fl.Changed("duration"):
 		return usage("--jobs and --duration cannot be used together")
 	case fl.Changed("queue") && f.o.Queue == "":
-		return usage("--queue must not be empty")
+		return invalid("queue", "must not be empty")
 	case f.o.Jobs < 1:
 		return usage("--jobs must be at least 1")
 	case fl.Changed("duration") && f.o.Duration <= 0:

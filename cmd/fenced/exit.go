@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/spf13/cobra"
 )
 
@@ -89,7 +90,7 @@ func oneLine(s string) string {
 // notFound names what was not found: `lease "x" not found`.
 func notFound(kind, name string, err error) error {
 	if errors.Is(err, fenced.ErrNotFound) {
-		return fmt.Errorf("%s %q %w", kind, name, err)
+		return fmt.Errorf("%s %s %w", kind, display.Quote(name), err)
 	}
 	return err
 }

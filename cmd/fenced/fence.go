@@ -25,7 +25,14 @@ func newFenceAdvanceCmd(a *app) *cobra.Command {
 		Short: "Make every fence granted from now on greater than any granted before",
 		Long: fmt.Sprintf(`Raise every lease's fence to a new floor, max(fences stored) + --by, so every
 fence granted from now on is greater than any granted before. Every lease
-ends: holders get a stale error and must acquire again. Prints the new floor.
+ends: holders get a stale error and must acquire again; "lease ls" shows
+each as advanced, with the floor as its fence and no owner, until it is
+granted again. Prints the new floor.
+
+Jobs jump too: every job's fence moves up by --by, so running attempts end
+(their workers' writes are refused as stale, and recovery takes the jobs
+back), and job ids skip --by ahead, so a job lost with the newer data never
+shares an id with a new one.
 
 When to run it: once, right after restoring the database from a backup, or
 after promoting an asynchronous replica, and before workers start again.
@@ -59,7 +66,12 @@ already used.
 					Floor int64 `json:"floor"`
 				}{floor})
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "fences advanced: new floor %d; every lease has ended\n", floor)
+			step := by
+			if step == 0 {
+				step = fenced.DefaultAdvance
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(),
+				"fences advanced: new floor %d; every lease has ended; job fences moved up and job ids skip ahead by %d\n", floor, step)
 			return err
 		},
 	}

@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
 
 func TestFenceAdvanceEndsLeasesAndRaisesTheFloor(t *testing.T) {
 	t.Parallel()
@@ -27,6 +31,53 @@ func TestFenceAdvanceEndsLeasesAndRaisesTheFloor(t *testing.T) {
 			t.Errorf("fence of a new name %d, want above the floor %d", l.Fence, adv.Floor)
 		}
 		contains(t, "advance", c.ok("fence", "advance"), "new floor")
+	})
+}
+
+// After a release and after an advance, "lease ls" shows each lease for
+// what it is: a released one until when it was held, an advanced one with
+// the floor as its fence beside no owner, and a note that says so; the
+// help says that jobs jump too.
+func TestFenceAdvanceShowsAdvancedLeases(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, c cli) {
+		c.ok("lease", "acquire", "job", "--owner", "A")
+		out := c.ok("lease", "release", "job", "--owner", "A", "--fence", "1")
+		if !strings.HasPrefix(out, `released lease "job": owner "A", fence 1, held until `) || strings.Contains(out, "expires") {
+			t.Errorf("release printed %q", out)
+		}
+		if out := c.ok("lease", "ls"); strings.Contains(out, "advanced") || !strings.Contains(out, " A ") {
+			t.Errorf("ls after a release:\n%s", out)
+		}
+		c.ok("lease", "acquire", "other", "--owner", "B")
+		out = c.ok("fence", "advance", "--by", "100")
+		contains(t, "advance", out, "new floor 101;")
+		contains(t, "advance", out, "job fences moved up and job ids skip ahead by 100")
+		out = c.ok("lease", "ls")
+		for _, name := range []string{"job", "other"} {
+			want := regexp.MustCompile(`(?m)^` + name + ` +- +101 +advanced +-$`)
+			if !want.MatchString(out) {
+				t.Errorf("ls after the advance, %s not shown as advanced:\n%s", name, out)
+			}
+		}
+		if strings.Contains(out, " A ") || strings.Contains(out, " B ") {
+			t.Errorf("ls after the advance shows an old owner beside the floor:\n%s", out)
+		}
+		contains(t, "ls", out, "advanced: a fence advance ended the lease; FENCE is the floor it set")
+		var l leaseOutput
+		c.json(&l, "lease", "show", "job", "--json")
+		if !l.Advanced || !l.Released || l.Fence != 101 {
+			t.Errorf("show --json after the advance: %+v", l)
+		}
+		c.ok("lease", "acquire", "job", "--owner", "C")
+		out = c.ok("lease", "ls")
+		if !regexp.MustCompile(`(?m)^job +C +102 +held `).MatchString(out) {
+			t.Errorf("ls after a new grant:\n%s", out)
+		}
+		help := c.ok("fence", "advance", "--help")
+		for _, want := range []string{"every job's fence moves up by --by", "job ids skip --by ahead"} {
+			contains(t, "help", oneLine(help), want)
+		}
 	})
 }
 

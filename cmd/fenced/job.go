@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -65,8 +67,8 @@ clock. Lower --priority numbers run first. After --max-attempts failed
 attempts the job is failed (the dead letter).
 
 With --key, a second enqueue under the same idempotency key adds nothing: it
-prints the job the key names, marked existing ("existing": true with
---json), and still exits 0.`,
+says the job the key names already exists ("existing": true with --json),
+whatever its kind and arguments, and still exits 0.`,
 		Example: `  fenced job enqueue send-email --args '{"to": "ann@example.com"}'
   fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
   fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id`,
@@ -110,27 +112,29 @@ prints the job the key names, marked existing ("existing": true with
 // params checks what the library would not (a --run-at that is not RFC
 // 3339, --run-at with --delay, an explicit empty --key or --queue or zero
 // --max-attempts, which it would read as "not given") and builds the job.
+// A refused value is an invalid-input error in the library's words, so
+// that --max-attempts 0 and -5 are refused alike.
 func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueueParams, error) {
 	p := fenced.EnqueueParams{Kind: kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
 		Delay: f.delay, MaxAttempts: f.maxAttempts, IdempotencyKey: f.key}
-	if f.runAt != "" {
+	fl := cmd.Flags()
+	if fl.Changed("run-at") && fl.Changed("delay") {
+		return p, usage("--run-at and --delay cannot be used together")
+	}
+	if fl.Changed("run-at") {
 		t, err := time.Parse(time.RFC3339, f.runAt)
 		if err != nil {
-			return p, usage("--run-at %q is not an RFC 3339 time such as 2030-01-02T03:04:05Z", f.runAt)
+			return p, invalid("run_at", "%q is not an RFC 3339 time such as 2030-01-02T03:04:05Z", f.runAt)
 		}
 		p.RunAt = t
 	}
-	switch fl := cmd.Flags(); {
-	case fl.Changed("run-at") && fl.Changed("delay"):
-		return p, usage("--run-at and --delay cannot be used together")
-	case fl.Changed("run-at") && f.runAt == "":
-		return p, usage("--run-at must not be empty")
+	switch {
 	case fl.Changed("key") && f.key == "":
-		return p, usage("--key must not be empty")
+		return p, invalid("idempotency key", "must not be empty")
 	case f.queue == "":
-		return p, usage("--queue must not be empty")
+		return p, invalid("queue", "must not be empty")
 	case f.maxAttempts == 0:
-		return p, usage("--max-attempts must be 1 to %d", fenced.MaxAttemptsLimit)
+		return p, invalid("max_attempts", "%d is outside 1 to %d", f.maxAttempts, fenced.MaxAttemptsLimit)
 	}
 	return p, nil
 }
@@ -141,12 +145,15 @@ func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) err
 	if asJSON {
 		return writeJSON(w, wire.Enqueued{Job: *j, Existing: existing})
 	}
-	what := "enqueued job"
+	details := fmt.Sprintf("kind %s, queue %s, priority %d, state %s, run_at %s",
+		display.Quote(j.Kind), display.Quote(j.Queue), j.Priority, jobStateText(j), fencedtype.FormatTime(j.RunAt))
+	var err error
 	if existing {
-		what = fmt.Sprintf("existing job (idempotency key %q matched; nothing enqueued)", j.IdempotencyKey)
+		_, err = fmt.Fprintf(w, "job %d already exists with idempotency key %s; nothing enqueued (%s)\n",
+			j.ID, display.Quote(j.IdempotencyKey), details)
+	} else {
+		_, err = fmt.Fprintf(w, "enqueued job %d: %s\n", j.ID, details)
 	}
-	_, err := fmt.Fprintf(w, "%s %d: kind %q, queue %q, priority %d, state %s, run_at %s\n",
-		what, j.ID, j.Kind, j.Queue, j.Priority, jobStateText(j), j.RunAt.UTC().Format(humanTime))
 	return err
 }
 
@@ -160,7 +167,8 @@ started and ended, and how it ended (succeeded, retry, failed, snoozed,
 cancelled, lost, or running for the attempt in progress).`,
 		Example: `  fenced job show 42
   fenced job show 42 --json | jq '.attempts[] | select(.outcome == "retry") | .error'`,
-		Args: exactArgs("ID"),
+		Args:        exactArgs("ID"),
+		Annotations: map[string]string{annotationJobID: "ID"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := fenced.ParseJobID(args[0])
 			if err != nil {
@@ -205,18 +213,15 @@ a page is full, the command to get the next one is printed to stderr.`,
   fenced job ls --state running --json | jq -r '.[] | "\(.id) \(.owner)"'`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// The library reads 0 as "no filter" and "default".
-			if f.Limit < 1 {
-				return usage("--limit must be 1 to 1000")
+			// The library reads a zero limit as "default", and an empty
+			// filter, such as --queue "$Q" with Q unset, as none, which
+			// would list every job.
+			if f.Limit == 0 {
+				return invalid("limit", "%d is outside 1 to %d", f.Limit, fenced.MaxListLimit)
 			}
-			if f.AfterID < 0 {
-				return usage("--after must not be negative")
-			}
-			// An empty filter, such as --queue "$Q" with Q unset, would
-			// be read as none and list every job.
 			for _, name := range []string{"state", "queue", "kind"} {
 				if fl := cmd.Flags().Lookup(name); fl.Changed && fl.Value.String() == "" {
-					return usage("--%s must not be empty", name)
+					return invalid(name, "must not be empty")
 				}
 			}
 			f.State = fenced.JobState(state)
@@ -251,7 +256,7 @@ a page is full, the command to get the next one is printed to stderr.`,
 	fl.StringVar(&state, "state", "", "only jobs in this state: queued, running, succeeded, failed or cancelled")
 	fl.StringVar(&f.Queue, "queue", "", "only jobs of this queue")
 	fl.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
-	fl.IntVar(&f.Limit, "limit", defaultListLimit, "at most this many jobs (1 to 1000)")
+	fl.IntVar(&f.Limit, "limit", defaultListLimit, fmt.Sprintf("at most this many jobs (1 to %d)", fenced.MaxListLimit))
 	fl.Int64Var(&f.AfterID, "after", 0, "only jobs with a greater id: the last id of the previous page")
 	jsonFlag(cmd, &asJSON)
 	return cmd

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -23,7 +24,8 @@ A job that already finished (succeeded, failed or cancelled) cannot be
 cancelled: exit 1. A job that does not exist: exit 5.`,
 		Example: `  fenced job cancel 42
   fenced job cancel 42 --json | jq '{state, cancel_requested}'`,
-		Args: exactArgs("ID"),
+		Args:        exactArgs("ID"),
+		Annotations: map[string]string{annotationJobID: "ID"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := a.jobAdmin(cmd.Context(), args[0], (*fenced.Client).CancelJob)
 			if err != nil {
@@ -37,8 +39,8 @@ cancelled: exit 1. A job that does not exist: exit 5.`,
 				_, err = fmt.Fprintf(w, "cancelled job %d (it was queued)\n", j.ID)
 				return err
 			}
-			_, err = fmt.Fprintf(w, "cancel requested for job %d: running as attempt %d (owner %q, fence %d); its worker stops at its next heartbeat\n",
-				j.ID, j.Attempt, j.Owner, j.Fence)
+			_, err = fmt.Fprintf(w, "cancel requested for job %d: running as attempt %d (owner %s, fence %d); its worker stops at its next heartbeat\n",
+				j.ID, j.Attempt, display.Quote(j.Owner), j.Fence)
 			return err
 		},
 	}
@@ -58,7 +60,8 @@ A job that is queued, running or succeeded cannot be retried: exit 1. A job
 that does not exist: exit 5.`,
 		Example: `  fenced job retry 42
   fenced job ls --state failed --json | jq -r '.[].id' | xargs -n1 fenced job retry`,
-		Args: exactArgs("ID"),
+		Args:        exactArgs("ID"),
+		Annotations: map[string]string{annotationJobID: "ID"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			j, err := a.jobAdmin(cmd.Context(), args[0], (*fenced.Client).RetryJob)
 			if err != nil {

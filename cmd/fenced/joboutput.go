@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 )
 
@@ -32,23 +34,23 @@ func writeJob(w io.Writer, j *fenced.Job) error {
 		}
 	}
 	line("id", fmt.Sprint(j.ID))
-	line("kind", j.Kind)
-	line("queue", j.Queue)
+	line("kind", display.Name(j.Kind))
+	line("queue", display.Name(j.Queue))
 	line("state", jobStateText(j))
 	line("priority", fmt.Sprint(j.Priority))
 	line("attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	line("fence", fmt.Sprint(j.Fence))
-	optional("owner", j.Owner)
-	line("run_at", j.RunAt.UTC().Format(humanTime))
+	optional("owner", nameOrEmpty(j.Owner))
+	line("run_at", fencedtype.FormatTime(j.RunAt))
 	optional("lease_expires_at", timeText(j.LeaseExpiresAt))
-	line("created_at", j.CreatedAt.UTC().Format(humanTime))
+	line("created_at", fencedtype.FormatTime(j.CreatedAt))
 	optional("attempted_at", timeText(j.AttemptedAt))
 	optional("finished_at", timeText(j.FinishedAt))
-	optional("idempotency_key", j.IdempotencyKey)
+	optional("idempotency_key", nameOrEmpty(j.IdempotencyKey))
 	line("args", jsonText(j.Args))
 	optional("progress", jsonText(j.Progress))
 	optional("output", jsonText(j.Output))
-	optional("error", oneLine(j.LastError))
+	optional("error", errorText(j.LastError))
 	return tw.Flush()
 }
 
@@ -58,38 +60,53 @@ func writeAttempts(w io.Writer, attempts []fenced.JobAttempt) error {
 		_, err := fmt.Fprintln(w, "no attempts yet")
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ATTEMPT\tFENCE\tOWNER\tSTARTED\tENDED\tOUTCOME\tERROR")
+	rows := [][]string{{"ATTEMPT", "FENCE", "OWNER", "STARTED", "ENDED", "OUTCOME", "ERROR"}}
 	for _, a := range attempts {
 		ended := timeText(a.EndedAt)
 		if ended == "" {
 			ended = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\n", a.Attempt, a.Fence, a.Owner,
-			a.StartedAt.UTC().Format(humanTime), ended, a.Outcome, oneLine(a.Error))
+		rows = append(rows, []string{fmt.Sprint(a.Attempt), fmt.Sprint(a.Fence), display.Name(a.Owner),
+			fencedtype.FormatTime(a.StartedAt), ended, a.Outcome, errorText(a.Error)})
 	}
-	return tw.Flush()
+	return display.Table{Rows: rows}.Write(w)
 }
 
 // writeJobTable prints jobs as a table with a header.
 func writeJobTable(w io.Writer, jobs []*fenced.Job) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tKIND\tQUEUE\tSTATE\tPRIORITY\tATTEMPT\tRUN_AT")
+	rows := [][]string{{"ID", "KIND", "QUEUE", "STATE", "PRIORITY", "ATTEMPT", "RUN_AT"}}
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d/%d\t%s\n", j.ID, j.Kind, j.Queue,
-			jobStateText(j), j.Priority, j.Attempt, j.MaxAttempts, j.RunAt.UTC().Format(humanTime))
+		rows = append(rows, []string{fmt.Sprint(j.ID), display.Name(j.Kind), display.Name(j.Queue),
+			jobStateText(j), fmt.Sprint(j.Priority), fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), fencedtype.FormatTime(j.RunAt)})
 	}
-	return tw.Flush()
+	return display.Table{Rows: rows}.Write(w)
 }
 
 // writeCountsTable prints job counts as one line per queue.
 func writeCountsTable(w io.Writer, counts []wire.QueueCounts) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "QUEUE\tQUEUED\tRUNNING\tSUCCEEDED\tFAILED\tCANCELLED\tTOTAL")
+	rows := [][]string{{"QUEUE", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "TOTAL"}}
 	for _, q := range counts {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\n", q.Queue, q.Queued, q.Running, q.Succeeded, q.Failed, q.Cancelled, q.Total)
+		rows = append(rows, []string{display.Name(q.Queue), fmt.Sprint(q.Queued), fmt.Sprint(q.Running),
+			fmt.Sprint(q.Succeeded), fmt.Sprint(q.Failed), fmt.Sprint(q.Cancelled), fmt.Sprint(q.Total)})
 	}
-	return tw.Flush()
+	return display.Table{Rows: rows}.Write(w)
+}
+
+// nameOrEmpty is display.Name(s), or "" (a field left out) when s is empty.
+func nameOrEmpty(s string) string {
+	if s == "" {
+		return ""
+	}
+	return display.Name(s)
+}
+
+// errorText is a stored error on one line: its lines joined, then shown as
+// display.Text shows free text; "" when there is none.
+func errorText(s string) string {
+	if s = oneLine(s); s == "" {
+		return ""
+	}
+	return display.Text(s)
 }
 
 // timeText is *t for humans, or "" when nil.
@@ -97,7 +114,7 @@ func timeText(t *time.Time) string {
 	if t == nil {
 		return ""
 	}
-	return t.UTC().Format(humanTime)
+	return fencedtype.FormatTime(*t)
 }
 
 // jsonText is stored JSON on one line ("" when there is none). PostgreSQL

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -163,7 +165,7 @@ func newLeaseShowCmd(a *app) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show NAME",
-		Short: "Show a lease: owner, fence, expiry and whether it is held now",
+		Short: "Show a lease: owner, fence, state (held, released, expired, advanced) and until when it is held",
 		Example: `  fenced lease show nightly-report
   fenced lease show nightly-report --json`,
 		Args: exactArgs("NAME"),
@@ -222,18 +224,22 @@ func newLeaseListCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// printLease prints the outcome of acquire, renew or release.
+// printLease prints the outcome of acquire, renew or release: when the
+// lease expires, or, once released, until when it was held.
 func printLease(cmd *cobra.Command, verb string, l *fenced.Lease, asJSON bool) error {
 	w := cmd.OutOrStdout()
 	if asJSON {
 		return writeJSON(w, *l)
 	}
-	if l.ExpiresAt.IsZero() {
-		_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d\n", verb, l.Name, l.Owner, l.Fence)
-		return err
+	line := fmt.Sprintf("%s lease %s: owner %s, fence %d", verb, display.Quote(l.Name), display.Quote(l.Owner), l.Fence)
+	switch {
+	case l.ExpiresAt.IsZero():
+	case l.Released:
+		line += ", held until " + fencedtype.FormatTime(l.ExpiresAt)
+	default:
+		line += ", expires " + fencedtype.FormatTime(l.ExpiresAt)
 	}
-	_, err := fmt.Fprintf(w, "%s lease %q: owner %q, fence %d, expires %s\n",
-		verb, l.Name, l.Owner, l.Fence, l.ExpiresAt.UTC().Format(humanTime))
+	_, err := fmt.Fprintln(w, line)
 	return err
 }
 

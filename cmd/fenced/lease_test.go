@@ -13,6 +13,8 @@ type leaseOutput struct {
 	Fence     int64     `json:"fence"`
 	ExpiresAt time.Time `json:"expires_at"`
 	Held      bool      `json:"held"`
+	Released  bool      `json:"released"`
+	Advanced  bool      `json:"advanced"`
 }
 
 // showLease reads a lease with "lease show --json".
@@ -100,7 +102,7 @@ func TestLeaseHumanOutput(t *testing.T) {
 		contains(t, "show", out, "held")
 		c.ok("lease", "release", "job", "--owner", "A", "--fence", "1")
 		out = c.ok("lease", "ls")
-		contains(t, "ls", out, "EXPIRES_AT")
+		contains(t, "ls", out, "HELD_UNTIL")
 		contains(t, "ls", out, "released")
 	})
 }

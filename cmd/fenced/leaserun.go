@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/spf13/cobra"
 )
 
@@ -155,7 +156,7 @@ func keepLease(ctx context.Context, c *fenced.Client, p runParams) (*fenced.Keep
 			_ = k.Release(rctx) // best effort; otherwise it runs out at its expiry
 			rcancel()
 		}
-		return nil, nil, fmt.Errorf("interrupted while acquiring lease %q", p.name)
+		return nil, nil, fmt.Errorf("interrupted while acquiring lease %s", display.Quote(p.name))
 	}
 	if err != nil {
 		cancel()
@@ -225,11 +226,11 @@ func (a *app) release(k *fenced.Keeper) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, fenced.ErrStale):
-		err = fmt.Errorf("lease %q lost: %w", k.Lease().Name, err)
+		err = fmt.Errorf("lease %s lost: %w", display.Quote(k.Lease().Name), err)
 		fmt.Fprintf(a.stderr, "fenced: %s\n", a.scrub(err.Error()))
 		return err
 	default:
-		fmt.Fprintf(a.stderr, "fenced: release lease %q (it will expire): %s\n", k.Lease().Name, a.scrub(oneLine(err.Error())))
+		fmt.Fprintf(a.stderr, "fenced: release lease %s (it will expire): %s\n", display.Quote(k.Lease().Name), a.scrub(oneLine(err.Error())))
 		return nil
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
+	"os"
 	"unicode/utf8"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
@@ -26,32 +29,52 @@ older one's writes fail as stale (exit 4).`,
 
 func newResourceWriteCmd(a *app) *cobra.Command {
 	var fence int64
-	var value, op string
+	var value, valueFile, op string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "write KEY --fence N --value VALUE",
+		Use:   "write KEY --fence N (--value VALUE | --value-file PATH)",
 		Short: "Store a value under a key, if the fence is not older than the stored one",
-		Long: `Store VALUE under KEY iff --fence is at least the fence stored there, and
+		Long: fmt.Sprintf(`Store a value under KEY iff --fence is at least the fence stored there, and
 store the fence with it; a lower fence fails as stale (exit 4) and changes
 nothing. Prints the key, the fence stored and the new version.
+
+The value is --value, or the bytes of the file --value-file names (- reads
+standard input), as they are: a trailing newline is part of the value.
+Values are up to %d bytes (1 MiB); a command-line argument cannot hold more
+than about 128 KiB, so a larger value, or one that is not text, needs
+--value-file.
 
 --op names one logical operation: repeating it (a retry after a lost reply,
 same fence and value) returns the first outcome, marked replayed, and
 applies nothing again; the same id with another fence or value is refused
-(exit 2).`,
+(exit 2).`, fenced.MaxValueBytes),
 		Example: `  fenced resource write invoice-42 --fence 7 --value paid
-  fenced resource write invoice-42 --fence "$FENCED_FENCE" --value paid --op pay-42 --json`,
+  fenced resource write report --fence "$FENCED_FENCE" --value-file report.pdf
+  ./render | fenced resource write page --fence 7 --value-file - --op render-7 --json`,
 		Args: exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "fence", "value"); err != nil {
+			if err := requireFlags(cmd, "fence"); err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("op") && op == "" {
+			fl := cmd.Flags()
+			switch {
+			case fl.Changed("value") && fl.Changed("value-file"):
+				return usage("--value and --value-file cannot be used together")
+			case !fl.Changed("value") && !fl.Changed("value-file"):
+				return usage("required flag --value or --value-file not set")
+			case fl.Changed("op") && op == "":
 				// Read as no id, it would make the write not idempotent.
-				return usage("--op must not be empty")
+				return invalid("operation id", "must not be empty")
+			}
+			v := []byte(value)
+			if fl.Changed("value-file") {
+				var err error
+				if v, err = a.readValue(valueFile); err != nil {
+					return err
+				}
 			}
 			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.WriteResource(ctx, args[0], []byte(value), fence, fenced.WriteOptions{OperationID: op})
+				_, err := c.WriteResource(ctx, args[0], v, fence, fenced.WriteOptions{OperationID: op})
 				return err
 			}); err != nil {
 				return err
@@ -61,7 +84,7 @@ applies nothing again; the same id with another fence or value is refused
 				return err
 			}
 			defer c.Close()
-			w, err := c.WriteResource(cmd.Context(), args[0], []byte(value), fence, fenced.WriteOptions{OperationID: op})
+			w, err := c.WriteResource(cmd.Context(), args[0], v, fence, fenced.WriteOptions{OperationID: op})
 			if err != nil {
 				return err
 			}
@@ -72,15 +95,39 @@ applies nothing again; the same id with another fence or value is refused
 			if w.Replayed {
 				replayed = " (replayed: operation seen before, nothing applied)"
 			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote resource %q: fence %d, version %d%s\n", w.Key, w.Fence, w.Version, replayed)
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote resource %s: fence %d, version %d%s\n", display.Quote(w.Key), w.Fence, w.Version, replayed)
 			return err
 		},
 	}
 	fenceFlag(cmd, &fence, "fence of the lease the write is made under (required)")
-	cmd.Flags().StringVar(&value, "value", "", "value to store (required; may be empty)")
+	cmd.Flags().StringVar(&value, "value", "", "value to store (may be empty; up to about 128 KiB as an argument)")
+	cmd.Flags().StringVar(&valueFile, "value-file", "", "store the bytes of this file as they are (- reads standard input)")
 	cmd.Flags().StringVar(&op, "op", "", "operation id: a repeat returns the first outcome and applies nothing")
 	jsonFlag(cmd, &asJSON)
 	return cmd
+}
+
+// readValue reads the value of --value-file: the file's bytes, or standard
+// input's for "-". It reads at most one byte past fenced.MaxValueBytes, so
+// that an endless input is refused as too large rather than read to its end.
+func (a *app) readValue(path string) ([]byte, error) {
+	name, r := "standard input", a.stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, usage("--value-file: %v", err)
+		}
+		defer f.Close()
+		name, r = path, f
+	}
+	v, err := io.ReadAll(io.LimitReader(r, fenced.MaxValueBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--value-file: read %s: %w", name, err)
+	}
+	if len(v) > fenced.MaxValueBytes {
+		return nil, invalid("value", "%s holds more than %d bytes, the limit", name, fenced.MaxValueBytes)
+	}
+	return v, nil
 }
 
 func newResourceShowCmd(a *app) *cobra.Command {

@@ -2,25 +2,28 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/fenced/fenced"
 	"github.com/spf13/cobra"
 )
 
 // app is what every command shares: the --db flag, the environment and the
-// output streams.
+// standard streams.
 type app struct {
 	db     string // --db; empty when not given
 	getenv func(string) string
+	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
 }
 
 func newApp() *app {
-	return &app{getenv: os.Getenv, stdout: os.Stdout, stderr: os.Stderr}
+	return &app{getenv: os.Getenv, stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 }
 
 // run executes the command line args and returns the process exit code. It
@@ -33,6 +36,7 @@ func run(ctx context.Context, args []string, a *app) int {
 	if err == nil {
 		return exitOK
 	}
+	err = flagNamed(cmd, err)
 	a.report(cmd, err)
 	return exitCode(err)
 }
@@ -51,7 +55,8 @@ manages the job queue, whose attempts are fenced the same way.
 
 The database is chosen by --db or FENCED_DATABASE_URL:
   postgres://user:pass@host:5432/db     PostgreSQL
-  mysql://user:pass@host:3306/db        MySQL 8 or MariaDB 10.6+ (also mariadb://)
+  mysql://user:pass@host:3306/db        MariaDB 10.6+ (tested: 10.11) or MySQL 8
+                                        (untested; also mariadb://)
   sqlite:///absolute/path/fenced.db     embedded SQLite
   sqlite:relative/path/fenced.db
 When neither is set, fenced uses the SQLite file fenced.db in the working
@@ -77,9 +82,15 @@ fence, 5 not found.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	})
+	root.SetVersionTemplate(versionTemplate())
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if err := negativeID(cmd, err); errors.Is(err, fenced.ErrInvalid) {
+			return err
+		}
+		return &usageError{err}
+	})
 	root.PersistentFlags().StringVar(&a.db, "db", "",
 		"database URL (default $FENCED_DATABASE_URL, else "+defaultURLHelp+")")
 	root.AddCommand(

@@ -48,6 +48,9 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(out, "fenced "+testVersion) {
 		t.Errorf("version: %q, want the -ldflags version %s", out, testVersion)
 	}
+	if flag := c.ok("--version"); flag != out {
+		t.Errorf("--version printed %q, version %q: want the same line", flag, out)
+	}
 }
 
 func TestDatabaseFromEnvironment(t *testing.T) {
@@ -110,5 +113,23 @@ func TestDemoRunsThroughTheBinary(t *testing.T) {
 	r := c.run("demo")
 	if r.code != 0 || r.stdout == "" {
 		t.Errorf("fenced demo: exit %d, stdout %q, stderr %q; want every outcome as expected", r.code, r.stdout, r.stderr)
+	}
+}
+
+// The demo's help says that it removes what it creates in the user's
+// database unless --keep, and --keep keeps it.
+func TestDemoHelpAndKeep(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "demo.db"))
+	help := oneLine(c.ok("demo", "--help"))
+	for _, want := range []string{"removes at the end what it created there", "demo-* queues with their jobs", "--keep keeps them", "--keep"} {
+		contains(t, "demo --help", help, want)
+	}
+	out := c.ok("demo", "transitions", "--keep")
+	contains(t, "demo --keep", out, "kept (--keep):\n  queues     demo-transitions-")
+	out = c.ok("demo", "transitions")
+	contains(t, "demo", out, "removed what the demo created: 1 job in 1 demo-* queue, 0 leases, 0 resources, 0 tables")
+	if n := strings.Count(c.ok("job", "ls"), "demo-transitions-"); n != 1 {
+		t.Errorf("%d demo jobs left, want the one kept", n)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/dashboard"
 	"github.com/fenced/fenced/internal/server"
 	"github.com/spf13/cobra"
@@ -51,7 +53,11 @@ other (exit 2). Tokens are never logged.
 
 The server also runs the job queue's maintenance — recovery of expired work
 and retention — unless --no-maintenance (run it in one place or several:
-a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.`,
+a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.
+
+It logs to stderr, one line of key=value pairs per event: the first,
+msg=listening, gives the url it serves; then each request (never a token
+or a body), maintenance and shutdown.`,
 		Example: `  fenced serve
   fenced serve --db postgres://fenced@db:5432/fenced --addr 0.0.0.0:8080 --tokens-file /etc/fenced/tokens
   curl -s -X POST localhost:8080/v1/leases/report/acquire --json '{"owner": "w1", "ttl_ms": 30000}'`,
@@ -78,7 +84,8 @@ a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.`,
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
 	cmd.Flags().StringVar(&tokensFile, "tokens-file", "", "file of bearer tokens, one per line (also $"+envTokens+")")
 	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
-	cmd.Flags().StringVar(&maxBody, "max-body", "1MiB", "largest request body")
+	cmd.Flags().StringVar(&maxBody, "max-body", fmt.Sprintf("%dMiB", server.DefaultMaxBody>>20),
+		"largest request body; the default fits the largest value (1 MiB) however JSON escapes it")
 	return cmd
 }
 
@@ -128,11 +135,29 @@ func (a *app) tokens(file string) ([]string, error) {
 	return append(tokens, more...), nil
 }
 
+// newLog is the server's log: one key=value line per event on w, the first
+// saying where it listens, each stamped with its time in
+// fencedtype.TimeLayout, the form of every time fenced writes.
+func newLog(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 && a.Value.Kind() == slog.KindTime {
+				return slog.String(slog.TimeKey, fencedtype.FormatTime(a.Value.Time()))
+			}
+			return a
+		},
+	}))
+}
+
 // serve runs the server until ctx ends (SIGINT, SIGTERM), then shuts it
 // down: waiting claims return, requests in flight finish (within
 // shutdownTimeout), the maintenance releases its lease.
+//
+// Everything it says once it listens is a log line on stderr (newLog),
+// its failure included; what fails before (the database cannot be opened,
+// the address taken) is the command's error line, as for every command.
 func (a *app) serve(ctx context.Context, o serveOptions) error {
-	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	log := newLog(a.stderr)
 	c, err := a.openWith(ctx, fenced.Config{Logger: log})
 	if err != nil {
 		return err
@@ -175,13 +200,13 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if !o.maintenance {
 		maint = "off"
 	}
-	fmt.Fprintf(a.stdout, "fenced: listening on http://%s (database %s, %s, maintenance %s)\n",
-		ln.Addr(), a.shownURL(), auth, maint)
+	log.Info("listening", "url", "http://"+ln.Addr().String(), "database", a.shownURL(), "auth", auth, "maintenance", maint)
 
 	select {
 	case err := <-served:
 		srv.Close()
-		return fmt.Errorf("serve: %w", err)
+		log.Error("serving failed", "err", a.scrub(err.Error()))
+		return &exitStatus{code: exitError} // said in the log
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
@@ -190,7 +215,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		if !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("shut down: %w", err)
+			log.Error("shutting down failed", "err", a.scrub(err.Error()))
+			return &exitStatus{code: exitError} // said in the log
 		}
 		log.Warn("requests still running after the shutdown timeout; closing their connections", "timeout", shutdownTimeout)
 		hs.Close()

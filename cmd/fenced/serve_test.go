@@ -10,11 +10,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenced/fenced"
 )
 
 const serveToken = "serve-test-token-0123456789"
@@ -46,7 +49,8 @@ type served struct {
 	t      *testing.T
 	base   string
 	token  string
-	stderr *syncBuf
+	stdout *syncBuf
+	stderr *syncBuf      // its log
 	done   chan struct{} // closed when the process exited, with err set
 	err    error
 	signal func(os.Signal) error
@@ -70,35 +74,39 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
+// listeningURL finds the url of the log line that says where fenced
+// serve listens.
+var listeningURL = regexp.MustCompile(` msg=listening url=(\S+) `)
+
 // serve starts "fenced serve" with args on a free loopback port and waits
-// for its "listening on" line.
+// for the log line that says where it listens.
 func (c cli) serve(args ...string) *served {
 	c.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c.t.Cleanup(cancel)
 	cmd := c.command(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	s := &served{t: c.t, stderr: &syncBuf{}, done: make(chan struct{})}
-	cmd.Stderr = s.stderr
+	s := &served{t: c.t, stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{})}
+	cmd.Stdout = s.stdout
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)
 	}
 	s.signal = cmd.Process.Signal
-	lines := bufio.NewScanner(stdout)
-	if !lines.Scan() {
-		c.t.Fatalf("fenced serve printed nothing; stderr: %s", s.stderr)
+	lines := bufio.NewScanner(stderr)
+	for s.base == "" && lines.Scan() {
+		fmt.Fprintln(s.stderr, lines.Text())
+		if m := listeningURL.FindStringSubmatch(lines.Text()); m != nil {
+			s.base = m[1]
+		}
 	}
-	first := lines.Text()
-	_, rest, ok := strings.Cut(first, "listening on ")
-	if !ok {
-		c.t.Fatalf("first line %q does not say where it listens", first)
+	if s.base == "" {
+		c.t.Fatalf("fenced serve never logged where it listens; stderr: %s", s.stderr)
 	}
-	s.base, _, _ = strings.Cut(rest, " ")
 	go func() {
-		io.Copy(io.Discard, stdout)
+		io.Copy(s.stderr, stderr)
 		s.err = cmd.Wait()
 		close(s.done)
 	}()
@@ -208,7 +216,33 @@ func TestServe(t *testing.T) {
 		s.want(200, "GET", "/healthz", "")
 		s.stop()
 		contains(t, "stderr", s.stderr.String(), `route="POST /v1/jobs/{id}/complete"`)
+		wantLogLines(t, s)
 	})
+}
+
+// logLine is the one form of everything fenced serve says once it
+// listens: key=value pairs, the time in fencedtype.TimeLayout first.
+var logLine = regexp.MustCompile(`^time=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z level=(DEBUG|INFO|WARN|ERROR) msg=`)
+
+// wantLogLines checks that a stopped server said everything in one form, on
+// stderr: from "listening" to "shutting down", every line a log line.
+func wantLogLines(t *testing.T, s *served) {
+	t.Helper()
+	if out := s.stdout.String(); out != "" {
+		t.Errorf("fenced serve wrote to stdout: %q", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(s.stderr.String(), "\n"), "\n")
+	for _, l := range lines {
+		if !logLine.MatchString(l) {
+			t.Errorf("not a log line: %q", l)
+		}
+	}
+	if !strings.Contains(lines[0], " msg=listening url=http://127.0.0.1:") || !strings.Contains(lines[0], " maintenance=") {
+		t.Errorf("first line %q", lines[0])
+	}
+	if !strings.Contains(lines[len(lines)-1], "msg=\"shutting down\"") {
+		t.Errorf("last line %q", lines[len(lines)-1])
+	}
 }
 
 func TestServeWithTokens(t *testing.T) {
@@ -227,4 +261,15 @@ func TestServeWithTokens(t *testing.T) {
 	if out := s.stderr.String(); strings.Contains(out, serveToken) || strings.Contains(out, "wrong-token") {
 		t.Fatalf("a token is in the log:\n%s", out)
 	}
+}
+
+// With the default --max-body, the largest value the API documents (1 MiB)
+// is accepted however its JSON string is escaped.
+func TestServeDefaultBodyFitsTheLargestValue(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	s := c.serve("--no-maintenance")
+	body, _ := json.Marshal(map[string]any{"value": strings.Repeat("\x01", fenced.MaxValueBytes), "fence": 1})
+	s.want(200, "PUT", "/v1/resources/big", string(body))
+	s.stop()
 }

@@ -27,13 +27,23 @@ func versionString() string {
 	return fmt.Sprintf("%s (%s)", s, info.GoVersion)
 }
 
+// versionLine is what "fenced version" and "fenced --version" both print.
+func versionLine() string { return "fenced " + versionString() + "\n" }
+
+// versionTemplate makes cobra's --version print versionLine (its default
+// template says "fenced version …"). Braces in the version are quoted so
+// the template prints them as they are.
+func versionTemplate() string {
+	return fmt.Sprintf("{{%q}}", versionLine())
+}
+
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version of fenced",
+		Short: "Print the version of fenced (the same line as --version)",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "fenced %s\n", versionString())
+			_, err := fmt.Fprint(cmd.OutOrStdout(), versionLine())
 			return err
 		},
 	}

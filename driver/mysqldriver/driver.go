@@ -1,5 +1,74 @@
-// Package mysqldriver is the MySQL 8 / MariaDB (10.6 and later) backend of
-// fenced, through github.com/go-sql-driver/mysql.
+// Package mysqldriver is the MariaDB (10.6 and later) and MySQL 8 backend
+// of fenced, through github.com/go-sql-driver/mysql.
+//
+// # What is tested
+//
+// MariaDB 10.11 only, with its default settings (innodb_autoinc_lock_mode
+// 1, binary log off): the conformance suite under READ COMMITTED and
+// REPEATABLE READ, the demo, the benchmark. No MySQL server package is
+// installable on the machines this is tested on, so MySQL 8 is written for
+// (the list below says how) but has never run these tests. MariaDB
+// 10.6-10.10 are not tested either; everything used exists there (SKIP
+// LOCKED since 10.6).
+//
+// # MySQL 8: what differs from MariaDB in what the driver relies on
+//
+// Each of these is a place where a MySQL 8 server could behave otherwise
+// than the MariaDB the tests ran on; none is verified on MySQL.
+//
+//   - JSON. MariaDB's JSON is LONGTEXT with a JSON_VALID check: job args,
+//     output and progress come back byte for byte. MySQL 8 stores a binary
+//     form and writes it back normalized: keys sorted, of duplicate keys
+//     the last kept, its own spacing, and numbers re-encoded (a number with
+//     a fraction or an integer beyond 64 bits as a double: 1.10 reads back
+//     as 1.1, 12345678901234567890123 as 1.2345678901234568e+22). Handlers
+//     that compare stored JSON as text, or need exact large numbers, would
+//     see a difference. (PostgreSQL's jsonb normalizes too, but keeps
+//     numbers exact.) Nesting is limited to 31 levels because MariaDB's
+//     JSON_VALID refuses 32; MySQL allows 100.
+//   - Locking reads. Guards use LOCK IN SHARE MODE, which MySQL 8 still
+//     accepts as a deprecated synonym of FOR SHARE (the same lock); claims,
+//     recovery and heartbeats use FOR UPDATE SKIP LOCKED (MySQL 8.0.1+,
+//     MariaDB 10.6+). The locks are InnoDB's on both, but which rows a
+//     locking scan locks or skips under READ COMMITTED was observed only
+//     on MariaDB (the claim-race and contention tests).
+//   - Found rows. Connections set CLIENT_FOUND_ROWS, so an UPDATE reports
+//     the rows it matched, not the rows it changed (a second release, a
+//     renewal to the same expiry): the flag and its meaning are the same on
+//     both servers.
+//   - LAST_INSERT_ID(expr) in an UPDATE. A renewal's clock reading, a
+//     resource's new version and a heartbeat's new expiry come back in the
+//     OK packet this way; both servers document that mysql_insert_id
+//     returns expr after an UPDATE that called it.
+//   - The clock. UTC_TIMESTAMP(6) reads the statement's start to the
+//     microsecond on both, and times are DATETIME(6). MySQL rounds excess
+//     fractional digits when storing a time where MariaDB truncates; the
+//     driver always writes exactly six, so neither applies.
+//   - Assignment order. A grant's UPDATE decides the fence before it sets
+//     the owner, relying on a single-table UPDATE assigning left to right,
+//     which MySQL documents and MariaDB does unless SIMULTANEOUS_ASSIGNMENT
+//     is set (which gives the same result here).
+//   - RETURNING. MariaDB has INSERT … RETURNING and DELETE … RETURNING,
+//     MySQL has none; the driver uses none, so both servers take the same
+//     statements (see below).
+//   - Auto-increment. MySQL 8's default innodb_autoinc_lock_mode is 2, so a
+//     batch enqueue inserts one job per statement (the path MariaDB takes
+//     for jobs with an idempotency key, never for a whole batch in the
+//     tests). A fence advance moves the id counter by inserting and
+//     deleting placeholder jobs, relying on InnoDB keeping the counter
+//     across restarts (MySQL 8.0+, MariaDB 10.2.4+).
+//   - CHECK constraints are enforced from MySQL 8.0.16 (parsed and ignored
+//     before it): use 8.0.16 or later.
+//   - Migrations. MySQL has no ADD COLUMN IF NOT EXISTS, so migration 0003
+//     reads information_schema and prepares the ALTER itself: written for
+//     MySQL, run only on MariaDB.
+//   - Sessions. The isolation level is set with SET SESSION TRANSACTION
+//     ISOLATION LEVEL, which both accept; a URL that sets it as a variable
+//     must use the server's name for it (transaction_isolation on MySQL 8,
+//     tx_isolation on MariaDB before 11.1). MySQL 8 logs binary ROW events
+//     by default, which READ COMMITTED allows; the tests ran with binary
+//     logging off. MySQL 8's default authentication, caching_sha2_password,
+//     is go-sql-driver/mysql's to handle, and untested here.
 //
 // How it meets the contract where the dialect differs from PostgreSQL:
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/fenced/fenced/driver"
 )
 
 // AdvanceFences statements, run in this order in one transaction. MySQL's
@@ -84,4 +86,15 @@ func advanceJobIDs(ctx context.Context, tx *sql.Tx, by int64) error {
 	}
 	_, err = tx.ExecContext(ctx, fenceDropSQL, counter, past)
 	return err
+}
+
+var _ driver.FenceFloorReader = (*Driver)(nil)
+
+// FenceFloor implements driver.FenceFloorReader.
+func (d *Driver) FenceFloor(ctx context.Context) (int64, error) {
+	var floor int64
+	if err := d.db.QueryRowContext(ctx, `SELECT fence_floor FROM fenced_meta WHERE id = 1`).Scan(&floor); err != nil {
+		return 0, fmt.Errorf("read fence floor: %w", err)
+	}
+	return floor, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fenced/fenced/driver"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -53,4 +54,15 @@ func advanceFences(ctx context.Context, tx pgx.Tx, by int64) (int64, error) {
 			COALESCE(pg_sequence_last_value(s.seq), 0), (SELECT COALESCE(max(id), 0) FROM fenced_jobs)) + $1)
 		FROM (SELECT pg_get_serial_sequence('fenced_jobs', 'id')::regclass AS seq) s`, by)
 	return floor, err
+}
+
+var _ driver.FenceFloorReader = (*Driver)(nil)
+
+// FenceFloor implements driver.FenceFloorReader.
+func (d *Driver) FenceFloor(ctx context.Context) (int64, error) {
+	var floor int64
+	if err := d.pool.QueryRow(ctx, `SELECT fence_floor FROM fenced_meta`).Scan(&floor); err != nil {
+		return 0, fmt.Errorf("read fence floor: %w", err)
+	}
+	return floor, nil
 }

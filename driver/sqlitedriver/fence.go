@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/fenced/fenced/driver"
 )
 
 // advanceFencesJobsSQL gives every job's next attempt a fence above any
@@ -54,6 +56,17 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("advance fences: %w", err)
+	}
+	return floor, nil
+}
+
+var _ driver.FenceFloorReader = (*Driver)(nil)
+
+// FenceFloor implements driver.FenceFloorReader.
+func (d *Driver) FenceFloor(ctx context.Context) (int64, error) {
+	var floor int64
+	if err := d.db.QueryRowContext(ctx, `SELECT fence_floor FROM fenced_meta WHERE id = 1`).Scan(&floor); err != nil {
+		return 0, fmt.Errorf("read fence floor: %w", err)
 	}
 	return floor, nil
 }

@@ -308,7 +308,7 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	faultyFor := time.Since(start)
-	r.logf("faults stop: %v; enqueued %d; draining", n.count, enq.n.Load())
+	r.logf("faults stop: %s injected; enqueued %d; draining", tally(n.count), enq.n.Load())
 	drained := r.drain(ctx)
 	r.stopAll()
 	m.Stop()

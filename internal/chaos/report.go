@@ -95,7 +95,7 @@ func (r *Report) JSON() []byte {
 
 // WriteTable prints the report as a table.
 func (r *Report) WriteTable(w io.Writer) {
-	row := func(k string, v any) { fmt.Fprintf(w, "  %-26s %v\n", k, v) }
+	row := func(k string, v any) { fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("  %-26s %v", k, v), " ")) }
 	fmt.Fprintln(w, "== chaos run")
 	row("seed", r.Seed)
 	row("duration (faulty phase)", fmt.Sprintf("%.1fs", r.Seconds))
@@ -129,13 +129,23 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 }
 
+// kinds is tally(m) in parentheses, or "" when m is empty.
 func kinds(m map[string]int) string {
 	if len(m) == 0 {
 		return ""
 	}
-	var parts []string
+	return "(" + tally(m) + ")"
+}
+
+// tally prints counts by name for people, sorted by name: "conn-kill 16,
+// kill 3, pause 11", or "none" when m is empty.
+func tally[K ~string](m map[K]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
-	return "(" + strings.Join(parts, ", ") + ")"
+	return strings.Join(parts, ", ")
 }

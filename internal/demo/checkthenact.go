@@ -7,17 +7,18 @@ import (
 	"time"
 )
 
-// The naive claim, on the demo's own table: read the state, then write by
-// name without re-checking it.
+// The naive claim, on the demo's own table (%s): read the state, then write
+// by name without re-checking it.
 const (
-	naiveInsertSQL = `INSERT INTO fenced_demo_naive_jobs (name, state) VALUES ($1, 'queued')`
-	naiveSelectSQL = `SELECT state, COALESCE(owner, '') FROM fenced_demo_naive_jobs WHERE name = $1`
-	naiveUpdateSQL = `UPDATE fenced_demo_naive_jobs SET state = 'running', owner = $2 WHERE name = $1`
+	naiveInsertSQL = `INSERT INTO %s (name, state) VALUES ($1, 'queued')`
+	naiveSelectSQL = `SELECT state, COALESCE(owner, '') FROM %s WHERE name = $1`
+	naiveUpdateSQL = `UPDATE %s SET state = 'running', owner = $2 WHERE name = $1`
 )
 
 // checkThenAct: the naive claim, SELECT the queued job and then UPDATE it by
 // name without re-checking its state, run by two workers deliberately
-// interleaved (both SELECT, then both UPDATE) against fenced_demo_naive_jobs:
+// interleaved (both SELECT, then both UPDATE) against a table of the run's
+// own (fenced_demo_naive_jobs_…):
 // both are told they own the job, and the second UPDATE silently overwrote
 // the first. Then the same interleaving with fenced: both see the job queued,
 // both call ClaimJobs, whose single statement checks and changes the state
@@ -37,21 +38,22 @@ func checkThenAct(ctx context.Context, e *env) []Step {
 
 func naive(ctx context.Context, e *env, t *timeline, ps []*peer) {
 	name := fmt.Sprintf("naive-%d", time.Now().UnixNano())
-	if _, err := execSQL(ctx, e.d, naiveJobsDDL); err != nil {
-		t.fail("—", "naive: create fenced_demo_naive_jobs", "created", err)
+	table := e.table("fenced_demo_naive_jobs")
+	if _, err := execSQL(ctx, e.d, fmt.Sprintf(naiveJobsDDL, table)); err != nil {
+		t.fail("—", "naive: create "+table, "created", err)
 		return
 	}
-	if _, err := execSQL(ctx, e.d, naiveInsertSQL, name); err != nil {
+	if _, err := execSQL(ctx, e.d, fmt.Sprintf(naiveInsertSQL, table), name); err != nil {
 		t.fail("—", "naive: insert a queued job", "queued", err)
 		return
 	}
-	t.add("—", "naive: insert a queued job "+name, "queued", naiveRead(ctx, ps[0], name))
+	t.add("—", "naive: insert a queued job "+name, "queued", naiveRead(ctx, ps[0], table, name))
 	for _, p := range ps {
-		t.add(p.name, "naive: SELECT the job (is it queued?)", "queued", naiveRead(ctx, p, name))
+		t.add(p.name, "naive: SELECT the job (is it queued?)", "queued", naiveRead(ctx, p, table, name))
 	}
 	var owners []string
 	for _, p := range ps {
-		n, err := execSQL(ctx, p.d, naiveUpdateSQL, name, p.name)
+		n, err := execSQL(ctx, p.d, fmt.Sprintf(naiveUpdateSQL, table), name, p.name)
 		if err != nil {
 			t.fail(p.name, "naive: UPDATE it to running, owner "+p.name, "1 row updated", err)
 			return
@@ -64,13 +66,13 @@ func naive(ctx context.Context, e *env, t *timeline, ps []*peer) {
 	}
 	t.add("—", "naive: who was told it owns the job; what the row says",
 		"told: A and B; row: running, owner B",
-		fmt.Sprintf("told: %s; row: %s", strings.Join(owners, " and "), naiveRead(ctx, ps[0], name)))
+		fmt.Sprintf("told: %s; row: %s", strings.Join(owners, " and "), naiveRead(ctx, ps[0], table, name)))
 }
 
-// naiveRead describes the naive job as p reads it.
-func naiveRead(ctx context.Context, p *peer, name string) string {
+// naiveRead describes the naive job as p reads it from table.
+func naiveRead(ctx context.Context, p *peer, table, name string) string {
 	var state, owner string
-	if err := scanSQL(ctx, p.d, naiveSelectSQL, []any{name}, &state, &owner); err != nil {
+	if err := scanSQL(ctx, p.d, fmt.Sprintf(naiveSelectSQL, table), []any{name}, &state, &owner); err != nil {
 		return "error: " + err.Error()
 	}
 	if owner == "" {
@@ -80,7 +82,7 @@ func naiveRead(ctx context.Context, p *peer, name string) string {
 }
 
 func atomicClaim(ctx context.Context, e *env, t *timeline, ps []*peer) {
-	q := queue("check-then-act")
+	q := e.queue("check-then-act")
 	j, err := enqueue(ctx, e.c, q)
 	if err != nil {
 		t.fail("—", "fenced: enqueue a job", "queued", err)

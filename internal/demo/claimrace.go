@@ -130,11 +130,10 @@ func claimRace(ctx context.Context, e *env) []Step {
 		return t.steps
 	}
 	defer closeAll()
-	q := queue("claim-race")
-	apiRace(ctx, &t, e, ps, q+"-api")
-	heldRace(ctx, &t, e, ps, q+"-held", false)
+	apiRace(ctx, &t, e, ps, e.queue("claim-race-api"))
+	heldRace(ctx, &t, e, ps, e.queue("claim-race-held"), false)
 	if e.dialect != "sqlite" {
-		heldRace(ctx, &t, e, ps, q+"-skip", true)
+		heldRace(ctx, &t, e, ps, e.queue("claim-race-skip"), true)
 	}
 	return t.steps
 }

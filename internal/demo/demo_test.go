@@ -2,11 +2,14 @@ package demo_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/fenced/fenced/internal/demo"
+	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/testdb"
 )
 
@@ -35,6 +38,19 @@ func runDemo(t *testing.T, url string, names ...string) string {
 		if !strings.Contains(out.String(), n+": every step as expected") {
 			t.Errorf("output lacks %q", n+": every step as expected")
 		}
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	for _, line := range lines {
+		if display.Width(line) > demo.Width {
+			t.Errorf("line wider than %d columns: %q", demo.Width, line)
+		}
+	}
+	scenarios := "scenarios"
+	if len(names) == 1 {
+		scenarios = "scenario"
+	}
+	if want := fmt.Sprintf(`^%d %s on (sqlite|postgres|mysql): all as expected$`, len(names), scenarios); !regexp.MustCompile(want).MatchString(lines[len(lines)-1]) {
+		t.Errorf("last line %q, want the summary %s", lines[len(lines)-1], want)
 	}
 	return out.String()
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver"
@@ -36,12 +35,6 @@ func (e *env) peers(ctx context.Context, names ...string) (ps []*peer, closeAll 
 		ps = append(ps, &peer{name: n, c: c, d: d})
 	}
 	return ps, closeAll, nil
-}
-
-// queue is a queue name of this run only, so scenarios sharing a database
-// never claim each other's jobs.
-func queue(scenario string) string {
-	return fmt.Sprintf("demo-%s-%d", scenario, time.Now().UnixNano())
 }
 
 // enqueue adds one job of the demo to q.

@@ -158,14 +158,15 @@ func scanSQL(ctx context.Context, d driver.Driver, query string, args []any, des
 // noRows reports a query that found nothing, on any backend.
 func noRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
-// The demo's own tables: plain SQL every backend accepts (a key is a
-// VARCHAR: MySQL cannot index an unbounded TEXT).
+// The demo's own tables, one of each per run (env.table names them):
+// plain SQL every backend accepts (a key is a VARCHAR: MySQL cannot index
+// an unbounded TEXT). %s is the table's name.
 const (
-	naiveJobsDDL = `CREATE TABLE IF NOT EXISTS fenced_demo_naive_jobs (
+	naiveJobsDDL = `CREATE TABLE %s (
     name  VARCHAR(200) PRIMARY KEY,
     state TEXT NOT NULL,
     owner TEXT)`
-	businessDDL = `CREATE TABLE IF NOT EXISTS fenced_demo_business (
+	businessDDL = `CREATE TABLE %s (
     job    BIGINT NOT NULL,
     worker TEXT   NOT NULL,
     fence  BIGINT NOT NULL)`

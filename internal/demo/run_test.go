@@ -10,16 +10,29 @@ import (
 
 func TestRunReportsAMismatch(t *testing.T) {
 	t.Parallel()
-	table := map[string]scenario{"bad": {"a step that differs", func(context.Context, *env) []Step {
+	table := []scenario{{"bad", "a step that differs", func(context.Context, *env) []Step {
 		var tl timeline
 		tl.add("A", "write", "rejected", "rejected")
 		tl.add("A", "write", "rejected", "accepted")
+		return tl.steps
+	}}, {"good", "steps as expected", func(context.Context, *env) []Step {
+		var tl timeline
+		tl.add("A", "write", "rejected", "rejected")
 		return tl.steps
 	}}}
 	var out strings.Builder
 	ok, err := run(context.Background(), Options{Out: &out}, table, nil)
 	if err != nil || ok || !strings.Contains(out.String(), "bad: MISMATCH") {
 		t.Fatalf("ok=%v err=%v output:\n%s", ok, err, out.String())
+	}
+	if last := lastLine(out.String()); last != "2 scenarios on sqlite: 1 as expected; differed: bad" {
+		t.Errorf("summary %q", last)
+	}
+	if bad, good := strings.Index(out.String(), "== bad"), strings.Index(out.String(), "== good"); bad < 0 || good < bad {
+		t.Errorf("scenarios not run in the table's order:\n%s", out.String())
+	}
+	if Names()[0] != "stale-writer" {
+		t.Errorf("the first scenario is %s, want the headline stale-writer", Names()[0])
 	}
 }
 
@@ -86,4 +99,10 @@ func TestRaceNeedsExactlyOneWinner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lastLine is the last line of out.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	return lines[len(lines)-1]
 }

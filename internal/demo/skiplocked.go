@@ -33,7 +33,7 @@ func skipLocked(ctx context.Context, e *env) []Step {
 		return t.steps
 	}
 	defer closeAll()
-	q := queue("skip-locked")
+	q := e.queue("skip-locked")
 	number, err := enqueueNumbered(ctx, e.c, q)
 	if err != nil {
 		t.fail("—", "enqueue ten jobs", "10 queued", err)

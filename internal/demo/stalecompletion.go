@@ -26,9 +26,10 @@ FROM fenced_jobs WHERE id = $1 AND state = 'running'`
 FROM fenced_jobs WHERE id = $1 AND state = 'running'`
 )
 
+// The workers' business writes, in a table of the run's own (%s).
 const (
-	businessInsertSQL = `INSERT INTO fenced_demo_business (job, worker, fence) VALUES ($1, $2, $3)`
-	businessSelectSQL = `SELECT worker, fence FROM fenced_demo_business WHERE job = $1 ORDER BY fence`
+	businessInsertSQL = `INSERT INTO %s (job, worker, fence) VALUES ($1, $2, $3)`
+	businessSelectSQL = `SELECT worker, fence FROM %s WHERE job = $1 ORDER BY fence`
 )
 
 // staleCompletion: W1 claims a job with a short lease and works past it;
@@ -47,11 +48,12 @@ func staleCompletion(ctx context.Context, e *env) []Step {
 	}
 	defer closeAll()
 	w1, w2 := ps[0], ps[1]
-	if _, err := execSQL(ctx, e.d, businessDDL); err != nil {
-		t.fail("—", "create fenced_demo_business", "created", err)
+	table := e.table("fenced_demo_business")
+	if _, err := execSQL(ctx, e.d, fmt.Sprintf(businessDDL, table)); err != nil {
+		t.fail("—", "create "+table, "created", err)
 		return t.steps
 	}
-	q := queue("stale-completion")
+	q := e.queue("stale-completion")
 	j, err := enqueue(ctx, e.c, q)
 	if err != nil {
 		t.fail("—", "enqueue a job", "queued", err)
@@ -81,10 +83,10 @@ func staleCompletion(ctx context.Context, e *env) []Step {
 	}
 	ref2 := jobs[0].Ref()
 
-	completeWithBusiness(ctx, &t, w1, ref1, fmt.Sprintf("rejected: stale (superseded, current fence %d, held by W2)", f1+1), "rolled back")
-	completeWithBusiness(ctx, &t, w2, ref2, "accepted", "committed")
+	completeWithBusiness(ctx, &t, table, w1, ref1, fmt.Sprintf("rejected: stale (superseded, current fence %d, held by W2)", f1+1), "rolled back")
+	completeWithBusiness(ctx, &t, table, w2, ref2, "accepted", "committed")
 
-	t.add("—", "business rows of the job", fmt.Sprintf("W2 fence %d", f1+1), businessRows(ctx, e.d, j.ID))
+	t.add("—", "business rows of the job", fmt.Sprintf("W2 fence %d", f1+1), businessRows(ctx, e.d, table, j.ID))
 	t.add("—", "read the job", fmt.Sprintf("succeeded, attempt 2, fence %d, owner W2", f1+1), jobState(ctx, e.c, j.ID))
 	t.add("—", "its attempts", fmt.Sprintf("#1 W1 fence %d lost; #2 W2 fence %d succeeded", f1, f1+1), history(ctx, e.c, j.ID))
 	return t.steps
@@ -142,13 +144,13 @@ func claimWhenDue(ctx context.Context, p *peer, q string) ([]*fenced.Job, error)
 // users do: in its own transaction, its business INSERT and then
 // CompleteJobTx; the transaction commits only if the completion was
 // accepted, and rolls back on its error.
-func completeWithBusiness(ctx context.Context, t *timeline, p *peer, ref fenced.JobRef, wantComplete, wantEnd string) {
+func completeWithBusiness(ctx context.Context, t *timeline, table string, p *peer, ref fenced.JobRef, wantComplete, wantEnd string) {
 	tx, err := begin(ctx, p.d)
 	if err != nil {
 		t.fail(p.name, "begin a transaction", "begun", err)
 		return
 	}
-	n, err := tx.Exec(ctx, businessInsertSQL, ref.ID, p.name, ref.Fence)
+	n, err := tx.Exec(ctx, fmt.Sprintf(businessInsertSQL, table), ref.ID, p.name, ref.Fence)
 	inserted := fmt.Sprintf("%d row inserted", n)
 	if err != nil {
 		inserted = "error: " + err.Error()
@@ -172,11 +174,11 @@ func completeWithBusiness(ctx context.Context, t *timeline, p *peer, ref fenced.
 	t.add(p.name, "… then commit if accepted, else roll back", wantEnd, end)
 }
 
-// businessRows lists the demo business rows of job id.
-func businessRows(ctx context.Context, d driver.Driver, id int64) string {
+// businessRows lists the business rows of job id in table.
+func businessRows(ctx context.Context, d driver.Driver, table string, id int64) string {
 	var rows []string
 	err := withTx(ctx, d, func(tx fenced.Tx) error {
-		rs, err := tx.Query(ctx, businessSelectSQL, id)
+		rs, err := tx.Query(ctx, fmt.Sprintf(businessSelectSQL, table), id)
 		if err != nil {
 			return err
 		}

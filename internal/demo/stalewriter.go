@@ -21,7 +21,7 @@ const staleWriterTTL = time.Second
 // The fenced store rejects A's write; a store that checks no token (writes at
 // fence 0, which every write passes) lets the stale 5 win.
 func staleWriter(ctx context.Context, e *env) []Step {
-	name := fmt.Sprintf("report-%d", time.Now().UnixNano())
+	name := e.lease("report", "/fenced", "/unfenced")
 	fencedKey, unfencedKey := name+"/fenced", name+"/unfenced"
 	var steps []Step
 	add := func(who, action, expected, observed string) {

@@ -13,7 +13,7 @@ import (
 // attempt. Every refusal is a typed answer, never a silent success.
 func transitions(ctx context.Context, e *env) []Step {
 	var t timeline
-	q := queue("transitions")
+	q := e.queue("transitions")
 	j, err := enqueue(ctx, e.c, q)
 	if err != nil {
 		t.fail("—", "enqueue a job", "queued", err)

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/wire"
 )
 
 // The error codes of the "error" field. Stable: clients switch on them.
@@ -42,7 +43,7 @@ type errorBody struct {
 	// conflict, not found): the reading the decision was made at when the
 	// library returns one (a job's stale write), else the clock reading
 	// taken right after it.
-	DBTime *time.Time `json:"db_time,omitempty"`
+	DBTime *wire.Time `json:"db_time,omitempty"`
 }
 
 func (b *errorBody) base() *errorBody { return b }
@@ -57,7 +58,7 @@ type heldBody struct {
 	Name      string    `json:"name"`
 	Owner     string    `json:"owner"`
 	Fence     int64     `json:"fence"`
-	ExpiresAt time.Time `json:"expires_at"`
+	ExpiresAt wire.Time `json:"expires_at"`
 }
 
 type staleBody struct {
@@ -104,7 +105,7 @@ func notFoundRoute(r *http.Request) *apiError {
 
 // notFound is a 404 the database decided: kind name does not exist.
 func notFound(kind, name string) *apiError {
-	e := newError(http.StatusNotFound, codeNotFound, kind+" "+strconv.Quote(name)+" not found")
+	e := newError(http.StatusNotFound, codeNotFound, kind+" "+display.Quote(name)+" not found")
 	e.fromDB = true
 	return e
 }
@@ -127,7 +128,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 	case errors.As(err, &held):
 		return &apiError{status: http.StatusConflict, fromDB: true, body: &heldBody{
 			errorBody{Error: codeLeaseHeld, Message: err.Error()},
-			held.Name, held.Owner, held.Fence, held.ExpiresAt.UTC()}}
+			held.Name, held.Owner, held.Fence, wire.Time(held.ExpiresAt)}}
 	case errors.As(err, &stale):
 		s.metrics.stale.WithLabelValues(stale.Kind, string(stale.Reason)).Inc()
 		return &apiError{status: http.StatusConflict, fromDB: true, at: stale.DecidedAt, body: &staleBody{
@@ -179,7 +180,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 			t = s.dbNow(r.Context())
 		}
 		if !t.IsZero() {
-			u := t.UTC()
+			u := wire.Time(t)
 			e.body.base().DBTime = &u
 		}
 	}

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/wire"
 )
 
 // healthReply says the database answered, and its clock.
 type healthReply struct {
 	Status string    `json:"status"`
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
 
 // health: GET /healthz → 200 {"status": "ok"} once the database answers
@@ -31,5 +32,5 @@ func (s *Server) health(r *http.Request) (*reply, error) {
 		s.log.Warn("health check failed", "err", s.cfg.Redact(err.Error()))
 		return nil, newError(http.StatusServiceUnavailable, codeUnavailable, "the database does not answer")
 	}
-	return ok(healthReply{"ok", t.UTC()}, t), nil
+	return ok(healthReply{"ok", wire.Time(t)}, t), nil
 }

@@ -27,7 +27,13 @@ type enqueueRequest struct {
 // key matched.
 type enqueueReply struct {
 	wire.Enqueued
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
+}
+
+// MarshalJSON encodes the job's fields and "existing", then db_time
+// (Enqueued's own MarshalJSON, promoted, would leave db_time out).
+func (e enqueueReply) MarshalJSON() ([]byte, error) {
+	return wire.Merge(e.Enqueued, dbTimeOf(e.DBTime))
 }
 
 // maxDelay bounds delay_ms, as the library bounds a delay.
@@ -65,7 +71,7 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := ok(enqueueReply{wire.Enqueued{Job: *j, Existing: existing}, j.DecidedAt.UTC()}, j.DecidedAt)
+	rep := ok(enqueueReply{wire.Enqueued{Job: *j, Existing: existing}, wire.Time(j.DecidedAt)}, j.DecidedAt)
 	if !existing {
 		rep.status = http.StatusCreated
 		rep.location = "/v1/jobs/" + strconv.FormatInt(j.ID, 10)
@@ -76,7 +82,7 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 // jobHistoryReply is a job and its attempts.
 type jobHistoryReply struct {
 	wire.JobHistory
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
 
 // getJob: GET /v1/jobs/{id} → {"job": …, "attempts": […]}.
@@ -89,7 +95,7 @@ func (s *Server) getJob(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, jobNotFound(id, err)
 	}
-	return ok(jobHistoryReply{wire.JobHistoryFrom(j, attempts), j.DecidedAt.UTC()}, j.DecidedAt), nil
+	return ok(jobHistoryReply{wire.JobHistoryFrom(j, attempts), wire.Time(j.DecidedAt)}, j.DecidedAt), nil
 }
 
 // jobsReply is a page of jobs. NextAfter is the "after" of the next page,
@@ -98,7 +104,7 @@ func (s *Server) getJob(r *http.Request) (*reply, error) {
 type jobsReply struct {
 	Jobs      []*fenced.Job `json:"jobs"`
 	NextAfter *int64        `json:"next_after"`
-	DBTime    time.Time     `json:"db_time,omitzero"`
+	DBTime    wire.Time     `json:"db_time,omitzero"`
 }
 
 // listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after= → a page of jobs
@@ -124,14 +130,14 @@ func (s *Server) listJobs(r *http.Request) (*reply, error) {
 		limit = fenced.DefaultListLimit
 	}
 	if len(jobs) > 0 {
-		out.DBTime = jobs[0].DecidedAt.UTC()
+		out.DBTime = wire.Time(jobs[0].DecidedAt)
 		if len(jobs) == limit {
 			out.NextAfter = &jobs[len(jobs)-1].ID
 		}
 	} else {
-		out.DBTime = s.dbNow(r.Context())
+		out.DBTime = wire.Time(s.dbNow(r.Context()))
 	}
-	return ok(out, out.DBTime), nil
+	return ok(out, time.Time(out.DBTime)), nil
 }
 
 // jobFilter reads the query of a job list strictly: known parameters,
@@ -187,14 +193,18 @@ func (s *Server) cancel(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, jobNotFound(id, err)
 	}
-	return ok(jobReply{*j, j.DecidedAt.UTC()}, j.DecidedAt), nil
+	return ok(jobReply{*j, wire.Time(j.DecidedAt)}, j.DecidedAt), nil
 }
 
 // jobReply is one job.
 type jobReply struct {
 	fenced.Job
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
+
+// MarshalJSON encodes the job's fields, then db_time (the Job's own
+// MarshalJSON, promoted, would leave db_time out).
+func (j jobReply) MarshalJSON() ([]byte, error) { return wire.Merge(j.Job, dbTimeOf(j.DBTime)) }
 
 // pathJobID is the {id} of the path.
 func pathJobID(r *http.Request) (int64, error) {

@@ -29,7 +29,7 @@ type claimRequest struct {
 // attempt. Empty when nothing was eligible within wait_ms.
 type claimReply struct {
 	Jobs   []*fenced.Job `json:"jobs"`
-	DBTime time.Time     `json:"db_time,omitzero"`
+	DBTime wire.Time     `json:"db_time,omitzero"`
 }
 
 // claim: POST /v1/queues/{queue}/claim {owner, limit, lease_ms, wait_ms,
@@ -71,11 +71,11 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 	s.metrics.claims.WithLabelValues(queue).Add(float64(len(jobs)))
 	out := claimReply{Jobs: wire.List(jobs)}
 	if len(jobs) > 0 {
-		out.DBTime = jobs[0].DecidedAt.UTC()
+		out.DBTime = wire.Time(jobs[0].DecidedAt)
 	} else {
-		out.DBTime = s.dbNow(r.Context())
+		out.DBTime = wire.Time(s.dbNow(r.Context()))
 	}
-	return ok(out, out.DBTime), nil
+	return ok(out, time.Time(out.DBTime)), nil
 }
 
 // claimWait claims, and while nothing is eligible waits for a wake (an
@@ -130,9 +130,9 @@ type heartbeatRequest struct {
 type heartbeatReply struct {
 	ID              int64     `json:"id"`
 	Fence           int64     `json:"fence"`
-	LeaseExpiresAt  time.Time `json:"lease_expires_at"`
+	LeaseExpiresAt  wire.Time `json:"lease_expires_at"`
 	CancelRequested bool      `json:"cancel_requested"`
-	DBTime          time.Time `json:"db_time,omitzero"`
+	DBTime          wire.Time `json:"db_time,omitzero"`
 }
 
 // heartbeat: POST /v1/jobs/{id}/heartbeat {fence, lease_ms} → the new
@@ -155,9 +155,9 @@ func (s *Server) heartbeat(r *http.Request) (*reply, error) {
 	// statement. Not extended (its row was held by a transaction of the
 	// same attempt): current, not stale; its lease as it stands is the
 	// answer, and the next heartbeat extends it.
-	t := hb.DecidedAt.UTC()
-	return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: hb.ExpiresAt.UTC(),
-		CancelRequested: hb.CancelRequested, DBTime: t}, t), nil
+	t := hb.DecidedAt
+	return ok(heartbeatReply{ID: ref.ID, Fence: ref.Fence, LeaseExpiresAt: wire.Time(hb.ExpiresAt),
+		CancelRequested: hb.CancelRequested, DBTime: wire.Time(t)}, t), nil
 }
 
 // endReply is an accepted final write or progress report. The job's new
@@ -165,13 +165,12 @@ func (s *Server) heartbeat(r *http.Request) (*reply, error) {
 type endReply struct {
 	ID     int64     `json:"id"`
 	Fence  int64     `json:"fence"`
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
 
 // ended is the reply to a write the database recorded at t.
 func ended(ref fenced.JobRef, t time.Time) *reply {
-	t = t.UTC()
-	return ok(endReply{ref.ID, ref.Fence, t}, t)
+	return ok(endReply{ref.ID, ref.Fence, wire.Time(t)}, t)
 }
 
 type completeRequest struct {

@@ -15,8 +15,12 @@ const defaultLeaseTTL = 30 * time.Second
 // leaseReply is a lease with the database time it was decided at.
 type leaseReply struct {
 	fenced.Lease
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
+
+// MarshalJSON encodes the lease's fields, then db_time (the Lease's own
+// MarshalJSON, promoted, would leave db_time out).
+func (l leaseReply) MarshalJSON() ([]byte, error) { return wire.Merge(l.Lease, dbTimeOf(l.DBTime)) }
 
 type acquireRequest struct {
 	Owner string `json:"owner"`
@@ -44,7 +48,7 @@ func (s *Server) acquire(r *http.Request) (*reply, error) {
 	default:
 		return nil, err
 	}
-	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, wire.Time(l.DecidedAt)}, l.DecidedAt), nil
 }
 
 type renewRequest struct {
@@ -72,7 +76,7 @@ func (s *Server) renew(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
-	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, wire.Time(l.DecidedAt)}, l.DecidedAt), nil
 }
 
 type releaseRequest struct {
@@ -96,7 +100,7 @@ func (s *Server) release(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
-	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, wire.Time(l.DecidedAt)}, l.DecidedAt), nil
 }
 
 // getLease: GET /v1/leases/{name} → the lease, held by the database clock.
@@ -105,13 +109,13 @@ func (s *Server) getLease(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, leaseNotFound(r, err)
 	}
-	return ok(leaseReply{*l, l.DecidedAt.UTC()}, l.DecidedAt), nil
+	return ok(leaseReply{*l, wire.Time(l.DecidedAt)}, l.DecidedAt), nil
 }
 
 // leasesReply is every lease, by name.
 type leasesReply struct {
 	Leases []*fenced.Lease `json:"leases"`
-	DBTime time.Time       `json:"db_time,omitzero"`
+	DBTime wire.Time       `json:"db_time,omitzero"`
 }
 
 // listLeases: GET /v1/leases → {"leases": [...]}.
@@ -126,7 +130,7 @@ func (s *Server) listLeases(r *http.Request) (*reply, error) {
 	} else {
 		t = s.dbNow(r.Context())
 	}
-	return ok(leasesReply{wire.List(ls), t}, t), nil
+	return ok(leasesReply{wire.List(ls), wire.Time(t)}, t), nil
 }
 
 // leaseNotFound names the lease in a not-found.

@@ -6,10 +6,14 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/wire"
 )
 
 // HeaderDBTime is the response header carrying the database clock reading
-// the answer was decided at (RFC 3339 with nanoseconds, UTC).
+// the answer was decided at, in fencedtype.TimeLayout (RFC 3339, UTC,
+// microseconds), the form of every time in the bodies.
 const HeaderDBTime = "X-Fenced-DB-Time"
 
 // reply is a successful answer: status, JSON body, and the database time
@@ -63,7 +67,7 @@ func writeJSON(w http.ResponseWriter, status int, body any, dbTime time.Time) {
 }
 
 // formatDBTime is the header form of a database time.
-func formatDBTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func formatDBTime(t time.Time) string { return fencedtype.FormatTime(t) }
 
 // recorder remembers the status written, for the request log and metrics.
 type recorder struct {
@@ -113,3 +117,11 @@ func levelFor(status int) slog.Level {
 	}
 	return slog.LevelInfo
 }
+
+// dbTime is the db_time member a reply that embeds a value adds to it
+// through wire.Merge (absent when zero).
+type dbTime struct {
+	DBTime wire.Time `json:"db_time,omitzero"`
+}
+
+func dbTimeOf(t wire.Time) dbTime { return dbTime{t} }

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
-	"time"
 	"unicode/utf8"
 
 	"github.com/fenced/fenced"
@@ -22,7 +21,7 @@ type putResourceRequest struct {
 // resourceWriteReply is an accepted write.
 type resourceWriteReply struct {
 	fenced.ResourceWrite
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
 
 // putResource: PUT /v1/resources/{key} {value, fence, operation_id?} →
@@ -47,13 +46,13 @@ func (s *Server) putResource(r *http.Request) (*reply, error) {
 		return nil, err
 	}
 	t := s.dbNow(r.Context())
-	return ok(resourceWriteReply{*w, t}, t), nil
+	return ok(resourceWriteReply{*w, wire.Time(t)}, t), nil
 }
 
 // resourceReply is a stored resource.
 type resourceReply struct {
 	wire.Resource
-	DBTime time.Time `json:"db_time,omitzero"`
+	DBTime wire.Time `json:"db_time,omitzero"`
 }
 
 // getResource: GET /v1/resources/{key} → {key, value, fence, version,
@@ -72,5 +71,5 @@ func (s *Server) getResource(r *http.Request) (*reply, error) {
 		out.Value, out.ValueBase64 = "", base64.StdEncoding.EncodeToString(res.Value)
 	}
 	t := s.dbNow(r.Context())
-	return ok(resourceReply{out, t}, t), nil
+	return ok(resourceReply{out, wire.Time(t)}, t), nil
 }

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/fenced/fenced"
@@ -26,6 +28,30 @@ func TestResources(t *testing.T) {
 			}
 			if _, ok := r.body["value_base64"]; ok {
 				t.Fatalf("text value sent as base64: %s", r.raw)
+			}
+		})
+		t.Run("LargestValueFitsTheDefaultBodyHoweverEscaped", func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, db(t), Config{})
+			// Control characters are the worst case: \u0001, 6 bytes each.
+			value := strings.Repeat("\x01", fenced.MaxValueBytes)
+			body, err := json.Marshal(map[string]any{"value": value, "fence": 1, "operation_id": strings.Repeat(`"`, fenced.MaxNameBytes)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(body) < 6*fenced.MaxValueBytes {
+				t.Fatalf("body of %d bytes is not the worst case", len(body))
+			}
+			e.ok("PUT", "/v1/resources/big", body)
+			r := e.ok("GET", "/v1/resources/big", nil)
+			if r.body["value"] != value {
+				t.Fatalf("read back %d bytes, want the %d written", len(r.body["value"].(string)), len(value))
+			}
+			// One byte more is refused as a too large value, not as a too
+			// large body.
+			over, _ := json.Marshal(map[string]any{"value": value + "\x01", "fence": 1})
+			if r := e.fails(http.StatusBadRequest, codeInvalid, "PUT", "/v1/resources/big", over); r.body["field"] != "value" {
+				t.Fatalf("a value over the limit = %s", r.raw)
 			}
 		})
 		t.Run("StaleWriteIs409WithTheStoredFenceAndChangesNothing", func(t *testing.T) {

@@ -23,7 +23,12 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMaxBody   = 1 << 20
+	// DefaultMaxBody fits the largest request the API takes: a resource
+	// value of fenced.MaxValueBytes (1 MiB) however its JSON string is
+	// escaped (at most 6 bytes a byte, a control character as \u0001),
+	// with the rest of its request, and job args or output of
+	// fenced.MaxArgsBytes, which travel as the JSON they are.
+	DefaultMaxBody   = 8 << 20
 	DefaultMaxWait   = 30 * time.Second
 	DefaultPollEvery = 100 * time.Millisecond
 	// notifiedPollEvery is the poll of a waiting claim when the backend
@@ -33,14 +38,16 @@ const (
 )
 
 // Config tunes a Server. The zero value works: no tokens (loopback only),
-// 1 MiB bodies, claims wait at most 30s, no maintenance.
+// bodies up to DefaultMaxBody (8 MiB), claims wait at most 30s, no
+// maintenance.
 type Config struct {
 	// Tokens are the bearer tokens accepted. Empty means no authentication;
 	// then only loopback clients naming a loopback host are served (and the
 	// listener must be loopback: see CheckListen). Default none.
 	Tokens []string
 	// MaxBody bounds a request body in bytes; larger gets 413. Default
-	// DefaultMaxBody (1 MiB).
+	// DefaultMaxBody (8 MiB), which fits a value of the largest size however
+	// it is escaped; a smaller limit refuses some values the library takes.
 	MaxBody int64
 	// MaxWait caps the wait_ms of a claim (the long-poll). Default
 	// DefaultMaxWait (30s).

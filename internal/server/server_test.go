@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/testdb"
 )
 
@@ -90,7 +92,30 @@ func (e *env) do(method, path string, body any, header ...string) response {
 	if r.status < 300 && path != "/metrics" {
 		e.wantDBTime(r, method+" "+path)
 	}
+	wantTimeLayout(e.t, method+" "+path, r.body)
 	return r
+}
+
+// timeLayoutForm is fencedtype.TimeLayout's form: UTC, microseconds.
+var timeLayoutForm = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$`)
+
+// wantTimeLayout checks that every time in a decoded body (a member named
+// db_time or ending in _at) is written in fencedtype.TimeLayout.
+func wantTimeLayout(t *testing.T, what string, v any) {
+	t.Helper()
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && (k == "db_time" || strings.HasSuffix(k, "_at")) && !timeLayoutForm.MatchString(s) {
+				t.Errorf("%s: %s is %q, not in the form %s", what, k, s, fencedtype.TimeLayout)
+			}
+			wantTimeLayout(t, what, x)
+		}
+	case []any:
+		for _, x := range v {
+			wantTimeLayout(t, what, x)
+		}
+	}
 }
 
 // send sends a request (see do) and checks nothing; safe on any goroutine.
@@ -176,6 +201,9 @@ func (e *env) fails(status int, code, method, path string, body any, header ...s
 func (e *env) wantDBTime(r response, what string) time.Time {
 	e.t.Helper()
 	h, err := time.Parse(time.RFC3339Nano, r.header.Get(HeaderDBTime))
+	if !timeLayoutForm.MatchString(r.header.Get(HeaderDBTime)) {
+		e.t.Errorf("%s: %s header %q is not in the form %s", what, HeaderDBTime, r.header.Get(HeaderDBTime), fencedtype.TimeLayout)
+	}
 	if err != nil {
 		e.t.Fatalf("%s: %s header %q: %v", what, HeaderDBTime, r.header.Get(HeaderDBTime), err)
 	}

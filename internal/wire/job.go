@@ -10,6 +10,13 @@ type Enqueued struct {
 	Existing bool `json:"existing"`
 }
 
+// MarshalJSON encodes the job's fields, then "existing".
+func (e Enqueued) MarshalJSON() ([]byte, error) {
+	return Merge(e.Job, struct {
+		Existing bool `json:"existing"`
+	}{e.Existing})
+}
+
 // JobHistory is a job with its attempts, oldest first.
 type JobHistory struct {
 	Job      *fenced.Job         `json:"job"`
