@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -90,6 +92,25 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 		e.Reason = fencedtype.ReasonExpired
 	}
 	return e
+}
+
+// SortClaimed puts jobs a claim returned in the order it picked them, the
+// order of every backend's claim statement: priority, then run_at, then id.
+// The claim leaves run_at as it was, so the order can be restored after the
+// statement, for a backend that returns rows in no particular order.
+func SortClaimed(jobs []*fencedtype.Job) {
+	slices.SortFunc(jobs, func(a, b *fencedtype.Job) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// ScanJobCount scans a row of CountJobs: queue, state, count.
+func ScanJobCount(r Row) (fencedtype.JobCount, error) {
+	var c fencedtype.JobCount
+	var state string
+	err := r.Scan(&c.Queue, &state, &c.Count)
+	c.State = fencedtype.JobState(state)
+	return c, err
 }
 
 // WithRunningAttempt appends the attempt in progress, which lives on the job

@@ -5,6 +5,7 @@ package migrations
 import (
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,4 +49,16 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 		}
 	}
 	return out, nil
+}
+
+// Pending returns the migrations of all whose versions applied does not
+// list, in version order.
+func Pending(all []Migration, applied []int) []Migration {
+	var out []Migration
+	for _, m := range all {
+		if !slices.Contains(applied, m.Version) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/driver/migrations"
 	"github.com/go-sql-driver/mysql"
 )
@@ -84,27 +85,12 @@ func migrate(ctx context.Context, conn *sql.Conn, all []migrations.Migration) ([
 	) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4`); err != nil {
 		return nil, err
 	}
-	done := map[int]bool{}
-	rows, err := conn.QueryContext(ctx, `SELECT version FROM fenced_schema_migrations`)
+	done, err := sqldb.All(ctx, conn, sqldb.Value[int], `SELECT version FROM fenced_schema_migrations`)
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		done[v] = true
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
 	var applied []int
-	for _, m := range all {
-		if done[m.Version] {
-			continue
-		}
+	for _, m := range migrations.Pending(all, done) {
 		if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
 			return applied, fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
 		}

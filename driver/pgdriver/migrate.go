@@ -33,22 +33,15 @@ func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 			applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
 			return err
 		}
-		done := map[int]bool{}
 		rows, err := tx.Query(ctx, `SELECT version FROM fenced_schema_migrations`)
 		if err != nil {
 			return err
 		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		done, err := pgx.CollectRows(rows, pgx.RowTo[int])
 		if err != nil {
 			return err
 		}
-		for _, v := range versions {
-			done[v] = true
-		}
-		for _, m := range all {
-			if done[m.Version] {
-				continue
-			}
+		for _, m := range migrations.Pending(all, done) {
 			if _, err := tx.Exec(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
 			}

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -113,10 +114,6 @@ func (d *Driver) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback() // after a commit: sql.ErrTxDone, nothing done
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return tx.Commit()
+		return sqldb.Run(tx, fn)
 	})
 }

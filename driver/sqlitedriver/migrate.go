@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/driver/migrations"
 )
 
@@ -27,26 +28,11 @@ func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 			applied_us INTEGER NOT NULL) STRICT`); err != nil {
 			return err
 		}
-		done := map[int]bool{}
-		rows, err := tx.QueryContext(ctx, `SELECT version FROM fenced_schema_migrations`)
+		done, err := sqldb.All(ctx, tx, sqldb.Value[int], `SELECT version FROM fenced_schema_migrations`)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return err
-			}
-			done[v] = true
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		for _, m := range all {
-			if done[m.Version] {
-				continue
-			}
+		for _, m := range migrations.Pending(all, done) {
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
 			}
