@@ -30,8 +30,10 @@ type StaleReason = fencedtype.StaleReason
 
 // The reasons a fence can be stale.
 const (
-	ReasonSuperseded = fencedtype.ReasonSuperseded
-	ReasonExpired    = fencedtype.ReasonExpired
-	ReasonReleased   = fencedtype.ReasonReleased
-	ReasonNotRunning = fencedtype.ReasonNotRunning
+	ReasonSuperseded   = fencedtype.ReasonSuperseded
+	ReasonExpired      = fencedtype.ReasonExpired
+	ReasonReleased     = fencedtype.ReasonReleased
+	ReasonNotRunning   = fencedtype.ReasonNotRunning
+	ReasonWrongOwner   = fencedtype.ReasonWrongOwner
+	ReasonNeverGranted = fencedtype.ReasonNeverGranted
 )

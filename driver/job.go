@@ -73,7 +73,10 @@ type ClaimJobsParams struct {
 }
 
 // DiagnoseJob explains why a guarded write on ref changed nothing, given the
-// job as read afterwards (nil when it does not exist).
+// job as read afterwards (nil when it does not exist): the stored fence is
+// above the caller's (superseded: claimed again, or a fence advance) or
+// below it (never granted); else the attempt is no longer running, or else
+// its lease expired.
 func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 	if row == nil {
 		return fencedtype.ErrNotFound
@@ -84,8 +87,10 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 		e.CurrentOwner = row.Owner
 	}
 	switch {
-	case row.Fence != ref.Fence:
+	case ref.Fence < row.Fence:
 		e.Reason = fencedtype.ReasonSuperseded
+	case ref.Fence > row.Fence:
+		e.Reason = fencedtype.ReasonNeverGranted
 	case row.State != fencedtype.JobRunning:
 		e.Reason = fencedtype.ReasonNotRunning
 	default:
