@@ -15,11 +15,9 @@ func DiagnoseLease(ref LeaseRef, row *fencedtype.Lease) error {
 	if row.Held {
 		e.CurrentOwner = row.Owner
 	}
+	e.Reason = fenceReason(ref.Fence, row.Fence)
 	switch {
-	case ref.Fence < row.Fence:
-		e.Reason = fencedtype.ReasonSuperseded
-	case ref.Fence > row.Fence:
-		e.Reason = fencedtype.ReasonNeverGranted
+	case e.Reason != "": // the fences decided
 	case ref.Owner != row.Owner:
 		e.Reason = fencedtype.ReasonWrongOwner
 	case row.Released:
@@ -28,6 +26,19 @@ func DiagnoseLease(ref LeaseRef, row *fencedtype.Lease) error {
 		e.Reason = fencedtype.ReasonExpired
 	}
 	return e
+}
+
+// fenceReason is what the fences alone say about a refused write: the
+// stored fence is above the caller's (superseded) or below it (never
+// granted); "" when they are equal, and something else decided.
+func fenceReason(caller, stored int64) fencedtype.StaleReason {
+	switch {
+	case caller < stored:
+		return fencedtype.ReasonSuperseded
+	case caller > stored:
+		return fencedtype.ReasonNeverGranted
+	}
+	return ""
 }
 
 // HeldBy builds the error for an acquire refused because row is held.

@@ -86,11 +86,9 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 	if running {
 		e.CurrentOwner = row.Owner
 	}
+	e.Reason = fenceReason(ref.Fence, row.Fence)
 	switch {
-	case ref.Fence < row.Fence:
-		e.Reason = fencedtype.ReasonSuperseded
-	case ref.Fence > row.Fence:
-		e.Reason = fencedtype.ReasonNeverGranted
+	case e.Reason != "": // the fences decided
 	case row.State != fencedtype.JobRunning:
 		e.Reason = fencedtype.ReasonNotRunning
 	default:
