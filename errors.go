@@ -25,6 +25,10 @@ type HeldError = fencedtype.HeldError
 // InvalidError names the rejected field and why.
 type InvalidError = fencedtype.InvalidError
 
+// ConnectError says the database could not be reached or opened: the
+// backend, where, and the cause (Open returns it).
+type ConnectError = fencedtype.ConnectError
+
 // StaleReason says why a fence is no longer current.
 type StaleReason = fencedtype.StaleReason
 

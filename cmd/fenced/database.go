@@ -52,13 +52,16 @@ func (a *app) connect(ctx context.Context) (*fenced.Client, error) {
 
 func (a *app) connectWith(ctx context.Context, cfg fenced.Config) (*fenced.Client, error) {
 	c, err := fenced.Open(ctx, a.databaseURL(), cfg)
-	if err != nil {
-		if errors.Is(err, fenced.ErrInvalid) {
-			return nil, err // already names the URL, redacted
-		}
-		return nil, fmt.Errorf("open %s: %w", a.shownURL(), err)
+	var ce *fenced.ConnectError
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, fenced.ErrInvalid):
+		return nil, err // already names the URL, redacted
+	case errors.As(err, &ce):
+		return nil, err // one line: the backend, its address and the cause
 	}
-	return c, nil
+	return nil, fmt.Errorf("open %s: %w", a.shownURL(), err)
 }
 
 // shownURL is the database URL as messages show it: password redacted.

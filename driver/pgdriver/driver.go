@@ -63,7 +63,10 @@ func ParseURL(url string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// OpenConfig connects with a parsed pool configuration; Close closes the pool.
+// OpenConfig connects with a parsed pool configuration; Close closes the
+// pool. It makes one connection before it returns, so an unreachable server
+// or a refused login is a *fencedtype.ConnectError here, not a failure of
+// the first operation.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
 	keepSynchronousCommit(cfg)
 	keepReadCommitted(cfg)
@@ -71,6 +74,10 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, connectError(cfg, err)
 	}
 	return &Driver{pool: pool, owned: true}, nil
 }
