@@ -61,6 +61,7 @@ func Run(t *testing.T, b Backend) {
 	t.Run("JobFences", func(t *testing.T) { t.Parallel(); runJobFences(t, b) })
 	t.Run("JobLocks", func(t *testing.T) { t.Parallel(); runJobLocks(t, b) })
 	t.Run("StaleReasons", func(t *testing.T) { t.Parallel(); runStaleReasons(t, b) })
+	t.Run("Migrations", func(t *testing.T) { t.Parallel(); runMigrations(t, b) })
 }
 
 // env is one test's database and a client on it.

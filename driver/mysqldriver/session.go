@@ -94,8 +94,9 @@ func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 
 // MySQL error numbers the driver handles.
 const (
-	errDupEntry = 1062 // ER_DUP_ENTRY
-	errDeadlock = 1213 // ER_LOCK_DEADLOCK: the transaction was rolled back
+	errDupEntry    = 1062 // ER_DUP_ENTRY
+	errNoSuchTable = 1146 // ER_NO_SUCH_TABLE
+	errDeadlock    = 1213 // ER_LOCK_DEADLOCK: the transaction was rolled back
 )
 
 func isMySQLError(err error, number uint16) bool {
