@@ -51,6 +51,14 @@ func (c *Client) Driver() driver.Driver { return c.d }
 // versions applied. Safe to call concurrently and repeatedly.
 func (c *Client) Migrate(ctx context.Context) ([]int, error) { return c.d.Migrate(ctx) }
 
+// PendingMigrations returns the versions of the schema migrations the
+// database has not had yet (all of them on a database never migrated). It
+// only reads, so a program that only reads, or whose role or file may not
+// write, can tell whether the schema is current without migrating.
+func (c *Client) PendingMigrations(ctx context.Context) ([]int, error) {
+	return c.d.PendingMigrations(ctx)
+}
+
 // DatabaseTime reads the database clock, the clock every expiry is judged
 // by, in a statement of its own. It decides nothing; it is for reports (the
 // HTTP service stamps it on answers whose statement returns no reading). A

@@ -25,15 +25,21 @@ type HeldError = fencedtype.HeldError
 // InvalidError names the rejected field and why.
 type InvalidError = fencedtype.InvalidError
 
+// ConnectError says the database could not be reached or opened: the
+// backend, where, and the cause (Open returns it).
+type ConnectError = fencedtype.ConnectError
+
 // StaleReason says why a fence is no longer current.
 type StaleReason = fencedtype.StaleReason
 
 // The reasons a fence can be stale.
 const (
-	ReasonSuperseded = fencedtype.ReasonSuperseded
-	ReasonExpired    = fencedtype.ReasonExpired
-	ReasonReleased   = fencedtype.ReasonReleased
-	ReasonNotRunning = fencedtype.ReasonNotRunning
+	ReasonSuperseded   = fencedtype.ReasonSuperseded
+	ReasonExpired      = fencedtype.ReasonExpired
+	ReasonReleased     = fencedtype.ReasonReleased
+	ReasonNotRunning   = fencedtype.ReasonNotRunning
+	ReasonWrongOwner   = fencedtype.ReasonWrongOwner
+	ReasonNeverGranted = fencedtype.ReasonNeverGranted
 )
 
 // ErrUnknownOutcome matches every *UnknownOutcomeError: the connection failed

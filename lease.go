@@ -42,9 +42,10 @@ func (c *Client) AcquireLease(ctx context.Context, name, owner string, ttl time.
 
 // RenewLease extends the generation l to ttl from now by the database clock. It
 // succeeds only while l is current: same name, owner and fence, unreleased and
-// unexpired. Otherwise it returns a *StaleError (superseded, expired or
-// released: an expired lease must be acquired again, with a new fence), or
-// ErrNotFound if the name was never acquired.
+// unexpired. Otherwise it returns a *StaleError whose Reason says why:
+// superseded, never granted, wrong owner, released or expired (an expired
+// lease must be acquired again, with a new fence), or ErrNotFound if the
+// name was never acquired.
 func (c *Client) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (*Lease, error) {
 	if err := validRef(l); err != nil {
 		return nil, err

@@ -26,6 +26,10 @@ type Driver interface {
 	// Migrate applies the embedded schema migrations that are not yet applied
 	// and returns the versions it applied. Safe to run concurrently.
 	Migrate(ctx context.Context) ([]int, error)
+	// PendingMigrations returns the versions of the embedded migrations the
+	// database has not had yet, in order (all of them on a database never
+	// migrated). It only reads: no lock, no write.
+	PendingMigrations(ctx context.Context) ([]int, error)
 	// Close releases the driver's connections.
 	Close() error
 

@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strconv"
 	"time"
 
@@ -90,7 +92,10 @@ type ClaimJobsParams struct {
 }
 
 // DiagnoseJob explains why a guarded write on ref changed nothing, given the
-// job as read afterwards (nil when it does not exist).
+// job as read afterwards (nil when it does not exist): the stored fence is
+// above the caller's (superseded: claimed again, or a fence advance) or
+// below it (never granted); else the attempt is no longer running, or else
+// its lease expired.
 func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 	if row == nil {
 		return fencedtype.ErrNotFound
@@ -101,15 +106,34 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 	if running {
 		e.CurrentOwner = row.Owner
 	}
+	e.Reason = fenceReason(ref.Fence, row.Fence)
 	switch {
-	case row.Fence != ref.Fence:
-		e.Reason = fencedtype.ReasonSuperseded
+	case e.Reason != "": // the fences decided
 	case row.State != fencedtype.JobRunning:
 		e.Reason = fencedtype.ReasonNotRunning
 	default:
 		e.Reason = fencedtype.ReasonExpired
 	}
 	return e
+}
+
+// SortClaimed puts jobs a claim returned in the order it picked them, the
+// order of every backend's claim statement: priority, then run_at, then id.
+// The claim leaves run_at as it was, so the order can be restored after the
+// statement, for a backend that returns rows in no particular order.
+func SortClaimed(jobs []*fencedtype.Job) {
+	slices.SortFunc(jobs, func(a, b *fencedtype.Job) int {
+		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// ScanJobCount scans a row of CountJobs: queue, state, count.
+func ScanJobCount(r Row) (fencedtype.JobCount, error) {
+	var c fencedtype.JobCount
+	var state string
+	err := r.Scan(&c.Queue, &state, &c.Count)
+	c.State = fencedtype.JobState(state)
+	return c, err
 }
 
 // WithRunningAttempt appends the attempt in progress, which lives on the job

@@ -32,6 +32,19 @@ func CheckReplay(p WriteResourceParams, stored []byte) error {
 	return fencedtype.Invalid("operation id", "%q was first used on resource %q with another fence or value", p.OperationID, p.Key)
 }
 
+// ReplayedOutcome is the outcome recorded for p's operation id, scanned
+// from row (fence, accepted, version, current_fence, digest: each backend's
+// resourceOpGetSQL), returned again for a repeat of the id; an
+// *InvalidError when the repeat's fence or value differ (CheckReplay).
+func ReplayedOutcome(row Row, p WriteResourceParams) (ResourceOutcome, error) {
+	o := ResourceOutcome{Replayed: true}
+	var digest []byte
+	if err := row.Scan(&o.Fence, &o.Accepted, &o.Version, &o.Current, &digest); err != nil {
+		return o, err
+	}
+	return o, CheckReplay(p, digest)
+}
+
 // ResourceOutcome is what a resource write decided, as a driver records it
 // for replay under an operation id.
 type ResourceOutcome struct {

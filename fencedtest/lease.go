@@ -177,7 +177,7 @@ func runReleaseLease(t *testing.T, b Backend) {
 		a := e.acquire(t, "job", "A", long)
 		forged := *a
 		forged.Owner = "B"
-		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), forged)), 1, 1, "A", fenced.ReasonSuperseded)
+		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), forged)), 1, 1, "A", fenced.ReasonWrongOwner)
 	})
 }
 

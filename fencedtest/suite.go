@@ -98,6 +98,8 @@ func Run(t *testing.T, b Backend) {
 		{"Worker", runWorker},
 		{"WorkerStats", runWorkerStats},
 		{"Maintainer", runMaintainer},
+		{"StaleReasons", runStaleReasons},
+		{"Migrations", runMigrations},
 		{"NothingLost", runNothingLost},
 	} {
 		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })

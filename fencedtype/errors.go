@@ -21,19 +21,33 @@ var (
 	ErrHeld = errors.New("lease held by another owner")
 )
 
-// StaleReason says why a fence is no longer current.
+// StaleReason says why a fence is no longer current. Each is decided from
+// the row as the refusing transaction (or, where a backend diagnoses after
+// the refused statement, the read right after it) found it.
 type StaleReason string
 
 // The reasons a write can be stale.
 const (
-	// ReasonSuperseded: a newer generation was granted (the stored fence moved on).
+	// ReasonSuperseded: a newer generation was granted: the stored fence is
+	// above the caller's (a takeover, a job claimed again, a resource
+	// written under a higher fence, or a fence advance).
 	ReasonSuperseded StaleReason = "superseded"
-	// ReasonExpired: same generation, but its lease ran out by the database clock.
+	// ReasonExpired: the caller's generation is the stored one, but its
+	// lease ran out by the database clock.
 	ReasonExpired StaleReason = "expired"
-	// ReasonReleased: same generation, but it was released.
+	// ReasonReleased: the caller's generation is the stored one, but it was
+	// released.
 	ReasonReleased StaleReason = "released"
-	// ReasonNotRunning: the job attempt is no longer running (finished or taken back).
+	// ReasonNotRunning: the job attempt is the stored one but no longer
+	// running: it ended, or recovery took it back.
 	ReasonNotRunning StaleReason = "not_running"
+	// ReasonWrongOwner: the caller's fence is the stored one, but it was
+	// granted to another owner (leases only).
+	ReasonWrongOwner StaleReason = "wrong_owner"
+	// ReasonNeverGranted: the caller's fence is above the stored one, so no
+	// grant ever gave it (leases and jobs; a resource accepts any fence not
+	// below the stored one).
+	ReasonNeverGranted StaleReason = "never_granted"
 )
 
 // StaleError is returned when a write carries a fence that is no longer
@@ -42,6 +56,7 @@ const (
 type StaleError struct {
 	Kind         string      // "lease", "job" or "resource"
 	Name         string      // lease name, job id or resource key
+	Owner        string      // the caller's owner (leases); "" for jobs and resources
 	Fence        int64       // the caller's fence
 	CurrentFence int64       // the fence stored now
 	CurrentOwner string      // owner now holding it, "" when nobody holds it
@@ -52,12 +67,45 @@ type StaleError struct {
 	DecidedAt time.Time
 }
 
+// Error says what is wrong in plain words, then what is current:
+//
+//	stale fence: lease "report" fence 1 is held by "w1", not "w2"
+//	stale fence: lease "report" fence 2 was never granted: the current fence is 1 (held by "w1")
 func (e *StaleError) Error() string {
-	s := fmt.Sprintf("stale fence: %s %q fence %d is %s (current fence %d", e.Kind, e.Name, e.Fence, e.Reason, e.CurrentFence)
-	if e.CurrentOwner != "" {
-		s += fmt.Sprintf(", held by %q", e.CurrentOwner)
+	subject := fmt.Sprintf("%s %q", e.Kind, e.Name)
+	if e.Kind == "job" {
+		subject = "job " + e.Name
 	}
-	return s + ")"
+	s := fmt.Sprintf("stale fence: %s fence %d ", subject, e.Fence)
+	switch e.Reason {
+	case ReasonWrongOwner:
+		if e.CurrentOwner != "" {
+			return s + fmt.Sprintf("is held by %q, not %q", e.CurrentOwner, e.Owner)
+		}
+		return s + fmt.Sprintf("was granted to another owner, not %q; nobody holds it now", e.Owner)
+	case ReasonNeverGranted:
+		s += fmt.Sprintf("was never granted: the current fence is %d", e.CurrentFence)
+	case ReasonSuperseded:
+		if e.Kind == "resource" {
+			return s + fmt.Sprintf("is superseded: the stored value was written with fence %d", e.CurrentFence)
+		}
+		s += fmt.Sprintf("is superseded: a newer fence %d was granted", e.CurrentFence)
+	case ReasonReleased:
+		return s + "was released"
+	case ReasonExpired:
+		if e.Kind == "job" {
+			return s + "expired: the attempt's lease ran out before this write"
+		}
+		return s + "expired: its lease ran out before this write"
+	case ReasonNotRunning:
+		return s + "is no longer running: the attempt ended or was taken back"
+	default:
+		s += fmt.Sprintf("is %s: the current fence is %d", e.Reason, e.CurrentFence)
+	}
+	if e.CurrentOwner != "" {
+		return s + fmt.Sprintf(" (held by %q)", e.CurrentOwner)
+	}
+	return s + " (nobody holds it now)"
 }
 
 // Is makes errors.Is(err, ErrStale) true.

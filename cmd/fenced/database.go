@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/fenced/fenced"
@@ -27,7 +28,10 @@ func (a *app) databaseURL() string {
 }
 
 // open connects to the database and applies any pending migrations, so every
-// command works on a fresh database.
+// command works on a fresh database. A database already up to date is only
+// read, so a command that only reads needs no write access (a read-only
+// role, file or mount); one that needs migrating fails, if it cannot be
+// written, saying so.
 func (a *app) open(ctx context.Context) (*fenced.Client, error) {
 	return a.openWith(ctx, fenced.Config{})
 }
@@ -38,11 +42,30 @@ func (a *app) openWith(ctx context.Context, cfg fenced.Config) (*fenced.Client, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.Migrate(ctx); err != nil {
+	pending, err := c.PendingMigrations(ctx)
+	if err == nil && len(pending) > 0 {
+		if _, merr := c.Migrate(ctx); merr != nil {
+			err = fmt.Errorf("the database needs migrating (%s pending) and migrating it failed: %w", versions(pending), merr)
+		}
+	}
+	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("migrate %s: %w", a.shownURL(), err)
+		return nil, fmt.Errorf("%s: %w", a.shownURL(), err)
 	}
 	return c, nil
+}
+
+// versions lists migration versions for a message: "migration 3",
+// "migrations 1, 2, 3".
+func versions(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	if len(s) == 1 {
+		return "migration " + s[0]
+	}
+	return "migrations " + strings.Join(s, ", ")
 }
 
 // connect opens the database without migrating it.
@@ -52,13 +75,16 @@ func (a *app) connect(ctx context.Context) (*fenced.Client, error) {
 
 func (a *app) connectWith(ctx context.Context, cfg fenced.Config) (*fenced.Client, error) {
 	c, err := fenced.Open(ctx, a.databaseURL(), cfg)
-	if err != nil {
-		if errors.Is(err, fenced.ErrInvalid) {
-			return nil, err // already names the URL, redacted
-		}
-		return nil, fmt.Errorf("open %s: %w", a.shownURL(), err)
+	var ce *fenced.ConnectError
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, fenced.ErrInvalid):
+		return nil, err // already names the URL, redacted
+	case errors.As(err, &ce):
+		return nil, err // one line: the backend, its address and the cause
 	}
-	return c, nil
+	return nil, fmt.Errorf("open %s: %w", a.shownURL(), err)
 }
 
 // shownURL is the database URL as messages show it: password redacted.

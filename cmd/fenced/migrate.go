@@ -25,7 +25,7 @@ migrates on first use too; run this to migrate ahead of a deploy.`,
 			defer c.Close()
 			applied, err := c.Migrate(cmd.Context())
 			if err != nil {
-				return fmt.Errorf("migrate %s: %w", a.shownURL(), err)
+				return fmt.Errorf("%s: %w", a.shownURL(), err) // the driver's error says "migrate"
 			}
 			w := cmd.OutOrStdout()
 			if asJSON {

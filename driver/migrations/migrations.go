@@ -5,6 +5,7 @@ package migrations
 import (
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,4 +49,52 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 		}
 	}
 	return out, nil
+}
+
+// Apply runs each migration of pending, in order, through exec, then
+// records it with record, a statement whose two parameters are its version
+// and name. It returns the versions applied, before a failure too.
+func Apply(pending []Migration, record string, exec func(query string, args ...any) error) ([]int, error) {
+	var applied []int
+	for _, m := range pending {
+		if err := exec(m.SQL); err != nil {
+			return applied, fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
+		}
+		if err := exec(record, m.Version, m.Name); err != nil {
+			return applied, err
+		}
+		applied = append(applied, m.Version)
+	}
+	return applied, nil
+}
+
+// PendingVersions returns the versions of the migrations in dir of fsys
+// that applied does not list, in order.
+func PendingVersions(fsys fs.FS, dir string, applied []int) ([]int, error) {
+	all, err := Load(fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	return Versions(Pending(all, applied)), nil
+}
+
+// Versions lists the versions of ms, in their order.
+func Versions(ms []Migration) []int {
+	out := make([]int, len(ms))
+	for i, m := range ms {
+		out[i] = m.Version
+	}
+	return out
+}
+
+// Pending returns the migrations of all whose versions applied does not
+// list, in version order.
+func Pending(all []Migration, applied []int) []Migration {
+	var out []Migration
+	for _, m := range all {
+		if !slices.Contains(applied, m.Version) {
+			out = append(out, m)
+		}
+	}
+	return out
 }

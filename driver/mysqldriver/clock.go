@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 )
 
 var _ driver.Clock = (*Driver)(nil)
@@ -31,7 +32,7 @@ const clockAsInsertID = `LAST_INSERT_ID(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 0
 
 // execAt runs an UPDATE ending with clockAsInsertID and returns the rows it
 // matched and, when it matched any, its clock reading.
-func execAt(ctx context.Context, q querier, query string, args ...any) (int64, time.Time, error) {
+func execAt(ctx context.Context, q sqldb.Querier, query string, args ...any) (int64, time.Time, error) {
 	res, err := q.ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, time.Time{}, err

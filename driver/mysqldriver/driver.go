@@ -191,7 +191,7 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, maxConns int) (*Driver, 
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("connect mysql %s/%s: %w", cfg.Addr, cfg.DBName, err)
+		return nil, connectError(cfg, err)
 	}
 	if err := checkDurable(ctx, db); err != nil {
 		db.Close()

@@ -1,15 +1,14 @@
 package mysqldriver
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -51,7 +50,7 @@ func (s *jobScan) row() *fencedtype.Job {
 	return &j
 }
 
-func scanJob(row scanner) (*fencedtype.Job, error) {
+func scanJob(row sqldb.Scanner) (*fencedtype.Job, error) {
 	var s jobScan
 	if err := row.Scan(s.dest()...); err != nil {
 		return nil, err
@@ -59,34 +58,23 @@ func scanJob(row scanner) (*fencedtype.Job, error) {
 	return s.row(), nil
 }
 
+// collectJobs scans the job rows a query returned.
 func collectJobs(rows *sql.Rows, err error) ([]*fencedtype.Job, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*fencedtype.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return sqldb.Collect(rows, err, scanJob)
 }
 
 // readJob reads one job through q with query; nil, nil when it does not
 // exist.
-func readJob(ctx context.Context, q querier, query string, id int64) (*fencedtype.Job, error) {
-	j, err := scanJob(q.QueryRowContext(ctx, query, id))
-	if errors.Is(err, sql.ErrNoRows) {
+func readJob(ctx context.Context, q sqldb.Querier, query string, id int64) (*fencedtype.Job, error) {
+	j, err := sqldb.One(ctx, q, scanJob, query, id)
+	if errors.Is(err, fencedtype.ErrNotFound) {
 		return nil, nil
 	}
 	return j, err
 }
 
 // readJobs reads the jobs with ids through q, by id.
-func readJobs(ctx context.Context, q querier, ids []int64) (map[int64]*fencedtype.Job, error) {
+func readJobs(ctx context.Context, q sqldb.Querier, ids []int64) (map[int64]*fencedtype.Job, error) {
 	jobs, err := collectJobs(q.QueryContext(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id IN (`+placeholders(len(ids))+`)`, anys(ids)...))
 	if err != nil {
 		return nil, err
@@ -108,12 +96,8 @@ func anys[T any](xs []T) []any {
 
 // diagnoseJob explains, from a locking read through q (the deciding
 // transaction), why a guarded write on ref changed nothing.
-func diagnoseJob(ctx context.Context, q querier, ref fencedtype.JobRef) error {
-	j, err := readJob(ctx, q, jobLockSQL, ref.ID)
-	if err != nil {
-		return fmt.Errorf("read job %d: %w", ref.ID, err)
-	}
-	return driver.DiagnoseJob(ref, j)
+func diagnoseJob(ctx context.Context, q sqldb.Querier, ref fencedtype.JobRef) error {
+	return sqldb.DiagnoseJob(ctx, q, scanJob, jobLockSQL, ref)
 }
 
 // jobPickSQL picks eligible jobs in claim order, skipping rows other
@@ -190,26 +174,13 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}
 	// run_at is unchanged by the claim: this is the order they were picked in.
-	slices.SortFunc(jobs, func(a, b *fencedtype.Job) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
-	})
+	driver.SortClaimed(jobs)
 	return jobs, nil
 }
 
+// collectIDs scans the rows of ids a query returned.
 func collectIDs(rows *sql.Rows, err error) ([]int64, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return sqldb.Collect(rows, err, sqldb.Value[int64])
 }
 
 // jobGuard is the condition every worker-owned write carries.
@@ -248,15 +219,8 @@ const jobGuardSQL = `SELECT 1 FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id = 
 // It returns *fencedtype.StaleError or fencedtype.ErrNotFound when the check fails;
 // the caller must then roll back.
 func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
-	var one int
-	err := tx.QueryRowContext(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return diagnoseJob(ctx, tx, ref)
-	}
-	if err != nil {
-		return fmt.Errorf("guard job %d: %w", ref.ID, err)
-	}
-	return nil
+	return sqldb.Guard(ctx, tx, fmt.Sprintf("job %d", ref.ID), func() error { return diagnoseJob(ctx, tx, ref) },
+		jobGuardSQL, ref.ID, ref.Fence)
 }
 
 // JobTx implements driver.JobDriver. It is not retried: fn is the caller's

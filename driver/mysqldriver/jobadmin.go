@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -129,25 +130,9 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	return jobs, nil
 }
 
+const countJobsSQL = `SELECT queue, state, COUNT(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`
+
 // CountJobs implements driver.JobDriver.
 func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, COUNT(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
-	if err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
-	}
-	defer rows.Close()
-	var out []fencedtype.JobCount
-	for rows.Next() {
-		var c fencedtype.JobCount
-		var state string
-		if err := rows.Scan(&c.Queue, &state, &c.Count); err != nil {
-			return nil, fmt.Errorf("count jobs: %w", err)
-		}
-		c.State = fencedtype.JobState(state)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
-	}
-	return out, nil
+	return sqldb.CountJobs(ctx, d.db, countJobsSQL)
 }

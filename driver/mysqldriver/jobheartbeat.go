@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -50,9 +51,8 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 	refs = slices.Clone(refs)
 	slices.SortFunc(refs, func(a, b fencedtype.JobRef) int { return cmp.Compare(a.ID, b.ID) })
 	res := &fencedtype.HeartbeatResult{}
-	extended := map[int64]bool{}
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
-		*res, extended = fencedtype.HeartbeatResult{}, map[int64]bool{}
+		*res = fencedtype.HeartbeatResult{}
 		query, args := withRefs(heartbeatJobsPickSQL, refs)
 		rows, err := tx.QueryContext(ctx, query, args...)
 		if err != nil {
@@ -103,7 +103,6 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 			}
 		}
 		for _, id := range ids {
-			extended[id] = true
 			res.Extended = append(res.Extended, id)
 			if cancel[id] {
 				res.CancelRequested = append(res.CancelRequested, id)
@@ -114,30 +113,12 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
-	var missing []fencedtype.JobRef
-	for _, r := range refs {
-		if !extended[r.ID] {
-			missing = append(missing, r)
-		}
-	}
-	if len(missing) == 0 {
-		return res, nil
-	}
-	query, args := withRefs(jobCurrentSQL, missing)
-	current, err := collectIDs(d.db.QueryContext(ctx, query, args...))
+	err = driver.SplitUnextended(res, refs, func(missing []fencedtype.JobRef) ([]int64, error) {
+		query, args := withRefs(jobCurrentSQL, missing)
+		return collectIDs(d.db.QueryContext(ctx, query, args...))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
-	}
-	busy := map[int64]bool{}
-	for _, id := range current {
-		busy[id] = true
-	}
-	for _, r := range missing {
-		if busy[r.ID] {
-			res.Busy = append(res.Busy, r.ID)
-		} else {
-			res.Lost = append(res.Lost, r.ID)
-		}
 	}
 	return res, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -92,9 +93,7 @@ const (
 	listLeasesSQL = leaseSelect + ` ORDER BY name`
 )
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanLease(row scanner) (*fencedtype.Lease, error) {
+func scanLease(row sqldb.Scanner) (*fencedtype.Lease, error) {
 	var l fencedtype.Lease
 	var expires, at dbTime
 	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &l.Held, &at); err != nil {
@@ -105,9 +104,9 @@ func scanLease(row scanner) (*fencedtype.Lease, error) {
 }
 
 // readLease reads name through q with query; nil, nil when there is no row.
-func readLease(ctx context.Context, q querier, query, name string) (*fencedtype.Lease, error) {
-	l, err := scanLease(q.QueryRowContext(ctx, query, name))
-	if errors.Is(err, sql.ErrNoRows) {
+func readLease(ctx context.Context, q sqldb.Querier, query, name string) (*fencedtype.Lease, error) {
+	l, err := sqldb.One(ctx, q, scanLease, query, name)
+	if errors.Is(err, fencedtype.ErrNotFound) {
 		return nil, nil
 	}
 	return l, err
@@ -238,11 +237,7 @@ func (d *Driver) RenewLease(ctx context.Context, ref driver.LeaseRef, ttl time.D
 		return &fencedtype.Lease{Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, Held: true,
 			ExpiresAt: decided.Add(time.Duration(us) * time.Microsecond), DecidedAt: decided}, nil
 	}
-	cur, err := readLease(ctx, d.db, getLeaseSQL, ref.Name)
-	if err != nil {
-		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
-	}
-	return nil, driver.DiagnoseLease(ref, cur)
+	return nil, sqldb.DiagnoseLease(ctx, d.db, scanLease, getLeaseSQL, ref)
 }
 
 // ReleaseLease implements driver.Driver: the conditional statement and the
@@ -277,33 +272,10 @@ func (d *Driver) ReleaseLease(ctx context.Context, ref driver.LeaseRef) (*fenced
 
 // GetLease implements driver.Driver.
 func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	l, err := readLease(ctx, d.db, getLeaseSQL, name)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("get lease %q: %w", name, err)
-	case l == nil:
-		return nil, fencedtype.ErrNotFound
-	}
-	return l, nil
+	return sqldb.GetLease(ctx, d.db, scanLease, getLeaseSQL, name)
 }
 
 // ListLeases implements driver.Driver.
 func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
-	rows, err := d.db.QueryContext(ctx, listLeasesSQL)
-	if err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []*fencedtype.Lease
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list leases: %w", err)
-		}
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	return out, nil
+	return sqldb.ListLeases(ctx, d.db, scanLease, listLeasesSQL)
 }

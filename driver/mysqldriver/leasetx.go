@@ -3,10 +3,10 @@ package mysqldriver
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 )
 
 // leaseGuardSQL share-locks the lease row iff this generation is current.
@@ -24,19 +24,9 @@ LOCK IN SHARE MODE`
 // transaction ends. It returns *fencedtype.StaleError or fencedtype.ErrNotFound when
 // the check fails; the caller must then roll back.
 func (d *Driver) GuardLease(ctx context.Context, tx *sql.Tx, ref driver.LeaseRef) error {
-	var one int
-	err := tx.QueryRowContext(ctx, leaseGuardSQL, ref.Name, ref.Owner, ref.Fence).Scan(&one)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("guard lease %q: %w", ref.Name, err)
-	}
-	cur, err := readLease(ctx, tx, getLeaseSQL+` LOCK IN SHARE MODE`, ref.Name)
-	if err != nil {
-		return fmt.Errorf("guard lease %q: %w", ref.Name, err)
-	}
-	return driver.DiagnoseLease(ref, cur)
+	return sqldb.Guard(ctx, tx, fmt.Sprintf("lease %q", ref.Name), func() error {
+		return sqldb.DiagnoseLease(ctx, tx, scanLease, getLeaseSQL+` LOCK IN SHARE MODE`, ref)
+	}, leaseGuardSQL, ref.Name, ref.Owner, ref.Fence)
 }
 
 // LeaseTx implements driver.Driver. fn receives a driver.Tx whose

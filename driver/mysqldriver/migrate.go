@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/driver/migrations"
 	"github.com/go-sql-driver/mysql"
 )
@@ -57,6 +58,18 @@ func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 	return applied, nil
 }
 
+// PendingMigrations implements driver.Driver.
+func (d *Driver) PendingMigrations(ctx context.Context) ([]int, error) {
+	done, err := sqldb.All(ctx, d.db, sqldb.Value[int], `SELECT version FROM fenced_schema_migrations`)
+	if isMySQLError(err, errNoSuchTable) { // never migrated
+		done, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	return migrations.PendingVersions(migrationFiles, "migrations", done)
+}
+
 // lockMigrations waits for the migration lock, a few seconds at a time so
 // that ctx is honoured.
 func lockMigrations(ctx context.Context, conn *sql.Conn) error {
@@ -84,35 +97,11 @@ func migrate(ctx context.Context, conn *sql.Conn, all []migrations.Migration) ([
 	) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4`); err != nil {
 		return nil, err
 	}
-	done := map[int]bool{}
-	rows, err := conn.QueryContext(ctx, `SELECT version FROM fenced_schema_migrations`)
+	done, err := sqldb.All(ctx, conn, sqldb.Value[int], `SELECT version FROM fenced_schema_migrations`)
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		done[v] = true
-	}
-	if err := rows.Close(); err != nil {
-		return nil, err
-	}
-	var applied []int
-	for _, m := range all {
-		if done[m.Version] {
-			continue
-		}
-		if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
-			return applied, fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
-		}
-		if _, err := conn.ExecContext(ctx, `INSERT INTO fenced_schema_migrations (version, name, applied_at) VALUES (?, ?, `+now+`)`,
-			m.Version, m.Name); err != nil {
-			return applied, err
-		}
-		applied = append(applied, m.Version)
-	}
-	return applied, nil
+	return migrations.Apply(migrations.Pending(all, done),
+		`INSERT INTO fenced_schema_migrations (version, name, applied_at) VALUES (?, ?, `+now+`)`,
+		func(query string, args ...any) error { _, err := conn.ExecContext(ctx, query, args...); return err })
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -58,13 +59,8 @@ func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams
 		res = driver.ResourceOutcome{}
 		_, err := tx.ExecContext(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
 		if isDuplicate(err) {
-			res.Replayed = true
-			var digest []byte
-			if err := tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-				Scan(&res.Fence, &res.Accepted, &res.Version, &res.Current, &digest); err != nil {
-				return err
-			}
-			return driver.CheckReplay(p, digest)
+			res, err = driver.ReplayedOutcome(tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID), p)
+			return err
 		}
 		if err != nil {
 			return err
@@ -85,7 +81,7 @@ func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams
 // the insert. A refusal is read back as the stored fence, which can only
 // have grown since; if the key appeared or its fence is not above the
 // writer's after all (the row was created in between), it decides again.
-func resourceWrite(ctx context.Context, q querier, p driver.WriteResourceParams) (driver.ResourceOutcome, error) {
+func resourceWrite(ctx context.Context, q sqldb.Querier, p driver.WriteResourceParams) (driver.ResourceOutcome, error) {
 	o := driver.ResourceOutcome{Fence: p.Fence}
 	for range 100 {
 		res, err := q.ExecContext(ctx, resourceUpdateSQL, p.Value, p.Fence, p.Key, p.Fence)

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/go-sql-driver/mysql"
 )
@@ -88,17 +89,14 @@ func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback() // after a commit: sql.ErrTxDone, nothing done
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit()
+	return sqldb.Run(tx, fn)
 }
 
 // MySQL error numbers the driver handles.
 const (
-	errDupEntry = 1062 // ER_DUP_ENTRY
-	errDeadlock = 1213 // ER_LOCK_DEADLOCK: the transaction was rolled back
+	errDupEntry    = 1062 // ER_DUP_ENTRY
+	errNoSuchTable = 1146 // ER_NO_SUCH_TABLE
+	errDeadlock    = 1213 // ER_LOCK_DEADLOCK: the transaction was rolled back
 )
 
 func isMySQLError(err error, number uint16) bool {
@@ -110,20 +108,10 @@ func isDeadlock(err error) bool { return isMySQLError(err, errDeadlock) }
 
 func isDuplicate(err error) bool { return isMySQLError(err, errDupEntry) }
 
-// execCount runs a statement and returns the rows it matched.
-func execCount(ctx context.Context, q querier, query string, args ...any) (int64, error) {
-	res, err := q.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-// querier is what *sql.DB and *sql.Tx share.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// execCount runs a statement and returns the rows it matched: the driver's
+// connections count matched rows (clientFoundRows), not changed ones.
+func execCount(ctx context.Context, q sqldb.Querier, query string, args ...any) (int64, error) {
+	return sqldb.Exec(ctx, q, query, args...)
 }
 
 // isDiagnosis tells a diagnosed refusal from a failed read.

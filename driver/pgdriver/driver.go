@@ -66,7 +66,10 @@ func ParseURL(url string) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// OpenConfig connects with a parsed pool configuration; Close closes the pool.
+// OpenConfig connects with a parsed pool configuration; Close closes the
+// pool. It makes one connection before it returns, so an unreachable server
+// or a refused login is a *fencedtype.ConnectError here, not a failure of
+// the first operation.
 func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
 	keepSynchronousCommit(cfg)
 	keepReadCommitted(cfg)
@@ -75,7 +78,13 @@ func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect postgres: %w", err)
 	}
-	return &Driver{pool: newPool(p), owned: true}, nil
+	if err := p.Ping(ctx); err != nil {
+		p.Close()
+		return nil, connectError(cfg, err)
+	}
+	d := &Driver{pool: newPool(p), owned: true}
+	d.pool.reached.Store(true) // the ping: from now on a failover is waited out
+	return d, nil
 }
 
 // keepSynchronousCommit makes every connection commit grants durably: after

@@ -35,16 +35,7 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*fencedtype.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return scanJob(r) })
 }
 
 // claimJobsSQL picks eligible jobs in priority order, skipping rows other
@@ -118,6 +109,11 @@ UPDATE fenced_jobs j SET lease_expires_at = clock_timestamp() + $3::bigint * int
 FROM locked WHERE j.id = locked.id AND ` + jobGuard + `
 RETURNING j.id, j.cancel_requested, j.lease_expires_at`
 
+// jobCurrentSQL finds which of the attempts given are still current.
+const jobCurrentSQL = `SELECT j.id FROM fenced_jobs j
+JOIN unnest($1::bigint[], $2::bigint[]) AS h(id, fence) ON j.id = h.id AND j.fence = h.fence
+WHERE ` + jobGuard
+
 // HeartbeatJobs implements driver.JobDriver. Ids must be distinct. A job
 // not extended is Lost unless a read shows its attempt still current (its
 // row was held by a transaction of that attempt): then it is Busy.
@@ -149,40 +145,16 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
 	}
-	if len(res.Extended) == len(refs) {
-		return res, nil
-	}
-	extended := make(map[int64]bool, len(res.Extended))
-	for _, id := range res.Extended {
-		extended[id] = true
-	}
-	var missing []fencedtype.JobRef
-	for _, r := range refs {
-		if !extended[r.ID] {
-			missing = append(missing, r)
+	err = driver.SplitUnextended(res, refs, func(missing []fencedtype.JobRef) ([]int64, error) {
+		ids, fences := splitRefs(missing)
+		rows, err := d.pool.Query(ctx, jobCurrentSQL, ids, fences)
+		if err != nil {
+			return nil, err
 		}
-	}
-	mids, mfences := splitRefs(missing)
-	rows, err := d.pool.Query(ctx, `SELECT j.id FROM fenced_jobs j
-		JOIN unnest($1::bigint[], $2::bigint[]) AS h(id, fence) ON j.id = h.id AND j.fence = h.fence
-		WHERE `+jobGuard, mids, mfences)
+		return pgx.CollectRows(rows, pgx.RowTo[int64])
+	})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
-	}
-	current, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
-	}
-	busy := make(map[int64]bool, len(current))
-	for _, id := range current {
-		busy[id] = true
-	}
-	for _, r := range missing {
-		if busy[r.ID] {
-			res.Busy = append(res.Busy, r.ID)
-		} else {
-			res.Lost = append(res.Lost, r.ID)
-		}
 	}
 	return res, nil
 }

@@ -185,11 +185,5 @@ func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobCount, error) {
-		var c fencedtype.JobCount
-		var state string
-		err := r.Scan(&c.Queue, &state, &c.Count)
-		c.State = fencedtype.JobState(state)
-		return c, err
-	})
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobCount, error) { return driver.ScanJobCount(r) })
 }

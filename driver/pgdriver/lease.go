@@ -110,11 +110,17 @@ func (d *Driver) leaseOutcome(ctx context.Context, op string, ref driver.LeaseRe
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%s lease %q: %w", op, ref.Name, err)
 	}
+	return nil, d.diagnoseLease(ctx, ref)
+}
+
+// diagnoseLease explains why a write on ref changed nothing, from a read of
+// the lease after it.
+func (d *Driver) diagnoseLease(ctx context.Context, ref driver.LeaseRef) error {
 	cur, err := d.GetLease(ctx, ref.Name)
 	if err != nil && !errors.Is(err, fencedtype.ErrNotFound) {
-		return nil, err
+		return err
 	}
-	return nil, driver.DiagnoseLease(ref, cur)
+	return driver.DiagnoseLease(ref, cur)
 }
 
 // GetLease implements driver.Driver.
@@ -135,14 +141,9 @@ func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}
-	defer rows.Close()
-	var out []*fencedtype.Lease
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
+	ls, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*fencedtype.Lease, error) { return scanLease(r) })
+	if err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
 	}
-	return out, rows.Err()
+	return ls, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
-	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -33,11 +32,7 @@ var errGuardFailed = errors.New("lease guard failed")
 func (d *Driver) GuardLease(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef) error {
 	err := guard(ctx, tx, ref)
 	if errors.Is(err, errGuardFailed) {
-		cur, gerr := d.GetLease(ctx, ref.Name)
-		if gerr != nil && !errors.Is(gerr, fencedtype.ErrNotFound) {
-			return gerr
-		}
-		return driver.DiagnoseLease(ref, cur)
+		return d.diagnoseLease(ctx, ref)
 	}
 	return err
 }
@@ -67,11 +62,7 @@ func (d *Driver) LeaseTx(ctx context.Context, ref driver.LeaseRef, fn func(drive
 		return fn(&Tx{tx: tx})
 	})
 	if errors.Is(err, errGuardFailed) {
-		cur, gerr := d.GetLease(ctx, ref.Name)
-		if gerr != nil && !errors.Is(gerr, fencedtype.ErrNotFound) {
-			return gerr
-		}
-		return driver.DiagnoseLease(ref, cur)
+		return d.diagnoseLease(ctx, ref)
 	}
 	return err
 }

@@ -3,14 +3,33 @@ package pgdriver
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 
 	"github.com/fenced/fenced/driver/migrations"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
+
+// PendingMigrations implements driver.Driver.
+func (d *Driver) PendingMigrations(ctx context.Context) ([]int, error) {
+	rows, err := d.pool.Query(ctx, `SELECT version FROM fenced_schema_migrations`)
+	var done []int
+	if err == nil {
+		done, err = pgx.CollectRows(rows, pgx.RowTo[int])
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table: never migrated
+		done, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	return migrations.PendingVersions(migrationFiles, "migrations", done)
+}
 
 // Migrate applies pending migrations in one transaction under an advisory
 // lock, so concurrent migrators wait for each other. The transaction is READ
@@ -33,31 +52,18 @@ func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 			applied_at timestamptz NOT NULL DEFAULT clock_timestamp())`); err != nil {
 			return err
 		}
-		done := map[int]bool{}
 		rows, err := tx.Query(ctx, `SELECT version FROM fenced_schema_migrations`)
 		if err != nil {
 			return err
 		}
-		versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		done, err := pgx.CollectRows(rows, pgx.RowTo[int])
 		if err != nil {
 			return err
 		}
-		for _, v := range versions {
-			done[v] = true
-		}
-		for _, m := range all {
-			if done[m.Version] {
-				continue
-			}
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO fenced_schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-				return err
-			}
-			applied = append(applied, m.Version)
-		}
-		return nil
+		applied, err = migrations.Apply(migrations.Pending(all, done),
+			`INSERT INTO fenced_schema_migrations (version, name) VALUES ($1, $2)`,
+			func(query string, args ...any) error { _, err := tx.Exec(ctx, query, args...); return err })
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("migrate postgres: %w", err)

@@ -57,13 +57,8 @@ func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			res.Replayed = true
-			var digest []byte
-			if err := tx.QueryRow(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-				Scan(&res.Fence, &res.Accepted, &res.Version, &res.Current, &digest); err != nil {
-				return err
-			}
-			return driver.CheckReplay(p, digest)
+			res, err = driver.ReplayedOutcome(tx.QueryRow(ctx, resourceOpGetSQL, p.Key, p.OperationID), p)
+			return err
 		}
 		if res, err = d.resourceWrite(ctx, tx, p); err != nil {
 			return err

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/internal/testdb"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // viaProxy opens a client on a fresh database through a proxy that the
@@ -104,17 +106,18 @@ func TestALostReplyIsAnUnknownOutcome(t *testing.T) {
 }
 
 // TestADatabaseNeverReachedFailsAtOnce: a database that was never reached
-// is not waited for: the first call returns the connection error, not a
-// context deadline.
+// is not waited for: a pool given to New that never connected returns the
+// connection error on its first call, not a context deadline.
 func TestADatabaseNeverReachedFailsAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := fenced.Open(ctx, "postgres://postgres@127.0.0.1:1/test?connect_timeout=2", fenced.Config{})
+	p, err := pgxpool.New(ctx, "postgres://postgres@127.0.0.1:1/test?connect_timeout=2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	defer p.Close()
+	c := fenced.New(pgdriver.New(p), fenced.Config{})
 	_, err = c.GetLease(ctx, "report")
 	if err == nil || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 		t.Fatalf("err = %v, want the connection's error at once", err)

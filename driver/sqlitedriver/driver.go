@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 	"modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -30,7 +31,8 @@ const nowUS = `(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) * 1000)`
 
 // Driver implements driver.Driver on a SQLite file.
 type Driver struct {
-	db *sql.DB
+	db   *sql.DB
+	path string // the database file, for messages
 	// wsem queues this process's writers (SQLite admits one); a channel
 	// rather than a mutex so that a writer waiting for it honours its ctx.
 	wsem chan struct{}
@@ -59,15 +61,15 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 	// "#" or "%" name another file. SQLite decodes the escapes.
 	db, err := sql.Open("sqlite", "file:"+uriPath.Replace(path)+"?"+q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, openError(path, err)
 	}
-	return &Driver{db: db, wsem: make(chan struct{}, 1)}, nil
+	return &Driver{db: db, path: path, wsem: make(chan struct{}, 1)}, nil
 }
 
 // DB returns the database handle, for the caller's own queries.
@@ -80,7 +82,8 @@ func (d *Driver) Dialect() string { return "sqlite" }
 func (d *Driver) Close() error { return d.db.Close() }
 
 // write runs fn holding the process's writer slot, or returns ctx's error
-// if ctx ends first.
+// if ctx ends first. A write refused because the file or its directory is
+// read-only is explained (explainReadOnly).
 func (d *Driver) write(ctx context.Context, fn func() error) error {
 	select {
 	case d.wsem <- struct{}{}:
@@ -88,7 +91,7 @@ func (d *Driver) write(ctx context.Context, fn func() error) error {
 		return fmt.Errorf("waiting for the SQLite writer: %w", ctx.Err())
 	}
 	defer func() { <-d.wsem }()
-	return fn()
+	return d.explainReadOnly(fn())
 }
 
 // busy reports SQLITE_BUSY: busy_timeout ran out while another process (or
@@ -113,10 +116,6 @@ func (d *Driver) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		if err != nil {
 			return err
 		}
-		defer tx.Rollback() // after a commit: sql.ErrTxDone, nothing done
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return tx.Commit()
+		return sqldb.Run(tx, fn)
 	})
 }

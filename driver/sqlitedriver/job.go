@@ -1,16 +1,15 @@
 package sqlitedriver
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -24,7 +23,7 @@ const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempt
 
 const getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
 
-func scanJob(row scanner) (*fencedtype.Job, error) {
+func scanJob(row sqldb.Scanner) (*fencedtype.Job, error) {
 	var j fencedtype.Job
 	var state string
 	var runAt, created, now int64
@@ -51,26 +50,10 @@ func usTimePtr(us sql.NullInt64) *time.Time {
 	return &t
 }
 
-func collectJobs(rows *sql.Rows, err error) ([]*fencedtype.Job, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*fencedtype.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
-}
-
 // readJob reads one job inside tx; nil, nil when it does not exist.
 func readJob(ctx context.Context, tx *sql.Tx, id int64) (*fencedtype.Job, error) {
-	j, err := scanJob(tx.QueryRowContext(ctx, getJobSQL, id))
-	if errors.Is(err, sql.ErrNoRows) {
+	j, err := sqldb.One(ctx, tx, scanJob, getJobSQL, id)
+	if errors.Is(err, fencedtype.ErrNotFound) {
 		return nil, nil
 	}
 	return j, err
@@ -79,11 +62,7 @@ func readJob(ctx context.Context, tx *sql.Tx, id int64) (*fencedtype.Job, error)
 // diagnoseJob explains, from a read in the same write transaction as the
 // write that changed nothing, why ref is no longer current.
 func diagnoseJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
-	j, err := readJob(ctx, tx, ref.ID)
-	if err != nil {
-		return fmt.Errorf("read job %d: %w", ref.ID, err)
-	}
-	return driver.DiagnoseJob(ref, j)
+	return sqldb.DiagnoseJob(ctx, tx, scanJob, getJobSQL, ref)
 }
 
 // claimJobsSQL picks eligible jobs in priority order and starts a new attempt
@@ -132,7 +111,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	var jobs []*fencedtype.Job
 	err := d.write(ctx, func() (err error) {
 		for {
-			jobs, err = collectJobs(d.db.QueryContext(ctx, query, args...))
+			jobs, err = sqldb.All(ctx, d.db, scanJob, query, args...)
 			if !busy(err) || ctx.Err() != nil {
 				return err
 			}
@@ -142,9 +121,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}
 	// RETURNING order is unspecified; run_at is unchanged by the claim.
-	slices.SortFunc(jobs, func(a, b *fencedtype.Job) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
-	})
+	driver.SortClaimed(jobs)
 	return jobs, nil
 }
 
@@ -189,12 +166,9 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 				res.ExpiresAt = t
 			}
 		}
-		for _, r := range refs {
-			if !seen[r.ID] {
-				res.Lost = append(res.Lost, r.ID)
-			}
-		}
-		return nil
+		// One writer: the statement waited for no row, so a job it did
+		// not extend is no longer current.
+		return driver.SplitUnextended(res, refs, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat: %w", err)
@@ -372,13 +346,6 @@ func (d *Driver) JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(drive
 // unexpired lease. It returns *fencedtype.StaleError or fencedtype.ErrNotFound when
 // the check fails; the caller must then roll back.
 func (d *Driver) GuardJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
-	var one int
-	err := tx.QueryRowContext(ctx, jobGuardSQL, ref.ID, ref.Fence).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return diagnoseJob(ctx, tx, ref)
-	}
-	if err != nil {
-		return fmt.Errorf("guard job %d: %w", ref.ID, err)
-	}
-	return nil
+	return sqldb.Guard(ctx, tx, fmt.Sprintf("job %d", ref.ID), func() error { return diagnoseJob(ctx, tx, ref) },
+		jobGuardSQL, ref.ID, ref.Fence)
 }

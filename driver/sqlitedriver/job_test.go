@@ -483,7 +483,7 @@ func TestJobTx(t *testing.T) {
 			t.Fatal(err)
 		}
 		stale := d.GuardJob(ctx, tx, fencedtype.JobRef{ID: ref.ID, Fence: ref.Fence + 1})
-		wantStale(t, stale, fencedtype.ReasonSuperseded, ref.Fence, "w")
+		wantStale(t, stale, fencedtype.ReasonNeverGranted, ref.Fence, "w")
 		errs, _, err := d.EndJobs(ctx, sqlitedriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 		if err != nil || errs[0] != nil {
 			t.Fatalf("finish in the caller's tx: %v, %v", err, errs)

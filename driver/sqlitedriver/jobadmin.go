@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -159,23 +160,16 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 }
 
 func readAttempts(ctx context.Context, tx *sql.Tx, id int64) ([]fencedtype.JobAttempt, error) {
-	rows, err := tx.QueryContext(ctx, jobAttemptsSQL, id)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []fencedtype.JobAttempt
-	for rows.Next() {
-		var a fencedtype.JobAttempt
-		var started int64
-		var ended sql.NullInt64
-		if err := rows.Scan(&a.Attempt, &a.Fence, &a.Owner, &started, &ended, &a.Outcome, &a.Error); err != nil {
-			return nil, err
-		}
-		a.StartedAt, a.EndedAt = usTime(started), usTimePtr(ended)
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return sqldb.All(ctx, tx, scanAttempt, jobAttemptsSQL, id)
+}
+
+func scanAttempt(row sqldb.Scanner) (fencedtype.JobAttempt, error) {
+	var a fencedtype.JobAttempt
+	var started int64
+	var ended sql.NullInt64
+	err := row.Scan(&a.Attempt, &a.Fence, &a.Owner, &started, &ended, &a.Outcome, &a.Error)
+	a.StartedAt, a.EndedAt = usTime(started), usTimePtr(ended)
+	return a, err
 }
 
 const listJobsSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
@@ -184,32 +178,16 @@ ORDER BY id LIMIT ?5`
 
 // ListJobs implements driver.JobDriver.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
-	jobs, err := collectJobs(d.db.QueryContext(ctx, listJobsSQL, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
+	jobs, err := sqldb.All(ctx, d.db, scanJob, listJobsSQL, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
 }
 
+const countJobsSQL = `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`
+
 // CountJobs implements driver.JobDriver.
 func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`)
-	if err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
-	}
-	defer rows.Close()
-	var out []fencedtype.JobCount
-	for rows.Next() {
-		var c fencedtype.JobCount
-		var state string
-		if err := rows.Scan(&c.Queue, &state, &c.Count); err != nil {
-			return nil, fmt.Errorf("count jobs: %w", err)
-		}
-		c.State = fencedtype.JobState(state)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count jobs: %w", err)
-	}
-	return out, nil
+	return sqldb.CountJobs(ctx, d.db, countJobsSQL)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -34,32 +35,26 @@ WHERE id IN (
   AND state = 'running' AND lease_expires_us <= ` + nowUS + `
 RETURNING id, last_error`
 
+// lost is an attempt recoverJobsSQL took back: the job and the error it
+// recorded.
+type lost struct {
+	id  int64
+	msg string
+}
+
+func scanLost(row sqldb.Scanner) (lost, error) {
+	var l lost
+	err := row.Scan(&l.id, &l.msg)
+	return l, err
+}
+
 // RecoverJobs implements driver.JobDriver: the take-back and the history rows
 // of the lost attempts commit together.
 func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
-		type lost struct {
-			id  int64
-			msg string
-		}
-		var taken []lost
-		rows, err := tx.QueryContext(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter)
+		taken, err := sqldb.All(ctx, tx, scanLost, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter)
 		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var l lost
-			if err := rows.Scan(&l.id, &l.msg); err != nil {
-				rows.Close()
-				return err
-			}
-			taken = append(taken, l)
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		record, err := tx.PrepareContext(ctx, jobAttemptSQL)

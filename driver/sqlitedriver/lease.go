@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -50,9 +51,7 @@ const getLeaseSQL = leaseSelect + ` WHERE l.name = ?1`
 
 const listLeasesSQL = leaseSelect + ` ORDER BY l.name`
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanLease(row scanner) (*fencedtype.Lease, error) {
+func scanLease(row sqldb.Scanner) (*fencedtype.Lease, error) {
 	var l fencedtype.Lease
 	var expires, now int64
 	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &expires, &l.Released, &l.Held, &now); err != nil {
@@ -121,30 +120,10 @@ func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
 
 // GetLease implements driver.Driver.
 func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.db.QueryRowContext(ctx, getLeaseSQL, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fencedtype.ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get lease %q: %w", name, err)
-	}
-	return l, nil
+	return sqldb.GetLease(ctx, d.db, scanLease, getLeaseSQL, name)
 }
 
 // ListLeases implements driver.Driver.
 func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
-	rows, err := d.db.QueryContext(ctx, listLeasesSQL)
-	if err != nil {
-		return nil, fmt.Errorf("list leases: %w", err)
-	}
-	defer rows.Close()
-	var out []*fencedtype.Lease
-	for rows.Next() {
-		l, err := scanLease(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, l)
-	}
-	return out, rows.Err()
+	return sqldb.ListLeases(ctx, d.db, scanLease, listLeasesSQL)
 }

@@ -6,11 +6,26 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/driver/migrations"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
+
+// PendingMigrations implements driver.Driver.
+func (d *Driver) PendingMigrations(ctx context.Context) ([]int, error) {
+	var done []int
+	exists, err := sqldb.One(ctx, d.db, sqldb.Value[bool],
+		`SELECT EXISTS (SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'fenced_schema_migrations')`)
+	if err == nil && exists {
+		done, err = sqldb.All(ctx, d.db, sqldb.Value[int], `SELECT version FROM fenced_schema_migrations`)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read applied migrations: %w", err)
+	}
+	return migrations.PendingVersions(migrationFiles, "migrations", done)
+}
 
 // Migrate applies pending migrations in one IMMEDIATE transaction, so
 // concurrent migrators (other processes too) wait for each other.
@@ -27,35 +42,14 @@ func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 			applied_us INTEGER NOT NULL) STRICT`); err != nil {
 			return err
 		}
-		done := map[int]bool{}
-		rows, err := tx.QueryContext(ctx, `SELECT version FROM fenced_schema_migrations`)
+		done, err := sqldb.All(ctx, tx, sqldb.Value[int], `SELECT version FROM fenced_schema_migrations`)
 		if err != nil {
 			return err
 		}
-		for rows.Next() {
-			var v int
-			if err := rows.Scan(&v); err != nil {
-				rows.Close()
-				return err
-			}
-			done[v] = true
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		for _, m := range all {
-			if done[m.Version] {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %d %s: %w", m.Version, m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO fenced_schema_migrations (version, name, applied_us) VALUES (?, ?, `+nowUS+`)`, m.Version, m.Name); err != nil {
-				return err
-			}
-			applied = append(applied, m.Version)
-		}
-		return nil
+		applied, err = migrations.Apply(migrations.Pending(all, done),
+			`INSERT INTO fenced_schema_migrations (version, name, applied_us) VALUES (?, ?, `+nowUS+`)`,
+			func(query string, args ...any) error { _, err := tx.ExecContext(ctx, query, args...); return err })
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("migrate sqlite: %w", err)

@@ -42,13 +42,10 @@ func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams
 				return err
 			}
 			if n, err := r.RowsAffected(); err != nil || n == 0 {
-				res.Replayed = true
-				var digest []byte
-				if err := tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID).
-					Scan(&res.Fence, &res.Accepted, &res.Version, &res.Current, &digest); err != nil {
-					return err
+				if err == nil {
+					res, err = driver.ReplayedOutcome(tx.QueryRowContext(ctx, resourceOpGetSQL, p.Key, p.OperationID), p)
 				}
-				return driver.CheckReplay(p, digest)
+				return err
 			}
 		}
 		var err error

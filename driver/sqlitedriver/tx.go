@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -36,11 +37,7 @@ func (t *Tx) SQL() *sql.Tx { return t.tx }
 
 // Exec implements driver.Tx.
 func (t *Tx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := t.tx.ExecContext(ctx, query, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
+	return sqldb.Exec(ctx, t.tx, query, args...)
 }
 
 // Query implements driver.Tx.

@@ -352,17 +352,22 @@ func (s State) tx(in Input, out Output) []State {
 // staleLease reports whether out is a stale error s can produce for the
 // caller's generation in, where current(live) says whether the call would
 // have succeeded with the generation unexpired (live) or not. The error is
-// diagnosed from the row: superseded unless the caller's owner and fence are
-// stored, then released, then expired; the current owner is named only while
-// the stored generation is held.
+// diagnosed from the row: superseded when the stored fence is above the
+// caller's, never granted when below it, wrong owner when the fence is the
+// caller's but the owner is not, then released, then expired; the current
+// owner is named only while the stored generation is held.
 func (s State) staleLease(in Input, out Output, current func(live bool) bool) bool {
 	if !s.Exists || out.Fence != in.Fence || out.CurrentFence != s.Fence {
 		return false
 	}
 	reason := fenced.ReasonExpired
 	switch {
-	case !s.mine(in):
+	case in.Fence < s.Fence:
 		reason = fenced.ReasonSuperseded
+	case in.Fence > s.Fence:
+		reason = fenced.ReasonNeverGranted
+	case in.Owner != s.Owner:
+		reason = fenced.ReasonWrongOwner
 	case s.Released:
 		reason = fenced.ReasonReleased
 	}

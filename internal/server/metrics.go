@@ -88,8 +88,9 @@ func newMetrics(c *fenced.Client) *metrics {
 		m.acquires.WithLabelValues(r)
 	}
 	for kind, reasons := range map[string][]fenced.StaleReason{
-		"lease":    {fenced.ReasonSuperseded, fenced.ReasonExpired, fenced.ReasonReleased},
-		"job":      {fenced.ReasonSuperseded, fenced.ReasonExpired, fenced.ReasonNotRunning},
+		"lease": {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonWrongOwner,
+			fenced.ReasonExpired, fenced.ReasonReleased},
+		"job":      {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonExpired, fenced.ReasonNotRunning},
 		"resource": {fenced.ReasonSuperseded},
 	} {
 		for _, r := range reasons {

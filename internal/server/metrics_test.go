@@ -54,7 +54,7 @@ func TestMetrics(t *testing.T) {
 				`fenced_lease_acquires_total{result="acquired"}`:                                                1,
 				`fenced_lease_acquires_total{result="held"}`:                                                    1,
 				`fenced_stale_writes_total{kind="resource",reason="superseded"}`:                                1,
-				`fenced_stale_writes_total{kind="lease",reason="superseded"}`:                                   1,
+				`fenced_stale_writes_total{kind="lease",reason="wrong_owner"}`:                                  1,
 				`fenced_stale_writes_total{kind="job",reason="not_running"}`:                                    1,
 				`fenced_job_claims_total{queue="mail"}`:                                                         2,
 				`fenced_job_completions_total`:                                                                  1,
