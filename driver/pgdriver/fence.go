@@ -11,7 +11,7 @@ import (
 // AdvanceFences implements driver.Driver.
 func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	var floor int64
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) (err error) {
+	err := d.pool.inTx(ctx, func(tx pgx.Tx) (err error) {
 		floor, err = advanceFences(ctx, tx, by)
 		return err
 	})

@@ -397,7 +397,7 @@ const jobGuardSQL = `SELECT (` + guardFenceMatch + ` AND ` + jobGuard + `) FROM 
 
 // JobTx implements driver.JobDriver.
 func (d *Driver) JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(driver.Tx) error) error {
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	err := d.pool.inTx(ctx, func(tx pgx.Tx) error {
 		if err := guardJob(ctx, tx, ref); err != nil {
 			return err
 		}

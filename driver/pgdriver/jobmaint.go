@@ -87,7 +87,7 @@ func (d *Driver) DeleteFinishedJobs(ctx context.Context, guard *driver.LeaseRef,
 // lease when one is given: a maintainer that lost its lease commits nothing.
 func (d *Driver) maintenance(ctx context.Context, guard *driver.LeaseRef, fn func(pgx.Tx) error) error {
 	if guard == nil {
-		return pgx.BeginFunc(ctx, d.pool, fn)
+		return d.pool.inTx(ctx, fn)
 	}
 	return d.LeaseTx(ctx, *guard, func(tx driver.Tx) error {
 		ptx, err := pgxOf(tx)

@@ -55,7 +55,7 @@ func guard(ctx context.Context, tx pgx.Tx, ref driver.LeaseRef) error {
 // LeaseTx implements driver.Driver. fn receives a driver.Tx whose
 // underlying pgx.Tx is reachable through (*Tx).Pgx.
 func (d *Driver) LeaseTx(ctx context.Context, ref driver.LeaseRef, fn func(driver.Tx) error) error {
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	err := d.pool.inTx(ctx, func(tx pgx.Tx) error {
 		if err := guard(ctx, tx, ref); err != nil {
 			return err
 		}

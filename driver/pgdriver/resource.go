@@ -51,7 +51,7 @@ func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams
 		return res.Result(p)
 	}
 	var res driver.ResourceOutcome
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+	err := d.pool.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, resourceOpClaimSQL, p.Key, p.OperationID, p.Fence, driver.ResourceDigest(p))
 		if err != nil {
 			return err

@@ -160,3 +160,29 @@ func (p *pool) BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) 
 	})
 	return tx, err
 }
+
+// inTx runs fn in a transaction begun as Begin is (retried while it could
+// not be started) and commits it. fn's error rolls back and is returned as
+// it is (a statement that failed with its connection did not commit: the
+// server rolls back a transaction whose connection is gone); a commit whose
+// connection failed before its reply is an *UnknownOutcomeError.
+func (p *pool) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := p.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() { // also when fn panics: the row locks and the connection go back
+		if !done {
+			tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	done = true
+	if err := tx.Commit(ctx); err != nil {
+		return unknownOutcome(err)
+	}
+	return nil
+}

@@ -42,7 +42,9 @@ func TestJobListenLeavesNoListenerInThePool(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d := migrated(t, testdb.Postgres(t)+"&pool_max_conns=1")
+	// Two connections: a pool of one is never listened on (the listener
+	// would hold it for good).
+	d := migrated(t, testdb.Postgres(t)+"&pool_max_conns=2")
 	lctx, stop := context.WithCancel(ctx)
 	woke := make(chan string, 1)
 	done := make(chan error, 1)
@@ -77,12 +79,20 @@ func TestJobListenLeavesNoListenerInThePool(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("ListenJobs returned nil")
 	}
-	var chans []string
-	if err := d.Pool().QueryRow(ctx, `SELECT array(SELECT pg_listening_channels())`).Scan(&chans); err != nil {
-		t.Fatal(err)
-	}
-	if len(chans) != 0 {
-		t.Fatalf("a pooled connection still listens on %v after ListenJobs returned", chans)
+	// Every connection the pool can hand out, held at once.
+	for range 2 {
+		conn, err := d.Pool().Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+		var chans []string
+		if err := conn.QueryRow(ctx, `SELECT array(SELECT pg_listening_channels())`).Scan(&chans); err != nil {
+			t.Fatal(err)
+		}
+		if len(chans) != 0 {
+			t.Fatalf("a pooled connection still listens on %v after ListenJobs returned", chans)
+		}
 	}
 }
 
