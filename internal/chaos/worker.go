@@ -88,9 +88,18 @@ func runWorker(ctx context.Context, a workerArgs) error {
 	if a.offset != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(a.offset) }
 	}
-	c, err := openClient(context.Background(), a.url, cfg)
-	if err != nil {
-		return err
+	// A worker started while the database is away (a restart, a failover)
+	// waits for it, as one under a supervisor that restarts it would.
+	var c *client
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		var err error
+		if c, err = openClient(context.Background(), a.url, cfg); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	defer c.Close()
 
