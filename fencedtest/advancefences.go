@@ -10,7 +10,7 @@ import (
 
 // runAdvanceFences: after an advance every fence granted, to a lease or to
 // a job's attempt, is above every fence granted before, and the generations
-// current before it are over (design §7).
+// current before it are over (docs/design.md §7).
 func runAdvanceFences(t *testing.T, b Backend) {
 	t.Run("EveryFenceAfterRestoreIsAboveEveryFenceBefore", func(t *testing.T) {
 		t.Parallel()

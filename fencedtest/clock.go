@@ -46,7 +46,7 @@ func runClockSkew(t *testing.T, b Backend) {
 }
 
 // runDatabaseTime: the clock reading the library reports is the one its
-// decisions use (design §3).
+// decisions use (docs/design.md §3).
 func runDatabaseTime(t *testing.T, b Backend) {
 	t.Run("DatabaseTimeReadsTheClockDecisionsUse", func(t *testing.T) {
 		t.Parallel()

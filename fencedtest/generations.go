@@ -11,7 +11,7 @@ import (
 // the owner: a client that re-acquires under the same owner name after its
 // lease expired or was released holds a new generation, and a call carrying
 // the older fence must be refused as stale without touching the new one
-// (design §2, §4, §5.1).
+// (docs/design.md §2, §4, §5.1).
 func runGenerations(t *testing.T, b Backend) {
 	// twoGenerations returns generation 1 of "job" by owner A (expired) and
 	// generation 2 of it, also by A, held for long.

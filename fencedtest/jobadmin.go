@@ -9,7 +9,7 @@ import (
 )
 
 // runCancelJob: a queued job is cancelled at once, a running one is asked
-// to stop and ends cancelled through its worker's fenced write (design §6.6).
+// to stop and ends cancelled through its worker's fenced write (docs/design.md §6.6).
 func runCancelJob(t *testing.T, b Backend) {
 	t.Run("CancelQueuedAtOnceRunningOnRequest", func(t *testing.T) {
 		t.Parallel()
@@ -50,7 +50,7 @@ func runCancelJob(t *testing.T, b Backend) {
 
 // runRetryJob: a failed or cancelled job goes back to queued with as many
 // attempts again as it had; a job in any other state is refused with the
-// state it is in, and nothing changes (design §6.6).
+// state it is in, and nothing changes (docs/design.md §6.6).
 func runRetryJob(t *testing.T, b Backend) {
 	t.Run("OnlyAFailedOrCancelledJobIsRequeued", func(t *testing.T) {
 		t.Parallel()

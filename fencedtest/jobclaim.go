@@ -11,7 +11,7 @@ import (
 
 // runClaimJobs: a job is claimed by exactly one claimer, in priority, run_at,
 // id order, and a claim skips rows other transactions hold instead of
-// waiting for them (design §6.3).
+// waiting for them (docs/design.md §6.3).
 func runClaimJobs(t *testing.T, b Backend) {
 	t.Run("TwoWorkersOneJobExactlyOneWins", func(t *testing.T) {
 		t.Parallel()

@@ -12,7 +12,7 @@ import (
 
 // runEndJobs: the final write of an attempt — complete, fail (retry or dead
 // letter), snooze, cancel — each guarded by its own fence, in batches or in
-// the caller's transaction, judged at the write (design §6.5).
+// the caller's transaction, judged at the write (docs/design.md §6.5).
 func runEndJobs(t *testing.T, b Backend) {
 	t.Run("FailRetriesThenDeadLetters", func(t *testing.T) {
 		t.Parallel()
@@ -121,7 +121,7 @@ func runEndJobs(t *testing.T, b Backend) {
 		// The caller's transaction begins while the attempt's lease is
 		// valid; by the time it completes the job the lease has run out.
 		// Expiry is the database clock at the write, not at the start of
-		// the transaction (design §3: clock_timestamp(), not now()).
+		// the transaction (docs/design.md §3: clock_timestamp(), not now()).
 		err := e.c.LeaseTx(ctx(t), *l, func(tx fenced.Tx) error {
 			deadline := time.Now().Add(10 * time.Second)
 			for {

@@ -13,7 +13,7 @@ import (
 
 // runEnqueue: defaults, batches in input order, idempotency keys (also
 // under concurrent enqueuers), enqueue inside the caller's transaction, and
-// bad input that writes nothing (design §6.2).
+// bad input that writes nothing (docs/design.md §6.2).
 func runEnqueue(t *testing.T, b Backend) {
 	t.Run("DefaultsAndOptions", func(t *testing.T) {
 		t.Parallel()

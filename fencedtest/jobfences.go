@@ -9,7 +9,7 @@ import (
 
 // runJobFences holds the job queue to the same fence rules as leases: an
 // attempt whose lease ran out by the database clock can no longer write,
-// though no one has taken it back yet (design §6.4).
+// though no one has taken it back yet (docs/design.md §6.4).
 func runJobFences(t *testing.T, b Backend) {
 	t.Run("WritesAfterTheAttemptsLeaseRanOutAreStale", func(t *testing.T) {
 		t.Parallel()

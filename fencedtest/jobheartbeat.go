@@ -11,7 +11,7 @@ import (
 )
 
 // runHeartbeatJobs: heartbeats and ends that name the same rows in
-// different orders at once never deadlock (design §6.4).
+// different orders at once never deadlock (docs/design.md §6.4).
 func runHeartbeatJobs(t *testing.T, b Backend) {
 	t.Run("OverlappingBatchWritesDoNotDeadlock", func(t *testing.T) {
 		t.Parallel()

@@ -11,7 +11,7 @@ import (
 
 // runRecoverJobs: running jobs whose lease expired by the database clock are
 // taken back — queued after backoff, failed when out of attempts, cancelled
-// when asked to — and nothing else is touched (design §6.7).
+// when asked to — and nothing else is touched (docs/design.md §6.7).
 func runRecoverJobs(t *testing.T, b Backend) {
 	slow := fenced.Backoff{Base: time.Hour, Max: time.Hour, Jitter: -1}
 	t.Run("ExpiredGoesBackToQueuedAfterBackoff", func(t *testing.T) {
@@ -95,7 +95,7 @@ func runRecoverJobs(t *testing.T, b Backend) {
 }
 
 // runDeleteFinishedJobs: retention deletes finished jobs past their age and
-// nothing else (design §6.8).
+// nothing else (docs/design.md §6.8).
 func runDeleteFinishedJobs(t *testing.T, b Backend) {
 	t.Run("RetentionDeletesOnlyOldFinishedJobs", func(t *testing.T) {
 		t.Parallel()
@@ -125,7 +125,7 @@ func runDeleteFinishedJobs(t *testing.T, b Backend) {
 
 // runMaintainer: maintainers recover and enqueue periodic jobs once per
 // period between them, reading the period from the database clock every
-// round (design §6.8).
+// round (docs/design.md §6.8).
 func runMaintainer(t *testing.T, b Backend) {
 	t.Run("PeriodicJobsFollowTheDatabaseClockEveryRound", func(t *testing.T) {
 		t.Parallel()

@@ -8,7 +8,7 @@ import (
 )
 
 // runReportProgress: a running attempt's progress is stored with the job
-// (design §6.4).
+// (docs/design.md §6.4).
 func runReportProgress(t *testing.T, b Backend) {
 	t.Run("ProgressIsStored", func(t *testing.T) {
 		t.Parallel()

@@ -48,7 +48,7 @@ func (e *env) recoverExpired(t *testing.T, id int64) *fenced.Job {
 }
 
 // jobStateMachine walks one job through enqueue, claim, complete and the
-// writes its finished state refuses (design §6.1).
+// writes its finished state refuses (docs/design.md §6.1).
 func jobStateMachine(t *testing.T, b Backend) {
 	e := setup(t, b)
 	j := e.enqueue(t, fenced.EnqueueParams{Kind: "email", Args: map[string]string{"to": "a@example.com"}})

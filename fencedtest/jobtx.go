@@ -9,7 +9,7 @@ import (
 
 // runJobTx: while a job-fenced transaction is open its attempt cannot be
 // taken back and re-claimed, so what it commits was written under a current
-// fence (design §5.1, §6.4).
+// fence (docs/design.md §5.1, §6.4).
 func runJobTx(t *testing.T, b Backend) {
 	t.Run("AttemptIsNotTakenOverWhileItsJobTxIsOpen", func(t *testing.T) {
 		t.Parallel()

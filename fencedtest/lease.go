@@ -12,7 +12,7 @@ const long = time.Minute
 
 // runAcquireLease: a free lease is granted with the next fence, a held one
 // is refused with its holder, and the same owner re-acquiring keeps its
-// generation only while it is unexpired and unreleased (design §4.1).
+// generation only while it is unexpired and unreleased (docs/design.md §4.1).
 func runAcquireLease(t *testing.T, b Backend) {
 	t.Run("FirstAcquireGrantsFenceOne", func(t *testing.T) {
 		t.Parallel()
@@ -82,7 +82,7 @@ func runAcquireLease(t *testing.T, b Backend) {
 }
 
 // runRenewLease: only the current, unexpired, unreleased generation renews,
-// keeping its fence; anything else is stale with the reason (design §4.2).
+// keeping its fence; anything else is stale with the reason (docs/design.md §4.2).
 func runRenewLease(t *testing.T, b Backend) {
 	t.Run("RenewExtendsAndKeepsFence", func(t *testing.T) {
 		t.Parallel()
@@ -132,7 +132,7 @@ func runRenewLease(t *testing.T, b Backend) {
 
 // runReleaseLease: a release keeps the row and its fence, is idempotent for
 // its own generation, and is stale once another generation exists
-// (design §4.3).
+// (docs/design.md §4.3).
 func runReleaseLease(t *testing.T, b Backend) {
 	t.Run("ReleaseKeepsRowAndNextGrantContinues", func(t *testing.T) {
 		t.Parallel()
@@ -183,7 +183,7 @@ func runReleaseLease(t *testing.T, b Backend) {
 
 // runGetLease: a read reports whether the lease is held now by the database
 // clock; a name never acquired is not found, for reads and writes alike
-// (design §4.4).
+// (docs/design.md §4.4).
 func runGetLease(t *testing.T, b Backend) {
 	t.Run("UnknownLeaseIsNotFound", func(t *testing.T) {
 		t.Parallel()

@@ -35,7 +35,7 @@ var linNames = []string{"lin-a", "lin-b", "lin-coda"}
 
 // runLinearizability records a concurrent history of acquire, renew, release,
 // fenced transactions, resource writes and reads, checks it against the
-// sequential model of design §4–§5 (linearizability_model.go), and then shows
+// sequential model of docs/design.md §4–§5 (linearizability_model.go), and then shows
 // the checker is not vacuous: the same history with one outcome changed into
 // a violation, and the same history against a deliberately wrong model, must
 // both be reported illegal.

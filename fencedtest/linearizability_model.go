@@ -7,7 +7,7 @@ import (
 )
 
 // The model histories are checked against is internal/linmodel's, the
-// sequential specification of design §4–§5 (the chaos suite checks its
+// sequential specification of docs/design.md §4–§5 (the chaos suite checks its
 // histories against the same one). These are its names as this package's
 // tests use them.
 

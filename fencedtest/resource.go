@@ -21,7 +21,7 @@ func readResource(t *testing.T, e *env, key string) *fenced.Resource {
 }
 
 // runWriteResource: a write is accepted iff its fence is at least the
-// stored one, and an operation id replays the first outcome (design §5.2).
+// stored one, and an operation id replays the first outcome (docs/design.md §5.2).
 func runWriteResource(t *testing.T, b Backend) {
 	t.Run("FirstWriteIsVersionOne", func(t *testing.T) {
 		t.Parallel()

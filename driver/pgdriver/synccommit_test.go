@@ -10,7 +10,7 @@ import (
 	"github.com/fenced/fenced/internal/testdb"
 )
 
-// A grant must never be committed asynchronously (design §7): whatever asks
+// A grant must never be committed asynchronously (docs/design.md §7): whatever asks
 // for synchronous_commit=off, the driver's connections run with it on.
 func TestSynchronousCommitIsNeverOff(t *testing.T) {
 	t.Parallel()

@@ -13,7 +13,7 @@ import (
 )
 
 // TestAnotherProcessWaitsOutALongFencedTx: while a fenced transaction is
-// open a takeover blocks (design §5), however long it lasts, as it does on
+// open a takeover blocks (docs/design.md §5), however long it lasts, as it does on
 // the row lock of PostgreSQL. A writer of another process (here another
 // driver on the same file: its own pool and writer slot) must wait for the
 // transaction to end, not fail "database is locked" when busy_timeout (30 s)

@@ -5,7 +5,7 @@
 // side (pg_terminate_backend), restarts PostgreSQL and skews their clocks.
 // Every operation is recorded; at the end checkers look for any stale write
 // that stuck, any job lost or run twice, and any history that is not
-// linearizable against the model of design §4–§5. See docs/chaos.md.
+// linearizable against the model of docs/design.md §4–§5. See docs/chaos.md.
 package chaos
 
 import (

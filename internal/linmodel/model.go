@@ -1,5 +1,5 @@
 // Package linmodel is the sequential specification of fenced's leases,
-// fenced transactions and resource store (design §4–§5) that recorded
+// fenced transactions and resource store (docs/design.md §4–§5) that recorded
 // histories are checked against with porcupine: one lease, the counter its
 // holders bump in fenced transactions, and the resource written under its
 // fences. A history is partitioned by lease name, so each partition has

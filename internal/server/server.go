@@ -1,6 +1,6 @@
 // Package server is fenced's HTTP/JSON service: leases, the fenced resource
 // store and the job queue under /v1, /healthz and /metrics, for workers in
-// any language (design §8).
+// any language (docs/design.md §8).
 //
 // Every answer the database decided carries the database clock reading it
 // was decided at, in the X-Fenced-DB-Time header (RFC 3339, nanoseconds)
