@@ -124,9 +124,20 @@ func startRun(t *testing.T, c cli, name string, flags []string, command ...strin
 		done <- result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var last result
 	waitFor(t, "lease run to hold "+name, func() bool {
+		select {
+		case r := <-done:
+			t.Fatalf("lease run ended before holding %s: exit %d, stderr %q", name, r.code, r.stderr)
+		default:
+		}
 		r := c.run("lease", "show", name, "--json")
-		return r.code == 0 && strings.Contains(r.stdout, `"owner":"runner"`) && strings.Contains(r.stdout, `"held":true`)
+		held := r.code == 0 && strings.Contains(r.stdout, `"owner":"runner"`) && strings.Contains(r.stdout, `"held":true`)
+		if !held && r != last {
+			t.Logf("lease show %s: exit %d, stdout %q, stderr %q", name, r.code, r.stdout, r.stderr)
+		}
+		last = r
+		return held
 	})
 	return cmd.Process, done
 }
