@@ -85,6 +85,17 @@ type MaintenanceConfig struct {
 	Backoff Backoff
 	// Periodic jobs to enqueue.
 	Periodic []PeriodicJob
+	// VacuumRows is the number of dead row versions in the job table at
+	// which a round vacuums it, and of rows changed since its statistics
+	// were taken at which a round refreshes them, on a backend that needs
+	// it (PostgreSQL: a claim walks the dead index entries at its queue's
+	// head until VACUUM removes them, a claim planned on statistics from a
+	// nearly empty queue sorts the whole backlog, and autovacuum may not
+	// come for a minute; under overload the queue would slow to a fraction
+	// of its capacity). A round does it at most once, and it takes at most
+	// a fifth of the maintainer's time. Default DefaultVacuumRows; negative
+	// never.
+	VacuumRows int64
 	// Logger receives errors. Default: discarded.
 	Logger *slog.Logger
 	// OnRound, when set, is called after every round with what it did,
@@ -96,8 +107,9 @@ type MaintenanceConfig struct {
 
 // MaintenanceRound is what one round of maintenance did.
 type MaintenanceRound struct {
-	Recovered int // running jobs whose lease had expired, taken back
-	Deleted   int // finished jobs deleted past retention
+	Recovered int  // running jobs whose lease had expired, taken back
+	Deleted   int  // finished jobs deleted past retention
+	Vacuumed  bool // the job table was vacuumed or analyzed (VacuumRows)
 }
 
 // Maintainer runs the queue's maintenance — recovery of expired work,
@@ -109,6 +121,7 @@ type Maintainer struct {
 	log  *slog.Logger
 	stop context.CancelFunc
 	done chan struct{}
+	tidy tidier
 }
 
 // Rounds a maintainer makes per batch of work.
@@ -130,6 +143,9 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 	}
 	if cfg.Retention == 0 {
 		cfg.Retention = 7 * 24 * time.Hour
+	}
+	if cfg.VacuumRows == 0 {
+		cfg.VacuumRows = DefaultVacuumRows
 	}
 	if err := validName("owner", cfg.Owner); err != nil {
 		return nil, err
@@ -214,6 +230,11 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 		if n < maintenanceBatch {
 			break
 		}
+	}
+	vacuumed, err := m.tidy.tidy(ctx, m.c.d, m.cfg.VacuumRows)
+	did.Vacuumed = vacuumed
+	if err != nil {
+		return err
 	}
 	if m.cfg.Retention > 0 {
 		n, err := m.c.DeleteFinishedJobs(ctx, &lease, m.cfg.Retention, maintenanceBatch)

@@ -19,7 +19,7 @@ type benchFlags struct {
 func newBenchCmd(a *app) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench [--jobs N | --duration D]",
+		Use:   "bench [--jobs N | --duration D [--rate R --work D]]",
 		Short: "Measure the job queue's throughput with no-op jobs",
 		Long: `Measure how many jobs a second the fenced job queue works, with no-op jobs
 that still take the whole fenced path: a claim that bumps the fence, a
@@ -29,7 +29,13 @@ Burn-down (the default) inserts --jobs jobs, a thousand per statement, timed
 on their own; then starts workers running --workers jobs at once and times
 them from their start until every job succeeded. With --duration, a producer
 keeps a backlog of jobs inserted while the workers work, and the run reports
-the jobs worked and inserted a second over that time.
+the jobs worked and inserted a second over that time. With --rate as well,
+a producer offers that many jobs a second whatever the backlog (above the
+queue's capacity, the backlog grows), each job's handler takes --work, a
+maintainer runs as in production, and the run prints the throughput of
+every --window and ends with the first and the last minute's throughput,
+their ratio, and the enqueue-to-start latency percentiles (start of the
+attempt minus the job's run_at, both read from the database clock).
 
 Progress is one line rewritten in place on a terminal, a line a second
 otherwise; the summary is one line, or JSON with --json (progress then goes
@@ -42,7 +48,8 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 		Example: `  fenced bench
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --jobs 100000 --workers 2000
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 30s --json
-  fenced --db mysql://root@127.0.0.1:3306/test bench --jobs 100000`,
+  fenced --db mysql://root@127.0.0.1:3306/test bench --jobs 100000
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 5m --rate 4000 --work 1ms --workers 32`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(cmd); err != nil {
@@ -54,6 +61,9 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 	fl := cmd.Flags()
 	fl.IntVar(&f.o.Jobs, "jobs", jobbench.DefaultJobs, "burn-down: jobs to insert and work")
 	fl.DurationVar(&f.o.Duration, "duration", 0, "run in continuous mode for this long")
+	fl.Float64Var(&f.o.Rate, "rate", 0, "with --duration: offer this many jobs a second whatever the backlog (fixed-rate mode)")
+	fl.DurationVar(&f.o.Work, "work", 0, "fixed-rate mode: how long each job's handler takes")
+	fl.DurationVar(&f.o.Window, "window", jobbench.DefaultWindow, "fixed-rate mode: interval of the throughput figures")
 	fl.IntVar(&f.o.Concurrency, "workers", jobbench.DefaultConcurrency, "jobs worked at once")
 	fl.StringVar(&f.o.Queue, "queue", jobbench.DefaultQueue, "queue of the benchmark's jobs")
 	fl.BoolVar(&f.o.Keep, "keep", false, "keep the benchmark's jobs instead of deleting them")
@@ -76,6 +86,16 @@ func (f *benchFlags) check(cmd *cobra.Command) error {
 		return usage("--jobs must be at least 1")
 	case fl.Changed("duration") && f.o.Duration <= 0:
 		return usage("--duration must be positive")
+	case fl.Changed("rate") && !(f.o.Rate > 0):
+		return usage("--rate must be positive")
+	case fl.Changed("rate") && !fl.Changed("duration"):
+		return usage("--rate needs --duration")
+	case (fl.Changed("work") || fl.Changed("window")) && !fl.Changed("rate"):
+		return usage("--work and --window belong to fixed-rate mode: give --rate")
+	case f.o.Work < 0:
+		return usage("--work must not be negative")
+	case f.o.Window <= 0:
+		return usage("--window must be positive")
 	case f.o.Concurrency < 1:
 		return usage("--workers must be at least 1")
 	case f.o.Instances < 1:
@@ -96,6 +116,7 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	}
 	p := &jobbench.Printer{W: progress, TTY: isTerminal(progress)}
 	o.Progress, o.ProgressEvery = p.Print, time.Second
+	o.OnWindow = func(w jobbench.Window) { p.Line(w.String()) }
 	o.Logger = slog.New(slog.NewTextHandler(&lineBreaker{p: p, w: a.stderr}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if p.TTY {
 		o.ProgressEvery = 200 * time.Millisecond

@@ -14,6 +14,7 @@ package jobbench
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -32,6 +33,8 @@ const (
 	// DefaultBacklog is how many queued jobs the continuous producer keeps
 	// ahead of the workers (as River's benchmark does).
 	DefaultBacklog = 75000
+	// DefaultWindow is the interval of a fixed-rate run's figures.
+	DefaultWindow = 10 * time.Second
 )
 
 // Options configure a run. The zero value is a burn-down of DefaultJobs on a
@@ -46,6 +49,15 @@ type Options struct {
 	// Duration selects continuous mode and is its length. Default 0
 	// (burn-down).
 	Duration time.Duration
+	// Rate, with Duration, selects fixed-rate mode: a producer offers Rate
+	// jobs a second whatever the backlog, a maintainer runs, and the result
+	// has the throughput of every Window and enqueue→start percentiles.
+	Rate float64
+	// Work is how long a fixed-rate job's handler takes. Default 0.
+	Work time.Duration
+	// Window is the interval of a fixed-rate run's throughput figures.
+	// Default DefaultWindow.
+	Window time.Duration
 	// Concurrency is the number of jobs worked at once, in all. Default
 	// DefaultConcurrency.
 	Concurrency int
@@ -71,6 +83,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress, when set, receives a snapshot every ProgressEvery.
 	Progress func(Snapshot)
+	// OnWindow, when set, receives each window of a fixed-rate run as it
+	// ends.
+	OnWindow func(Window)
 	// ProgressEvery is the interval of Progress. Default 1s.
 	ProgressEvery time.Duration
 }
@@ -105,6 +120,9 @@ func (o Options) withDefaults() Options {
 	if o.Queue == "" {
 		o.Queue = DefaultQueue
 	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = time.Second
 	}
@@ -114,6 +132,15 @@ func (o Options) withDefaults() Options {
 func (o Options) validate() error {
 	if o.Duration < 0 {
 		return fencedtype.Invalid("duration", "%s is negative", o.Duration)
+	}
+	if o.Rate < 0 || math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) {
+		return fencedtype.Invalid("rate", "%v is not a rate of jobs a second", o.Rate)
+	}
+	if o.Rate > 0 && o.Duration <= 0 {
+		return fencedtype.Invalid("rate", "needs a duration to run for")
+	}
+	if o.Work < 0 {
+		return fencedtype.Invalid("work", "%s is negative", o.Work)
 	}
 	if o.FetchBatch < 0 || o.FetchBatch > fenced.MaxClaimBatch {
 		return fencedtype.Invalid("fetch batch", "%d is outside 1 to %d", o.FetchBatch, fenced.MaxClaimBatch)
@@ -138,9 +165,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	b := &bench{o: o, db: db}
 	var res *Result
-	if o.Duration > 0 {
+	switch {
+	case o.Rate > 0:
+		res, err = b.fixedRate(ctx)
+	case o.Duration > 0:
 		res, err = b.continuous(ctx)
-	} else {
+	default:
 		res, err = b.burnDown(ctx)
 	}
 	if !o.Keep {

@@ -85,6 +85,14 @@ func (p *Printer) Print(s Snapshot) {
 	p.width = len(line)
 }
 
+// Line prints a line that stays, above the progress line on a terminal.
+func (p *Printer) Line(line string) {
+	p.Clear()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.W, line)
+}
+
 // Clear removes the progress line from a terminal, before the summary.
 func (p *Printer) Clear() {
 	p.mu.Lock()

@@ -9,6 +9,7 @@ import (
 const (
 	BurnDown   = "burn-down"
 	Continuous = "continuous"
+	FixedRate  = "fixed-rate"
 )
 
 // Result is a run's summary.
@@ -29,6 +30,17 @@ type Result struct {
 	FetchBatch    int     `json:"fetch_batch,omitempty"`
 	PoolConns     int     `json:"pool_conns,omitempty"`
 	Queue         string  `json:"queue"`
+	// A fixed-rate run's offered rate (jobs/s), its handler's time, the
+	// throughput of each window, the mean of the first and the last
+	// minute's windows and their ratio (last/first), and enqueue→start
+	// percentiles.
+	Offered     float64  `json:"offered_per_sec,omitempty"`
+	WorkMS      float64  `json:"work_ms,omitempty"`
+	Windows     []Window `json:"windows,omitempty"`
+	FirstMinute float64  `json:"first_minute_jobs_per_sec,omitempty"`
+	LastMinute  float64  `json:"last_minute_jobs_per_sec,omitempty"`
+	Steadiness  float64  `json:"steadiness,omitempty"`
+	Latency     *Latency `json:"latency,omitempty"`
 	// Attempts that did not succeed at once (expected 0 each).
 	Retried int64 `json:"retried"`
 	Stale   int64 `json:"stale"`
@@ -49,6 +61,12 @@ func (r *Result) String() string {
 	case BurnDown:
 		fmt.Fprintf(&b, "bench: burn-down %d jobs in %.2fs = %.0f jobs/s (insert %.0f jobs/s)",
 			r.Jobs, r.Seconds, r.JobsPerSec, r.InsertPerSec)
+	case FixedRate:
+		fmt.Fprintf(&b, "bench: fixed-rate %.0f jobs/s offered for %.1fs (work %gms): worked %d = %.0f jobs/s, inserted %d; first minute %.0f jobs/s, last minute %.0f jobs/s (%.2fx)",
+			r.Offered, r.Seconds, r.WorkMS, r.Jobs, r.JobsPerSec, r.Inserted, r.FirstMinute, r.LastMinute, r.Steadiness)
+		if l := r.Latency; l != nil {
+			fmt.Fprintf(&b, "; enqueue->start p50 %.1fms p95 %.1fms p99 %.1fms", l.P50, l.P95, l.P99)
+		}
 	default:
 		fmt.Fprintf(&b, "bench: continuous %.1fs: worked %d = %.0f jobs/s, inserted %d = %.0f jobs/s",
 			r.Seconds, r.Jobs, r.JobsPerSec, r.Inserted, r.InsertPerSec)

@@ -17,6 +17,12 @@ type workers []*fenced.Worker
 // startWorkers starts o.Instances workers on the benchmark's queue, each
 // with a no-op handler.
 func (b *bench) startWorkers(ctx context.Context) (workers, error) {
+	return b.startWorkersWith(ctx, noop)
+}
+
+// startWorkersWith starts o.Instances workers on the benchmark's queue, each
+// running handle.
+func (b *bench) startWorkersWith(ctx context.Context, handle fenced.Handler) (workers, error) {
 	o := b.o
 	ws := make(workers, 0, o.Instances)
 	for i := range o.Instances {
@@ -33,7 +39,7 @@ func (b *bench) startWorkers(ctx context.Context) (workers, error) {
 		if err != nil {
 			return nil, err
 		}
-		w.Handle(Kind, noop)
+		w.Handle(Kind, handle)
 		ws = append(ws, w)
 	}
 	for i, w := range ws {

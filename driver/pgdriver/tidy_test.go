@@ -1,0 +1,148 @@
+package pgdriver_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/pgdriver"
+	"github.com/fenced/fenced/internal/testdb"
+)
+
+// churnJobs enqueues, claims and completes n jobs, leaving dead row
+// versions and changed rows in fenced_jobs.
+func churnJobs(t *testing.T, c *fenced.Client, n int) {
+	t.Helper()
+	ctx := context.Background()
+	ps := make([]fenced.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = fenced.EnqueueParams{Kind: "k"}
+	}
+	if _, err := c.EnqueueMany(ctx, nil, ps); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.ClaimJobs(ctx, fenced.DefaultQueue, "A", n, time.Minute)
+	if err != nil || len(jobs) != n {
+		t.Fatalf("claimed %d of %d: %v", len(jobs), n, err)
+	}
+	for _, j := range jobs {
+		if err := c.CompleteJob(ctx, j.Ref(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitStats waits until fenced_jobs' statistics show rows changed since the
+// last analyze: the counters reach them within a second or so of each
+// connection's commits.
+func waitStats(t *testing.T, d *pgdriver.Driver) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var changed int64
+		err := d.Pool().QueryRow(ctx, `SELECT pg_stat_clear_snapshot() IS NULL, n_mod_since_analyze
+			FROM pg_stat_user_tables WHERE relid = 'fenced_jobs'::regclass`).Scan(new(bool), &changed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("fenced_jobs' statistics never showed the churn")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestTidyJobsVacuumsAndAnalyzesPastTheThreshold: below its threshold
+// TidyJobs does nothing; past it, fenced_jobs is vacuumed and analyzed, as
+// the statistics then show.
+func TestTidyJobsVacuumsAndAnalyzesPastTheThreshold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := c.Driver().(*pgdriver.Driver)
+	churnJobs(t, c, 50)
+	if did, err := d.TidyJobs(ctx, 1_000_000); err != nil || did {
+		t.Fatalf("below the threshold: did %v, %v; want nothing done", did, err)
+	}
+	waitStats(t, d)
+	if did, err := d.TidyJobs(ctx, 1); err != nil || !did {
+		t.Fatalf("past the threshold: did %v, %v; want the table tidied", did, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var vacuums, analyzes int64
+		err := d.Pool().QueryRow(ctx, `SELECT pg_stat_clear_snapshot() IS NULL,
+			vacuum_count, analyze_count FROM pg_stat_user_tables WHERE relid = 'fenced_jobs'::regclass`).
+			Scan(new(bool), &vacuums, &analyzes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vacuums+analyzes > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after TidyJobs acted: vacuum_count %d, analyze_count %d", vacuums, analyzes)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestTidyJobsLeavesATableItDoesNotOwn: a role that does not own fenced_jobs
+// may not vacuum it (VACUUM would only warn); TidyJobs does nothing and
+// reports no error.
+func TestTidyJobsLeavesATableItDoesNotOwn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Postgres(t)
+	owner, err := fenced.Open(ctx, db, fenced.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if _, err := owner.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	churnJobs(t, owner, 50)
+
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path")
+	var b [6]byte
+	rand.Read(b[:])
+	role := "fenced_worker_" + hex.EncodeToString(b[:])
+	base := testdb.PostgresURL()
+	testdb.Exec(t, base, `CREATE ROLE `+role+` LOGIN`)
+	t.Cleanup(func() {
+		testdb.Exec(t, base, `DROP OWNED BY `+role)
+		testdb.Exec(t, base, `DROP ROLE `+role)
+	})
+	testdb.Exec(t, base, `GRANT USAGE ON SCHEMA `+schema+` TO `+role)
+	testdb.Exec(t, base, `GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA `+schema+` TO `+role)
+	u.User = url.User(role)
+	worker, err := pgdriver.Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+	waitStats(t, worker)
+	if did, err := worker.TidyJobs(ctx, 1); err != nil || did {
+		t.Fatalf("a role that does not own fenced_jobs: did %v, %v; want nothing done and no error", did, err)
+	}
+}

@@ -1,0 +1,204 @@
+package jobbench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fenced/fenced"
+)
+
+// producerTick is how often the fixed-rate producer tops up what it owes.
+const producerTick = 10 * time.Millisecond
+
+// Window is the throughput of one interval of a fixed-rate run.
+type Window struct {
+	End        float64 `json:"end_s"` // seconds since the work began
+	JobsPerSec float64 `json:"jobs_per_sec"`
+	Backlog    int64   `json:"backlog"` // jobs inserted and not yet worked, at End
+}
+
+// String is the window as a line of a run's output.
+func (w Window) String() string {
+	return fmt.Sprintf("bench: window to %5.0fs: %6.0f jobs/s, backlog %d", w.End, w.JobsPerSec, w.Backlog)
+}
+
+// fixedRate offers o.Rate jobs a second for o.Duration to workers whose
+// handler takes o.Work, with a maintainer running as in production, and
+// records the throughput of every o.Window. Offered above capacity, it shows
+// whether the queue keeps working at its capacity as the backlog grows.
+func (b *bench) fixedRate(ctx context.Context) (*Result, error) {
+	in := newInserter(b.db.c, b.o.Queue)
+	lat := &latencies{}
+	ws, err := b.startWorkersWith(ctx, func(ctx context.Context, r *fenced.JobRun) error {
+		if r.AttemptedAt != nil {
+			lat.add(r.AttemptedAt.Sub(r.RunAt))
+		}
+		if b.o.Work > 0 {
+			sleep(ctx, b.o.Work)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.db.c.StartMaintenance(ctx, fenced.MaintenanceConfig{Owner: "fenced-bench", Logger: b.o.Logger})
+	if err != nil {
+		ws.stop()
+		return nil, err
+	}
+	worked := func() int64 { return ws.stats().Succeeded }
+	pctx, stopProducer := context.WithCancel(ctx)
+	var perr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	wg.Go(func() { perr = produceAt(pctx, in, b.o.Rate, start) })
+
+	rep := b.report("work", 0, worked, in.done.Load)
+	windows := recordWindows(ctx, b.o.Window, b.o.Duration, start, worked, in.done.Load, b.o.OnWindow)
+	jobs, inserted, secs := worked(), in.done.Load(), time.Since(start).Seconds()
+	rep.stop()
+	stopProducer()
+	wg.Wait()
+	ws.stop()
+	m.Stop()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if perr != nil {
+		return nil, perr
+	}
+	res := b.result(FixedRate, ws)
+	res.Jobs, res.Seconds, res.JobsPerSec = jobs, secs, rate(jobs, secs)
+	res.Inserted, res.InsertSeconds, res.InsertPerSec = inserted, secs, rate(inserted, secs)
+	res.Offered, res.WorkMS = b.o.Rate, float64(b.o.Work)/float64(time.Millisecond)
+	res.Windows = windows
+	res.FirstMinute, res.LastMinute = minuteRates(windows, b.o.Window)
+	if res.FirstMinute > 0 {
+		res.Steadiness = res.LastMinute / res.FirstMinute
+	}
+	res.Latency = lat.percentiles()
+	return res, nil
+}
+
+// produceAt inserts jobs so that rate a second have been inserted since
+// start, in batches of at most InsertBatch, until ctx ends. A producer that
+// cannot keep up inserts as fast as it can; the result shows the shortfall.
+func produceAt(ctx context.Context, in *inserter, rate float64, start time.Time) error {
+	t := time.NewTicker(producerTick)
+	defer t.Stop()
+	for {
+		owed := int64(rate*time.Since(start).Seconds()) - in.done.Load()
+		for owed > 0 && ctx.Err() == nil {
+			k := int(min(owed, InsertBatch))
+			if err := in.insertBatch(ctx, k); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("insert: %w", err)
+			}
+			owed -= int64(k)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// recordWindows samples worked() every window until d has passed since
+// start, and returns each window's rate; each also goes to onWindow when
+// set.
+func recordWindows(ctx context.Context, window, d time.Duration, start time.Time, worked, inserted func() int64, onWindow func(Window)) []Window {
+	var ws []Window
+	last := worked()
+	for i := 1; ; i++ {
+		end := start.Add(min(time.Duration(i)*window, d))
+		sleep(ctx, time.Until(end))
+		if ctx.Err() != nil {
+			return ws
+		}
+		n := worked()
+		span := end.Sub(start.Add(time.Duration(i-1) * window)).Seconds()
+		w := Window{End: end.Sub(start).Seconds(), JobsPerSec: rate(n-last, span), Backlog: inserted() - n}
+		ws = append(ws, w)
+		if onWindow != nil {
+			onWindow(w)
+		}
+		last = n
+		if !end.Before(start.Add(d)) {
+			return ws
+		}
+	}
+}
+
+// minuteRates is the mean rate of the first and of the last minute's
+// windows (fewer when the run is shorter than two minutes: the first and
+// the last half).
+func minuteRates(ws []Window, window time.Duration) (first, last float64) {
+	if len(ws) == 0 {
+		return 0, 0
+	}
+	k := max(1, int(time.Minute/window))
+	k = min(k, max(1, len(ws)/2))
+	mean := func(ws []Window) float64 {
+		var s float64
+		for _, w := range ws {
+			s += w.JobsPerSec
+		}
+		return s / float64(len(ws))
+	}
+	return mean(ws[:k]), mean(ws[len(ws)-k:])
+}
+
+// latencies collects enqueue→start delays: a job's start of attempt minus
+// its run_at, both read from the database clock.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+	n  atomic.Int64
+}
+
+// maxLatencySamples bounds the memory of a long run: past it, each new
+// sample replaces the oldest.
+const maxLatencySamples = 1 << 21
+
+func (l *latencies) add(d time.Duration) {
+	i := l.n.Add(1) - 1
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.d) < maxLatencySamples {
+		l.d = append(l.d, d)
+	} else {
+		l.d[i%maxLatencySamples] = d
+	}
+}
+
+// Latency is enqueue→start percentiles, in milliseconds.
+type Latency struct {
+	Samples int64   `json:"samples"`
+	P50     float64 `json:"p50_ms"`
+	P95     float64 `json:"p95_ms"`
+	P99     float64 `json:"p99_ms"`
+	Max     float64 `json:"max_ms"`
+}
+
+func (l *latencies) percentiles() *Latency {
+	l.mu.Lock()
+	d := slices.Clone(l.d)
+	l.mu.Unlock()
+	if len(d) == 0 {
+		return nil
+	}
+	slices.Sort(d)
+	at := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(d)))) - 1
+		return float64(d[max(0, i)]) / float64(time.Millisecond)
+	}
+	return &Latency{Samples: l.n.Load(), P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: at(1)}
+}
