@@ -19,7 +19,7 @@ type benchFlags struct {
 func newBenchCmd(a *app) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench [--jobs N | --duration D [--rate R --work D]]",
+		Use:   "bench [--jobs N | --duration D [--rate R --work D] | --wakeups N]",
 		Short: "Measure the job queue's throughput with no-op jobs",
 		Long: `Measure how many jobs a second the fenced job queue works, with no-op jobs
 that still take the whole fenced path: a claim that bumps the fence, a
@@ -37,6 +37,10 @@ every --window and ends with the first and the last minute's throughput,
 their ratio, and the enqueue-to-start latency percentiles (start of the
 attempt minus the job's run_at, both read from the database clock).
 
+With --wakeups N, the workers wait idle on an empty queue and one job is
+enqueued at a time, N times, 50-100 ms apart: the result is how soon an
+idle worker starts a single job (the same percentiles).
+
 Progress is one line rewritten in place on a terminal, a line a second
 otherwise; the summary is one line, or JSON with --json (progress then goes
 to stderr). The jobs go to their own queue, which must hold no unfinished
@@ -49,7 +53,8 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --jobs 100000 --workers 2000
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 30s --json
   fenced --db mysql://root@127.0.0.1:3306/test bench --jobs 100000
-  fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 5m --rate 4000 --work 1ms --workers 32`,
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 5m --rate 4000 --work 1ms --workers 32
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --wakeups 200 --workers 10`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(cmd); err != nil {
@@ -64,6 +69,7 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 	fl.Float64Var(&f.o.Rate, "rate", 0, "with --duration: offer this many jobs a second whatever the backlog (fixed-rate mode)")
 	fl.DurationVar(&f.o.Work, "work", 0, "fixed-rate mode: how long each job's handler takes")
 	fl.DurationVar(&f.o.Window, "window", jobbench.DefaultWindow, "fixed-rate mode: interval of the throughput figures")
+	fl.IntVar(&f.o.Wakeups, "wakeups", 0, "measure how soon idle workers start a single job, this many times (wake-up mode)")
 	fl.IntVar(&f.o.Concurrency, "workers", jobbench.DefaultConcurrency, "jobs worked at once")
 	fl.StringVar(&f.o.Queue, "queue", jobbench.DefaultQueue, "queue of the benchmark's jobs")
 	fl.BoolVar(&f.o.Keep, "keep", false, "keep the benchmark's jobs instead of deleting them")
@@ -86,6 +92,10 @@ func (f *benchFlags) check(cmd *cobra.Command) error {
 		return usage("--jobs must be at least 1")
 	case fl.Changed("duration") && f.o.Duration <= 0:
 		return usage("--duration must be positive")
+	case fl.Changed("wakeups") && (fl.Changed("jobs") || fl.Changed("duration")):
+		return usage("--wakeups cannot be used with --jobs or --duration")
+	case fl.Changed("wakeups") && f.o.Wakeups < 1:
+		return usage("--wakeups must be at least 1")
 	case fl.Changed("rate") && !(f.o.Rate > 0):
 		return usage("--rate must be positive")
 	case fl.Changed("rate") && !fl.Changed("duration"):

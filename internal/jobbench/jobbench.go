@@ -58,6 +58,10 @@ type Options struct {
 	// Window is the interval of a fixed-rate run's throughput figures.
 	// Default DefaultWindow.
 	Window time.Duration
+	// Wakeups selects wake-up mode: this many times, one job is enqueued
+	// into the empty queue of idle workers, and the result has the
+	// enqueue→start percentiles.
+	Wakeups int
 	// Concurrency is the number of jobs worked at once, in all. Default
 	// DefaultConcurrency.
 	Concurrency int
@@ -139,6 +143,9 @@ func (o Options) validate() error {
 	if o.Rate > 0 && o.Duration <= 0 {
 		return fencedtype.Invalid("rate", "needs a duration to run for")
 	}
+	if o.Wakeups > 0 && (o.Rate > 0 || o.Duration > 0) {
+		return fencedtype.Invalid("wake-ups", "a wake-up run has no duration or rate")
+	}
 	if o.Work < 0 {
 		return fencedtype.Invalid("work", "%s is negative", o.Work)
 	}
@@ -166,6 +173,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	b := &bench{o: o, db: db}
 	var res *Result
 	switch {
+	case o.Wakeups > 0:
+		res, err = b.wakeups(ctx)
 	case o.Rate > 0:
 		res, err = b.fixedRate(ctx)
 	case o.Duration > 0:

@@ -10,6 +10,7 @@ const (
 	BurnDown   = "burn-down"
 	Continuous = "continuous"
 	FixedRate  = "fixed-rate"
+	Wakeup     = "wake-up"
 )
 
 // Result is a run's summary.
@@ -61,6 +62,11 @@ func (r *Result) String() string {
 	case BurnDown:
 		fmt.Fprintf(&b, "bench: burn-down %d jobs in %.2fs = %.0f jobs/s (insert %.0f jobs/s)",
 			r.Jobs, r.Seconds, r.JobsPerSec, r.InsertPerSec)
+	case Wakeup:
+		fmt.Fprintf(&b, "bench: wake-up of an idle worker, %d single jobs", r.Jobs)
+		if l := r.Latency; l != nil {
+			fmt.Fprintf(&b, ": enqueue->start p50 %.1fms p95 %.1fms p99 %.1fms max %.1fms", l.P50, l.P95, l.P99, l.Max)
+		}
 	case FixedRate:
 		fmt.Fprintf(&b, "bench: fixed-rate %.0f jobs/s offered for %.1fs (work %gms): worked %d = %.0f jobs/s, inserted %d; first minute %.0f jobs/s, last minute %.0f jobs/s (%.2fx)",
 			r.Offered, r.Seconds, r.WorkMS, r.Jobs, r.JobsPerSec, r.Inserted, r.FirstMinute, r.LastMinute, r.Steadiness)
