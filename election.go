@@ -63,6 +63,8 @@ type CampaignOptions struct {
 //   - with Once, after the first term: nil, or the loss (the leadership
 //     context's cause, or a stale release) if leadership was lost;
 //   - an *InvalidError for a bad name, owner or ttl, before campaigning.
+//
+// See docs/design.md §4.6.
 func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Duration, opts CampaignOptions, lead func(ctx context.Context, l Lease) error) error {
 	if err := validName("lease name", name); err != nil {
 		return err
