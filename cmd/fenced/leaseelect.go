@@ -165,6 +165,9 @@ func (a *app) elect(ctx context.Context, p runParams, again bool) error {
 	var child *exec.Cmd
 	var lost error // the last term's loss, reported
 	opts := fenced.CampaignOptions{
+		// An acquire that failed other than as held (the database
+		// unreachable) is retried; each failure is a log line on stderr.
+		Logger: newLog(a.stderr),
 		OnTermEnd: func(l fenced.Lease, ended error) {
 			switch {
 			case ended == nil || lost != nil:
