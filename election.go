@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"time"
+
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // CampaignOptions tune Campaign. The zero value works.
@@ -62,7 +64,8 @@ type CampaignOptions struct {
 //     told to stop, and the term ends as a loss;
 //   - with Once, after the first term: nil, or the loss (the leadership
 //     context's cause, or a stale release) if leadership was lost;
-//   - an *InvalidError for a bad name, owner or ttl, before campaigning.
+//   - an *InvalidError for a bad name, owner or ttl, or a nil lead, before
+//     campaigning.
 //
 // See docs/design.md §4.6.
 func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Duration, opts CampaignOptions, lead func(ctx context.Context, l Lease) error) error {
@@ -74,6 +77,9 @@ func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Dura
 	}
 	if err := validTTL(ttl); err != nil {
 		return err
+	}
+	if lead == nil {
+		return fencedtype.Invalid("lead", "is nil")
 	}
 	if opts.RetryEvery <= 0 {
 		opts.RetryEvery = max(ttl/4, 10*time.Millisecond)

@@ -390,8 +390,12 @@ func runCampaign(t *testing.T, b Backend) {
 			})
 			wantErrIs(t, err, fenced.ErrInvalid)
 		}
-		wantErrIs(t, e.c.Campaign(ctx(t), "", "A", long, fenced.CampaignOptions{}, nil), fenced.ErrInvalid)
-		if l, err := e.c.Leader(ctx(t), "never"); l != nil || err != nil {
+		wantErrIs(t, e.c.Campaign(ctx(t), "", "A", long, fenced.CampaignOptions{}, func(context.Context, fenced.Lease) error { return nil }), fenced.ErrInvalid)
+		wantErrIs(t, e.c.Campaign(ctx(t), "leader", "A", long, fenced.CampaignOptions{}, nil), fenced.ErrInvalid)
+		if _, err := e.c.GetLease(ctx(t), "leader"); !errors.Is(err, fenced.ErrNotFound) {
+			t.Fatalf("get after invalid campaigns: %v, want the lease never acquired", err)
+		}
+		if l, err := e.c.Leader(ctx(t), "leader"); l != nil || err != nil {
 			t.Fatalf("leader of a lease never acquired: %+v, %v; want none", l, err)
 		}
 	})
