@@ -2,7 +2,6 @@ package fenced
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -180,35 +179,23 @@ func (m *Maintainer) Stop() {
 	<-m.done
 }
 
+// run campaigns for the maintenance lease until ctx ends (Stop), doing
+// rounds while it leads; Campaign releases the lease when ctx ends.
 func (m *Maintainer) run(ctx context.Context) {
 	defer close(m.done)
-	for ctx.Err() == nil {
-		k, err := m.c.Keep(ctx, m.cfg.LeaseName, m.cfg.Owner, m.cfg.LeaseTTL, KeepOptions{})
-		if err != nil {
-			if !errors.Is(err, ErrHeld) && ctx.Err() == nil {
-				m.log.Warn("fenced: maintenance lease", "err", err)
-			}
-			sleepCtx(ctx, m.cfg.Every)
-			continue
-		}
-		m.hold(k)
-		if ctx.Err() != nil {
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			k.Release(rctx)
-			cancel()
-		}
-	}
+	_ = m.c.Campaign(ctx, m.cfg.LeaseName, m.cfg.Owner, m.cfg.LeaseTTL,
+		CampaignOptions{RetryEvery: m.cfg.Every, Logger: m.log}, m.hold)
 }
 
-// hold does rounds while the keeper holds the lease.
-func (m *Maintainer) hold(k *Keeper) {
+// hold does rounds, every cfg.Every, while lease leads (until ctx ends).
+func (m *Maintainer) hold(ctx context.Context, lease Lease) error {
 	for {
-		if err := m.Round(k.Context(), k.Lease()); err != nil && k.Err() == nil {
+		if err := m.Round(ctx, lease); err != nil && ctx.Err() == nil {
 			m.log.Warn("fenced: maintenance round", "err", err)
 		}
-		sleepCtx(k.Context(), m.cfg.Every)
-		if k.Err() != nil {
-			return
+		sleepCtx(ctx, m.cfg.Every)
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 }

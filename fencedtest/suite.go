@@ -98,6 +98,7 @@ func Run(t *testing.T, b Backend) {
 		{"Worker", runWorker},
 		{"WorkerStats", runWorkerStats},
 		{"Maintainer", runMaintainer},
+		{"Campaign", runCampaign},
 		{"StaleReasons", runStaleReasons},
 		{"Migrations", runMigrations},
 		{"NothingLost", runNothingLost},

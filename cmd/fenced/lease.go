@@ -18,7 +18,7 @@ const defaultTTL = 30 * time.Second
 func newLeaseCmd(a *app) *cobra.Command {
 	cmd := group(&cobra.Command{
 		Use:   "lease",
-		Short: "Acquire, renew, release, inspect leases, or run a command under one",
+		Short: "Acquire, renew, release, inspect leases; run a command under one, or as leader",
 		Long: `A lease is a named singleton held by one owner until it expires by the
 database clock. Every grant to a new owner carries a higher fence; pass it to
 your protected writes. Renew and release must name the owner and fence they
@@ -31,6 +31,7 @@ hold, and fail as stale (exit 4) once the lease was lost.`,
 		newLeaseShowCmd(a),
 		newLeaseListCmd(a),
 		newLeaseRunCmd(a),
+		newLeaseElectCmd(a),
 	)
 	return cmd
 }

@@ -135,7 +135,7 @@ func (a *app) runUnderLease(ctx context.Context, p runParams) error {
 		a.release(k)
 		return startError(p.argv[0], err)
 	}
-	lost := a.supervise(child, k, sigs, p.grace)
+	lost := a.supervise(child, k.Context(), sigs, p.grace)
 	if lost == nil {
 		lost = a.release(k)
 	}
@@ -181,10 +181,11 @@ func (a *app) command(p runParams, l fenced.Lease) *exec.Cmd {
 	return child
 }
 
-// supervise waits for child to exit, forwarding sigs to it. If the keeper
-// loses the lease first, the child gets SIGTERM, then SIGKILL after grace.
-// It returns why the lease was lost, or nil.
-func (a *app) supervise(child *exec.Cmd, k *fenced.Keeper, sigs <-chan os.Signal, grace time.Duration) error {
+// supervise waits for child to exit, forwarding sigs to it. If held ends
+// first (the lease was lost: a Keeper's context), the child gets SIGTERM,
+// then SIGKILL after grace. It returns why the lease was lost (held's
+// cause), or nil.
+func (a *app) supervise(child *exec.Cmd, held context.Context, sigs <-chan os.Signal, grace time.Duration) error {
 	exited := make(chan struct{})
 	go func() {
 		_ = child.Wait() // the status is read from child.ProcessState
@@ -192,7 +193,7 @@ func (a *app) supervise(child *exec.Cmd, k *fenced.Keeper, sigs <-chan os.Signal
 	}()
 	var lost error
 	var kill <-chan time.Time
-	lostC := k.Done()
+	lostC := held.Done()
 	for {
 		select {
 		case <-exited:
@@ -201,7 +202,7 @@ func (a *app) supervise(child *exec.Cmd, k *fenced.Keeper, sigs <-chan os.Signal
 			_ = child.Process.Signal(sig)
 		case <-lostC:
 			lostC = nil
-			lost = k.Err() // names the lease and why it was lost
+			lost = context.Cause(held) // names the lease and why it was lost
 			fmt.Fprintf(a.stderr, "fenced: %s; sending SIGTERM to %s\n", a.scrub(oneLine(lost.Error())), child.Path)
 			_ = child.Process.Signal(syscall.SIGTERM)
 			t := time.NewTimer(grace)

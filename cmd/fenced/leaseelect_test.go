@@ -1,0 +1,167 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startElect starts "lease elect NAME ARGS…" and returns the process and a
+// channel that yields its result.
+func startElect(t *testing.T, c cli, name string, args ...string) (*os.Process, <-chan result) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmd := c.command(ctx, append([]string{"lease", "elect", name, "--owner", "elector"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan result, 1)
+	go func() {
+		defer cancel()
+		_ = cmd.Wait()
+		done <- result{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd.Process, done
+}
+
+// fences reads the fences a command under test appended to path, one a line.
+func fences(t *testing.T, path string) []int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int64
+	for _, f := range strings.Fields(string(b)) {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			t.Fatalf("%s: %q is not a fence", path, f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func TestLeaseElectWaitsForTheLeaseInsteadOfFailing(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, c cli) {
+		c.ok("lease", "acquire", "job", "--owner", "other", "--ttl", "2s")
+		r := c.run("lease", "elect", "job", "--ttl", "1s", "--", "sh", "-c", `echo "$FENCED_OWNER $FENCED_FENCE"; exit 7`)
+		if r.code != 7 || !strings.HasSuffix(r.stdout, " 2\n") {
+			t.Fatalf("lease elect: exit %d, stdout %q, stderr %q; want exit 7 and the fence after other's, 2", r.code, r.stdout, r.stderr)
+		}
+		if l := showLease(c, "job"); l.Held || l.Fence != 2 || l.Owner == "other" {
+			t.Errorf("after lease elect: %+v, want fence 2 released", l)
+		}
+	})
+}
+
+func TestLeaseElectAgainRunsEveryTermWithANewFence(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "fenced.db"))
+	log := filepath.Join(t.TempDir(), "fences")
+	// Succeeds twice, then fails: the third failure ends the campaign.
+	r := c.run("lease", "elect", "job", "--again", "--", "sh", "-c",
+		`echo "$FENCED_FENCE" >> "$0"; test "$(wc -l < "$0")" -lt 3`, log)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1 (the command's third run failed); stderr %q", r.code, r.stderr)
+	}
+	if got := fences(t, log); len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("fences seen %v, want a new one each term: [1 2 3]", got)
+	}
+	if l := showLease(c, "job"); l.Held {
+		t.Errorf("after lease elect: %+v, want released", l)
+	}
+}
+
+func TestLeaseElectAgainCampaignsAgainAfterLosingLeadership(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, c cli) {
+		log := filepath.Join(t.TempDir(), "fences")
+		p, done := startElect(t, c, "job", "--ttl", "1s", "--again", "--",
+			"sh", "-c", `echo "$FENCED_FENCE" >> "$0"; exec sleep 60`, log)
+		waitFor(t, "the first term", func() bool { return len(fences(t, log)) == 1 })
+		// Advancing fences ends every lease: the command gets SIGTERM and
+		// fenced campaigns again, with a fence above the advance.
+		c.ok("fence", "advance", "--by", "10")
+		waitFor(t, "the second term", func() bool { return len(fences(t, log)) == 2 })
+		if got := fences(t, log); got[1] <= got[0]+10 {
+			t.Fatalf("fences %v: the second term's is not above the advance", got)
+		}
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		r := waitExit(t, done)
+		if r.code != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit %d, want %d (the forwarded SIGTERM ends the command and the campaign); stderr %q", r.code, 128+int(syscall.SIGTERM), r.stderr)
+		}
+		contains(t, "stderr", r.stderr, `lease "job" lost`)
+		if len(fences(t, log)) != 2 {
+			t.Errorf("fences %v, want no term after the signal", fences(t, log))
+		}
+		if l := showLease(c, "job"); l.Held {
+			t.Errorf("after lease elect: %+v, want released", l)
+		}
+	})
+}
+
+func TestLeaseElectLosingLeadershipWithoutAgainEndsLikeLeaseRun(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "fenced.db"))
+	log := filepath.Join(t.TempDir(), "fences")
+	_, done := startElect(t, c, "job", "--ttl", "1s", "--", "sh", "-c", `echo "$FENCED_FENCE" >> "$0"; exec sleep 60`, log)
+	waitFor(t, "the term", func() bool { return len(fences(t, log)) == 1 })
+	c.ok("fence", "advance", "--by", "10")
+	r := waitExit(t, done)
+	if r.code != 128+int(syscall.SIGTERM) {
+		t.Errorf("exit %d, want %d (sleep killed by SIGTERM); stderr %q", r.code, 128+int(syscall.SIGTERM), r.stderr)
+	}
+	if got := fences(t, log); len(got) != 1 {
+		t.Errorf("fences %v, want one term", got)
+	}
+}
+
+func TestLeaseElectInterruptedWhileWaitingRunsNothing(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "fenced.db"))
+	c.ok("lease", "acquire", "job", "--owner", "other", "--ttl", "1m")
+	marker := filepath.Join(t.TempDir(), "ran")
+	p, done := startElect(t, c, "job", "--ttl", "1s", "--", "touch", marker)
+	time.Sleep(300 * time.Millisecond) // most likely campaigning by now; the outcome is the same either way
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r := waitExit(t, done)
+	if r.code != exitError || !strings.Contains(r.stderr, `interrupted while campaigning for lease "job"`) {
+		t.Errorf("exit %d, stderr %q; want 1, interrupted while campaigning", r.code, r.stderr)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Errorf("the command ran (stat: %v)", err)
+	}
+	if l := showLease(c, "job"); !l.Held || l.Owner != "other" {
+		t.Errorf("lease %+v, want still held by other", l)
+	}
+}
+
+func TestLeaseElectUsageErrors(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "fenced.db"))
+	c.fails(2, "lease", "elect", "job")
+	c.fails(2, "lease", "elect", "job", "--")
+	c.fails(2, "lease", "elect", "--", "true")
+	c.fails(2, "lease", "elect", "job", "--grace", "-1s", "--", "true")
+	c.fails(2, "lease", "elect", "job", "--ttl", "0", "--", "true")
+}

@@ -1,0 +1,171 @@
+package fenced
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fenced/fenced/fencedtype"
+)
+
+// CampaignOptions tune Campaign. The zero value works.
+type CampaignOptions struct {
+	// Keep tunes the Keeper that holds the lease during a term.
+	Keep KeepOptions
+	// RetryEvery is how often a campaigner whose lease another owner holds
+	// tries again, each wait drawn at random from 3/4 to 5/4 of it so that
+	// campaigners spread out. Default ttl/4 (at least 10ms).
+	RetryEvery time.Duration
+	// Once ends Campaign after its first term instead of campaigning again.
+	Once bool
+	// OnElected, when set, is called with the lease at the start of every
+	// term, before lead. It runs on Campaign's goroutine; keep it short.
+	OnElected func(Lease)
+	// OnTermEnd, when set, is called after every term, once lead returned
+	// and the lease was released, with why the term ended: nil when lead
+	// returned while still leading and the release succeeded; otherwise the
+	// leadership context's cause (a *StaleError, ErrTrustExpired, or ctx's
+	// cause) or the release's error (a *StaleError when another owner had
+	// already taken over). It runs on Campaign's goroutine.
+	OnTermEnd func(l Lease, ended error)
+	// Logger receives the errors Campaign retries past (an acquire or a
+	// release that failed other than by the lease being held). Default:
+	// discarded.
+	Logger *slog.Logger
+}
+
+// Campaign runs for leadership of the named lease as owner and calls lead
+// for every term it wins, until ctx ends.
+//
+// A term starts when the lease is acquired under a Keeper (see Keep; ttl is
+// the lease's TTL). While another owner holds the lease, Campaign waits
+// (see CampaignOptions.RetryEvery) and tries again; an acquire that fails
+// otherwise (the database unreachable) is logged and retried the same way.
+// lead runs with the lease, whose Fence names the term, and a context that
+// ends when leadership is lost — a renewal refused as stale, or the trust
+// window ran out — or when ctx ends; context.Cause says which. Campaign
+// waits for lead to return, then releases the lease so another campaigner
+// can take over at once, and campaigns again.
+//
+// The context ending is a liveness signal: it tells a well-behaved leader
+// to stop, but it cannot stop one that is paused, or slow to notice, from
+// writing. Safety comes from passing l.Fence to every protected write —
+// LeaseTx, WriteResource, or a job's fenced writes — which the database
+// checks: once another term has begun, the deposed leader's writes are
+// refused with a *StaleError, whatever its context says.
+//
+// Campaign returns:
+//   - context.Cause(ctx) once ctx ends (after releasing any lease it held);
+//   - lead's error, after releasing the lease, when lead returns a non-nil
+//     error — except an error that is its own context's error or cause,
+//     returned after that context ended: that is lead reporting it was
+//     told to stop, and the term ends as a loss;
+//   - with Once, after the first term: nil, or the loss (the leadership
+//     context's cause, or a stale release) if leadership was lost;
+//   - an *InvalidError for a bad name, owner or ttl, or a nil lead, before
+//     campaigning.
+//
+// See docs/design.md §4.6.
+func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Duration, opts CampaignOptions, lead func(ctx context.Context, l Lease) error) error {
+	if err := validName("lease name", name); err != nil {
+		return err
+	}
+	if err := validName("owner", owner); err != nil {
+		return err
+	}
+	if err := validTTL(ttl); err != nil {
+		return err
+	}
+	if lead == nil {
+		return fencedtype.Invalid("lead", "is nil")
+	}
+	if opts.RetryEvery <= 0 {
+		opts.RetryEvery = max(ttl/4, 10*time.Millisecond)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	for {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		k, err := c.Keep(ctx, name, owner, ttl, opts.Keep)
+		if err != nil {
+			if errors.Is(err, ErrInvalid) {
+				return err
+			}
+			if !errors.Is(err, ErrHeld) && ctx.Err() == nil {
+				opts.Logger.Warn("fenced: campaign", "lease", name, "err", err)
+			}
+			sleepCtx(ctx, jittered(opts.RetryEvery))
+			continue
+		}
+		ended, err := c.term(ctx, k, ttl, opts, lead)
+		switch {
+		case err != nil:
+			return err
+		case ctx.Err() != nil:
+			return context.Cause(ctx)
+		case opts.Once:
+			return ended
+		}
+	}
+}
+
+// term runs lead for one term under k, then releases the lease. It returns
+// why the term ended (see OnTermEnd), and lead's error when that ends the
+// campaign.
+func (c *Client) term(ctx context.Context, k *Keeper, ttl time.Duration, opts CampaignOptions, lead func(context.Context, Lease) error) (ended, err error) {
+	l := k.Lease()
+	if opts.OnElected != nil {
+		opts.OnElected(l)
+	}
+	lctx := k.Context()
+	err = lead(lctx, l)
+	if lctx.Err() != nil {
+		ended = context.Cause(lctx)
+		if errors.Is(err, lctx.Err()) || errors.Is(err, ended) {
+			err = nil // lead stopped because it was told to
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(ttl, 5*time.Second))
+	rerr := k.Release(rctx)
+	cancel()
+	if rerr != nil {
+		if ended == nil {
+			ended = rerr
+		}
+		if !errors.Is(rerr, ErrStale) {
+			opts.Logger.Warn("fenced: campaign release (the lease will expire)", "lease", l.Name, "err", rerr)
+		}
+	}
+	if opts.OnTermEnd != nil {
+		opts.OnTermEnd(l, ended)
+	}
+	return ended, err
+}
+
+// jittered is d scaled by a random factor from 3/4 to 5/4.
+func jittered(d time.Duration) time.Duration {
+	return d*3/4 + rand.N(d/2+1)
+}
+
+// Leader returns the generation of the named lease that leads now by the
+// database clock — held, unreleased and unexpired — or nil when none does
+// (never acquired, released, or expired). Like GetLease it is a
+// point-in-time answer for display and liveness, never the basis for a
+// write.
+func (c *Client) Leader(ctx context.Context, name string) (*Lease, error) {
+	l, err := c.GetLease(ctx, name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case !l.Held:
+		return nil, nil
+	}
+	return l, nil
+}
