@@ -60,13 +60,15 @@ ORDER BY j.priority, j.run_at, j.id`
 func mysqlParams(query string) string { return strings.ReplaceAll(query, "$1", "?") }
 
 // claimLimitedJobs is the claim of a queue gated by keys or limits (see
-// driver/claimlimits.go): one transaction (sessions run READ COMMITTED)
-// that picks and locks candidates, locks the gate rows of their keys in
-// name order, reads their load afresh, admits and starts. A deadlock is
-// retried by inTx.
+// driver/claimlimits.go): one transaction that picks and locks
+// candidates, locks the gate rows of their keys in name order, reads their
+// load afresh, admits and starts. The transaction is READ COMMITTED
+// whatever the session's level, so that each read after the gate locks
+// takes a snapshot of its own: under REPEATABLE READ the load would be read
+// from the snapshot of the pick, before the locks. A deadlock is retried.
 func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
-	err := d.inTx(ctx, func(tx *sql.Tx) error {
+	err := d.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		jobs = nil
 		pick := append(append([]any{p.Queue}, anys(p.Kinds)...), driver.ClaimWindow(p.Limit))
 		cands, err := sqldb.All(ctx, tx, func(r sqldb.Scanner) (driver.ClaimCandidate, error) {
