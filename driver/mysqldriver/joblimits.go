@@ -38,12 +38,10 @@ func claimLimitedPick(kinds int) string {
 	}
 }
 
-// The gate rows of a limited claim (fenced_job_gates): claimGatesSQL reads
-// which names have a row, claimGateAddSQL adds a missing one (committed at
-// once, outside the claim's transaction), claimGatesLockSQL locks them in
-// name order inside it. %s is the names' placeholders.
+// The gate rows of a limited claim (fenced_job_gates): claimGatesLockSQL
+// locks them in name order inside the claim's transaction (%s is the
+// names' placeholders); claimGateAddSQL adds a missing one, outside it.
 const (
-	claimGatesSQL     = `SELECT name FROM fenced_job_gates WHERE name IN (%s)`
 	claimGateAddSQL   = `INSERT IGNORE INTO fenced_job_gates (name) VALUES (?)`
 	claimGatesLockSQL = `SELECT name FROM fenced_job_gates FORCE INDEX (PRIMARY) WHERE name IN (%s) ORDER BY name FOR UPDATE`
 )
@@ -66,10 +64,31 @@ func mysqlParams(query string) string { return strings.ReplaceAll(query, "$1", "
 // whatever the session's level, so that each read after the gate locks
 // takes a snapshot of its own: under REPEATABLE READ the load would be read
 // from the snapshot of the pick, before the locks. A deadlock is retried.
+//
+// A gate row missing (a key's first claim) ends the transaction; the rows
+// are added, each by a statement that commits at once, and the claim runs
+// again. They are never added inside the claim's transaction: two claimers
+// inserting the same row there would deadlock, and adding them on another
+// connection while the transaction holds one could exhaust the pool.
 func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
-	var jobs []*fencedtype.Job
-	err := d.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-		jobs = nil
+	for try := 1; ; try++ {
+		jobs, missing, err := d.claimLimitedOnce(ctx, p)
+		if err != nil || len(missing) == 0 || try == 5 {
+			return jobs, err
+		}
+		for _, n := range missing {
+			if _, err := d.db.ExecContext(ctx, claimGateAddSQL, n); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// claimLimitedOnce runs the limited claim's transaction once. When gate
+// rows are missing it claims nothing and returns their names.
+func (d *Driver) claimLimitedOnce(ctx context.Context, p driver.ClaimJobsParams) (jobs []*fencedtype.Job, missing []string, err error) {
+	err = d.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		jobs, missing = nil, nil
 		pick := append(append([]any{p.Queue}, anys(p.Kinds)...), driver.ClaimWindow(p.Limit))
 		cands, err := sqldb.All(ctx, tx, func(r sqldb.Scanner) (driver.ClaimCandidate, error) {
 			var c driver.ClaimCandidate
@@ -82,7 +101,7 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 		if err := readClaimGlobals(ctx, tx, p.Queue, &load, false); err != nil {
 			return err
 		}
-		if err := d.lockGates(ctx, tx, driver.LimitLockNames(p.Queue, cands, load.HasGlobal())); err != nil {
+		if missing, err = lockGates(ctx, tx, driver.LimitLockNames(p.Queue, cands, load.HasGlobal())); err != nil || len(missing) > 0 {
 			return err
 		}
 		ids := make([]int64, len(cands))
@@ -107,39 +126,31 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 		jobs, err = startJobs(ctx, tx, p, admitted)
 		return err
 	})
-	return jobs, err
+	return jobs, missing, err
 }
 
-// lockGates locks the gate rows of names (sorted) inside tx, first adding,
-// each in a statement of its own that commits at once, the rows missing.
-func (d *Driver) lockGates(ctx context.Context, tx *sql.Tx, names []string) error {
+// lockGates locks the gate rows of names (sorted) inside tx, in name order,
+// and returns the names that have no row yet (then it locked nothing that
+// matters: the caller ends the transaction).
+func lockGates(ctx context.Context, tx *sql.Tx, names []string) ([]string, error) {
 	if len(names) == 0 {
-		return nil
+		return nil, nil
 	}
-	args := anys(names)
-	have, err := sqldb.All(ctx, d.db, sqldb.Value[string], fmt.Sprintf(claimGatesSQL, placeholders(len(names))), args...)
+	locked, err := sqldb.All(ctx, tx, sqldb.Value[string], fmt.Sprintf(claimGatesLockSQL, placeholders(len(names))), anys(names)...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	present := map[string]bool{}
-	for _, n := range have {
-		present[n] = true
+	have := make(map[string]bool, len(locked))
+	for _, n := range locked {
+		have[n] = true
 	}
+	var missing []string
 	for _, n := range names {
-		if !present[n] {
-			if _, err := d.db.ExecContext(ctx, claimGateAddSQL, n); err != nil {
-				return err
-			}
+		if !have[n] {
+			missing = append(missing, n)
 		}
 	}
-	locked, err := sqldb.All(ctx, tx, sqldb.Value[string], fmt.Sprintf(claimGatesLockSQL, placeholders(len(names))), args...)
-	if err != nil {
-		return err
-	}
-	if len(locked) != len(names) {
-		return fmt.Errorf("locked %d of %d gates", len(locked), len(names))
-	}
-	return nil
+	return missing, nil
 }
 
 // readClaimGlobals reads the queue's global limits into load, or, with
