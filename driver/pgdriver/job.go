@@ -121,6 +121,8 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	return jobs, nil
 }
 
+// collectRows is pgx.CollectRows of a query's result, passing on the
+// query's own error.
 func collectRows[T any](rows pgx.Rows, err error, fn pgx.RowToFunc[T]) ([]T, error) {
 	if err != nil {
 		return nil, err
