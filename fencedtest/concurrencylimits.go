@@ -191,6 +191,37 @@ func runConcurrencyLimits(t *testing.T, b Backend) {
 			t.Fatalf("claimed %d jobs once the expired attempt was recovered, want 1", len(next))
 		}
 	})
+	t.Run("AnExpiredAttemptInItsFencedTransactionKeepsItsSlot", func(t *testing.T) {
+		t.Parallel()
+		if b.Name == "sqlite" {
+			t.Skip("SQLite has one writer: recovery and claims wait for the open transaction itself")
+		}
+		e := setup(t, b)
+		e.setLimit(t, fenced.JobLimit{Queue: fenced.DefaultQueue, PerKey: 1})
+		for range 2 {
+			e.enqueue(t, fenced.EnqueueParams{Kind: "k", ConcurrencyKey: "a"})
+		}
+		paused := e.claimOne(t, "A", 300*time.Millisecond)
+		err := e.c.JobTx(ctx(t), paused.Ref(), func(fenced.Tx) error {
+			e.waitJobExpired(t, paused.ID)
+			// Recovery skips the row the open transaction holds, so the
+			// attempt stays running and keeps the key's only slot.
+			_, err := e.c.RecoverJobs(ctx(t), nil, 100, fenced.Backoff{Base: time.Microsecond, Max: time.Microsecond})
+			wantNoErr(t, err, "recover")
+			if j, _ := e.job(t, paused.ID); j.State != fenced.JobRunning {
+				t.Errorf("job was taken back to %s while its attempt's transaction was open", j.State)
+			}
+			if got := e.claim(t, fenced.DefaultQueue, "B", 5, long); len(got) != 0 {
+				t.Errorf("claimed %d jobs of the key while its expired attempt's transaction was open", len(got))
+			}
+			return nil
+		})
+		wantNoErr(t, err, "job tx")
+		e.recoverExpired(t, paused.ID)
+		if next := e.claim(t, fenced.DefaultQueue, "B", 5, long); len(next) != 1 {
+			t.Fatalf("claimed %d jobs once the attempt's transaction ended and it was recovered, want 1", len(next))
+		}
+	})
 	t.Run("OverridesBeatDefaults", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
