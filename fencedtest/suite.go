@@ -80,6 +80,9 @@ func Run(t *testing.T, b Backend) {
 		{"ListJobs", runListJobs},
 		{"RecoverJobs", runRecoverJobs},
 		{"DeleteFinishedJobs", runDeleteFinishedJobs},
+		{"SetJobLimit", runSetJobLimit},
+		{"DeleteJobLimit", runDeleteJobLimit},
+		{"ListJobLimits", runListJobLimits},
 		{"DatabaseTime", runDatabaseTime},
 
 		{"Keeper", runKeeper},
@@ -102,6 +105,8 @@ func Run(t *testing.T, b Backend) {
 		{"StaleReasons", runStaleReasons},
 		{"Migrations", runMigrations},
 		{"NothingLost", runNothingLost},
+		{"ConcurrencyLimits", runConcurrencyLimits},
+		{"Sequences", runSequences},
 	} {
 		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
 	}

@@ -277,6 +277,14 @@ func (s *Server) routes() *http.ServeMux {
 	handle("POST /v1/jobs/{id}/snooze", s.snooze)
 	handle("POST /v1/jobs/{id}/progress", s.progress)
 	handle("POST /v1/jobs/{id}/cancel", s.cancel)
+
+	handle("GET /v1/limits", s.listJobLimits)
+	handle("GET /v1/queues/{queue}/limits", s.listJobLimits)
+	for _, scope := range []string{"/v1/queues/{queue}/limit", "/v1/queues/{queue}/kinds/{kind}/limit",
+		"/v1/queues/{queue}/keys/{key}/limit"} {
+		handle("PUT "+scope, s.setJobLimit)
+		handle("DELETE "+scope, s.deleteJobLimit)
+	}
 	return m
 }
 
