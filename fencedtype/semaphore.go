@@ -44,3 +44,13 @@ type Semaphore struct {
 	// DecidedAt is the database clock reading of the read.
 	DecidedAt time.Time `json:"-"`
 }
+
+// MarshalJSON encodes the grant by its field tags, with its time in
+// TimeLayout, as a Lease's.
+func (s Slot) MarshalJSON() ([]byte, error) {
+	type fields Slot // the same fields, without this method
+	return marshal(struct {
+		fields
+		ExpiresAt jsonTime `json:"expires_at,omitzero"`
+	}{fields(s), jsonTime(s.ExpiresAt)})
+}
