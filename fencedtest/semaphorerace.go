@@ -55,6 +55,26 @@ func runSemaphore(t *testing.T, b Backend) {
 			t.Fatalf("a superseded holder committed %v", got)
 		}
 	})
+	t.Run("ResourceWritesUnderDifferentSlotsAreOrderedByFence", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		a := e.acquireSlot(t, "pool", "A", 2, long)
+		c := e.acquireSlot(t, "pool", "C", 2, long)
+		w, err := e.c.WriteResource(ctx(t), "out", []byte("C"), c.Fence, fenced.WriteOptions{})
+		wantNoErr(t, err, "write under C's slot")
+		// A still holds its slot, but its grant is older than C's: on a
+		// key both write, the later grant's write stands.
+		_, err = e.c.WriteResource(ctx(t), "out", []byte("A"), a.Fence, fenced.WriteOptions{})
+		var se *fenced.StaleError
+		if !errors.As(err, &se) || se.Reason != fenced.ReasonSuperseded || se.CurrentFence != c.Fence {
+			t.Fatalf("write under the older grant: %v, want superseded by fence %d", err, c.Fence)
+		}
+		r, err := e.c.ReadResource(ctx(t), "out")
+		wantNoErr(t, err, "read")
+		if string(r.Value) != "C" || r.Fence != c.Fence || r.Version != w.Version {
+			t.Fatalf("resource = %+v, want C's write", r)
+		}
+	})
 	t.Run("AdvanceFencesEndsEveryGrant", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
