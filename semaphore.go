@@ -107,9 +107,10 @@ func (c *Client) ListSemaphores(ctx context.Context) ([]*Semaphore, error) {
 // share mode (on SQLite it is a write transaction) and checks owner, fence
 // and expiry by the database clock. If s is no longer current, fn is not
 // called and a *StaleError is returned. While the transaction is open a
-// takeover of that slot waits for it; grants of the other slots do not.
-// If fn returns an error the transaction rolls back and the error is
-// returned. Keep fn short.
+// takeover of that slot waits for it. Grants of the name's other slots wait
+// too on SQLite (one writer) and on MySQL under REPEATABLE READ (docs/design.md
+// §10), not on PostgreSQL or under READ COMMITTED. If fn returns an error
+// the transaction rolls back and the error is returned. Keep fn short.
 func (c *Client) SlotTx(ctx context.Context, s Slot, fn func(Tx) error) error {
 	if err := validSlotRef(s); err != nil {
 		return err
