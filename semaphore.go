@@ -24,7 +24,7 @@ func slotRef(s Slot) driver.SlotRef {
 }
 
 // AcquireSlot takes one of the slots slots of the named semaphore for ttl by
-// the database clock (docs/design.md §4.6). A lease is the case slots = 1,
+// the database clock (docs/design.md §4.7). A lease is the case slots = 1,
 // and the rules are the lease's, per slot:
 //
 //   - if owner already holds a slot of the name, unexpired and unreleased,

@@ -8,7 +8,7 @@ import (
 )
 
 // SemaphoreDriver is the semaphore half of a Driver: N slots under one name,
-// each grant with a fence from one counter per name (docs/design.md §4.6).
+// each grant with a fence from one counter per name (docs/design.md §4.7).
 // A lease is the N = 1 case, and every rule below is the lease's rule applied
 // to one slot.
 type SemaphoreDriver interface {

@@ -8,7 +8,7 @@ import (
 	"github.com/fenced/fenced"
 )
 
-// The semaphore groups specify docs/design.md §4.6: N slots under one name,
+// The semaphore groups specify docs/design.md §4.7: N slots under one name,
 // each grant with a fence from one counter per name, and every rule of a
 // lease applied to one slot.
 

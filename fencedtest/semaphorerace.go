@@ -13,7 +13,7 @@ import (
 
 // runSemaphore: the cross-cutting rules of semaphores — racing acquirers
 // never share a slot or exceed N, N = 1 is a lease, and a fence advance
-// ends every grant (docs/design.md §4.6, §7).
+// ends every grant (docs/design.md §4.7, §7).
 func runSemaphore(t *testing.T, b Backend) {
 	t.Run("RacingAcquirersNeverExceedN", func(t *testing.T) { t.Parallel(); slotRace(t, setup(t, b)) })
 	t.Run("OneSlotBehavesAsALease", func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 // runSlotTx: a fenced transaction under a slot grant commits only while the
 // grant is current, and a takeover of the slot waits for it (docs/design.md
-// §4.6, §5.1).
+// §4.7, §5.1).
 func runSlotTx(t *testing.T, b Backend) {
 	setupBiz := func(t *testing.T) *env {
 		e := setup(t, b)

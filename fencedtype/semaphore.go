@@ -3,7 +3,7 @@ package fencedtype
 import "time"
 
 // Slot is one grant of a slot of a named semaphore, as the database decided
-// it: the semaphore counterpart of a Lease (docs/design.md §4.6).
+// it: the semaphore counterpart of a Lease (docs/design.md §4.7).
 //
 // Name, Owner and Fence identify the grant; a holder passes the Slot back to
 // renew, release and SlotTx. A semaphore's fences come from one counter per
