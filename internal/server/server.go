@@ -264,6 +264,12 @@ func (s *Server) routes() *http.ServeMux {
 	handle("GET /v1/leases/{name}", s.getLease)
 	handle("GET /v1/leases", s.listLeases)
 
+	handle("POST /v1/semaphores/{name}/acquire", s.acquireSlot)
+	handle("POST /v1/semaphores/{name}/renew", s.renewSlot)
+	handle("POST /v1/semaphores/{name}/release", s.releaseSlot)
+	handle("GET /v1/semaphores/{name}", s.getSemaphore)
+	handle("GET /v1/semaphores", s.listSemaphores)
+
 	handle("PUT /v1/resources/{key}", s.putResource)
 	handle("GET /v1/resources/{key}", s.getResource)
 
