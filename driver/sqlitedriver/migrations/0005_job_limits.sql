@@ -15,8 +15,9 @@ CREATE INDEX fenced_jobs_key_running ON fenced_jobs (queue, concurrency_key)
 -- A sequence's jobs that can block it, in id order.
 CREATE INDEX fenced_jobs_sequence ON fenced_jobs (queue, sequence_key, id)
     WHERE sequence_key IS NOT NULL AND state IN ('queued', 'running', 'failed');
--- The running jobs of a queue, by kind, for its global limits.
-CREATE INDEX fenced_jobs_running_queue ON fenced_jobs (queue, kind) WHERE state = 'running';
+-- A queue's running jobs, for its global limits, are counted through the
+-- running-jobs index of recovery: an index of its own would cost every
+-- claim of every job a write, limited or not.
 
 -- Declared limits. The scope is (queue, kind, concurrency_key), '' where a
 -- scope does not name one; 0 declares no limit.
