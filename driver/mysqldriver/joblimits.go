@@ -29,14 +29,48 @@ FOR UPDATE SKIP LOCKED`
 func claimLimitedPick(kinds int) string {
 	switch kinds {
 	case 0:
-		return fmt.Sprintf(claimLimitedPickSQL, "", "", driver.JobClaimableSQL)
+		return fmt.Sprintf(claimLimitedPickSQL, "", "", claimableSQL)
 	case 1:
-		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_claim_kind)", " AND j.kind = ?", driver.JobClaimableSQL)
+		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_claim_kind)", " AND j.kind = ?", claimableSQL)
 	default:
 		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_claim)",
-			" AND j.kind IN ("+placeholders(kinds)+")", driver.JobClaimableSQL)
+			" AND j.kind IN ("+placeholders(kinds)+")", claimableSQL)
 	}
 }
+
+// MySQL has no partial indexes: a key's running attempts and a sequence's
+// open jobs are found through the virtual columns running_concurrency_key
+// and open_sequence_key (migration 5), which hold the key only in the
+// states that count. keyColumns rewrites the shared statements' conditions
+// on the key and the state into conditions on those columns; the rewrite
+// must find each condition (a change to the shared text panics at start,
+// and every test with it).
+var keyColumns = []string{
+	`r.state = 'running' AND r.queue = j.queue AND r.concurrency_key = j.concurrency_key`,
+	`r.queue = j.queue AND r.running_concurrency_key = j.concurrency_key`,
+	`s.queue = j.queue AND s.sequence_key = j.sequence_key AND s.state IN ('queued', 'running', 'failed')`,
+	`s.queue = j.queue AND s.open_sequence_key = j.sequence_key`,
+}
+
+// onKeyColumns is query with keyColumns' rewrites.
+func onKeyColumns(query string) string {
+	for i := 0; i < len(keyColumns); i += 2 {
+		if !strings.Contains(query, keyColumns[i]) {
+			panic("mysqldriver: the shared claim statement no longer reads " + keyColumns[i])
+		}
+		query = strings.ReplaceAll(query, keyColumns[i], keyColumns[i+1])
+	}
+	return query
+}
+
+// claimableSQL is driver.JobClaimableSQL on MySQL's key columns. The
+// deliberately broken build's filters nothing and has nothing to rewrite.
+var claimableSQL = func() string {
+	if driver.JobClaimableSQL == "1 = 1" {
+		return driver.JobClaimableSQL
+	}
+	return onKeyColumns(driver.JobClaimableSQL)
+}()
 
 // The gate rows of a limited claim (fenced_job_gates): claimGatesLockSQL
 // locks them in name order inside the claim's transaction (%s is the
@@ -50,7 +84,7 @@ const (
 // locks (a READ COMMITTED read: a snapshot of its own): each one's key
 // limit, its key's running attempts and whether its sequence is blocked, in
 // claim order. %s is the ids' placeholders.
-var claimLimitLoadSQL = `SELECT ` + driver.JobClaimLoadColumns + `
+var claimLimitLoadSQL = `SELECT ` + onKeyColumns(driver.JobClaimLoadColumns) + `
 FROM fenced_jobs j FORCE INDEX (PRIMARY) WHERE j.id IN (%s) AND j.state = 'queued'
 ORDER BY j.priority, j.run_at, j.id`
 

@@ -5,8 +5,13 @@
 --
 -- Idempotent, as every migration must be: MySQL 8 has no ADD COLUMN IF NOT
 -- EXISTS, so the columns and their indexes are added, in one ALTER, only
--- when the catalog does not list them yet. MySQL has no partial indexes:
--- the key and sequence indexes hold every job, NULL keys included.
+-- when the catalog does not list them yet. MySQL has no partial indexes, so
+-- the key and sequence indexes are on virtual columns that hold the key
+-- only while the job's state makes it count (running; queued, running or
+-- failed) and NULL otherwise: the job without keys, whose columns stay NULL
+-- whatever its state, never changes them, and no claim or end of it writes
+-- to these indexes (an index on the key and the state would take a write
+-- at every state change of every job).
 SET @fenced_add_job_keys = IF(EXISTS (SELECT 1 FROM information_schema.COLUMNS
         WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fenced_jobs' AND COLUMN_NAME = 'concurrency_key'),
     'DO 0',
@@ -14,8 +19,12 @@ SET @fenced_add_job_keys = IF(EXISTS (SELECT 1 FROM information_schema.COLUMNS
         ADD COLUMN concurrency_key VARBINARY(200) NULL CHECK (LENGTH(concurrency_key) BETWEEN 1 AND 200),
         ADD COLUMN sequence_key VARBINARY(200) NULL CHECK (LENGTH(sequence_key) BETWEEN 1 AND 200),
         ADD COLUMN sequence_continue_on_failed BOOLEAN NOT NULL DEFAULT FALSE,
-        ADD KEY fenced_jobs_key_running (queue, concurrency_key, state),
-        ADD KEY fenced_jobs_sequence (queue, sequence_key, state, id)');
+        ADD COLUMN running_concurrency_key VARBINARY(200)
+            AS (IF(state = ''running'', concurrency_key, NULL)) VIRTUAL,
+        ADD COLUMN open_sequence_key VARBINARY(200)
+            AS (IF(state IN (''queued'', ''running'', ''failed''), sequence_key, NULL)) VIRTUAL,
+        ADD KEY fenced_jobs_key_running (queue, running_concurrency_key),
+        ADD KEY fenced_jobs_sequence (queue, open_sequence_key, id)');
 PREPARE fenced_add_job_keys FROM @fenced_add_job_keys;
 EXECUTE fenced_add_job_keys;
 DEALLOCATE PREPARE fenced_add_job_keys;
