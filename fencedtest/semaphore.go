@@ -113,10 +113,11 @@ func runAcquireSlot(t *testing.T, b Backend) {
 	t.Run("TakeoverAfterExpiryTakesTheSlotWithTheNextFence", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		a := e.acquireSlot(t, "pool", "A", 2, 50*time.Millisecond)
+		// B first: A's short grant must not run out before B asks.
 		e.acquireSlot(t, "pool", "B", 2, long)
+		a := e.acquireSlot(t, "pool", "A", 2, 50*time.Millisecond)
 		e.waitSlotFree(t, a)
-		wantGrant(t, e.acquireSlot(t, "pool", "C", 2, long), 0, 3, "C")
+		wantGrant(t, e.acquireSlot(t, "pool", "C", 2, long), a.Slot, 3, "C")
 	})
 	t.Run("SameOwnerAfterExpiryOrReleaseIsNewGrant", func(t *testing.T) {
 		t.Parallel()
@@ -194,14 +195,15 @@ func runRenewSlot(t *testing.T, b Backend) {
 	t.Run("RenewAfterTakeoverIsSuperseded", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		a := e.acquireSlot(t, "pool", "A", 2, 50*time.Millisecond)
+		// B first: A's short grant must not run out before B asks.
 		e.acquireSlot(t, "pool", "B", 2, long)
+		a := e.acquireSlot(t, "pool", "A", 2, 50*time.Millisecond)
 		e.waitSlotFree(t, a)
 		e.acquireSlot(t, "pool", "C", 2, long)
 		_, err := e.c.RenewSlot(ctx(t), *a, long)
-		wantStale(t, err, 1, 3, "C", fenced.ReasonSuperseded)
+		wantStale(t, err, a.Fence, 3, "C", fenced.ReasonSuperseded)
 		sem, _ := e.c.GetSemaphore(ctx(t), "pool")
-		if h := holderOf(sem, 3); h == nil || h.Owner != "C" || h.Slot != 0 {
+		if h := holderOf(sem, 3); h == nil || h.Owner != "C" || h.Slot != a.Slot {
 			t.Fatalf("stale renew changed the semaphore: %+v", sem)
 		}
 	})

@@ -47,8 +47,10 @@ func runSlotTx(t *testing.T, b Backend) {
 	t.Run("PausedHolderWhoseSlotWasGrantedAgainIsRefused", func(t *testing.T) {
 		t.Parallel()
 		e := setupBiz(t)
-		a := e.acquireSlot(t, "pool", "A", 2, 50*time.Millisecond)
+		// B first, so that A's short grant cannot have run out before B
+		// asks (B would then take A's slot).
 		e.acquireSlot(t, "pool", "B", 2, long)
+		a := e.acquireSlot(t, "pool", "A", 2, 50*time.Millisecond)
 		e.waitSlotFree(t, a) // A "pauses" past its expiry
 		c := e.acquireSlot(t, "pool", "C", 2, long)
 		wantGrant(t, c, a.Slot, 3, "C")
@@ -57,12 +59,12 @@ func runSlotTx(t *testing.T, b Backend) {
 			called = true
 			return e.insertBiz(tx, "stale", 5)
 		})
-		wantStale(t, err, 1, 3, "C", fenced.ReasonSuperseded)
+		wantStale(t, err, a.Fence, 3, "C", fenced.ReasonSuperseded)
 		if called {
 			t.Fatal("fn ran under a superseded grant")
 		}
 		_, err = e.c.RenewSlot(ctx(t), *a, long)
-		wantStale(t, err, 1, 3, "C", fenced.ReasonSuperseded)
+		wantStale(t, err, a.Fence, 3, "C", fenced.ReasonSuperseded)
 		if got := e.bizRows(t, fenced.Lease{Name: "pool"}); len(got) != 0 {
 			t.Fatalf("stale write is visible: %v", got)
 		}
