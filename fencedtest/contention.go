@@ -41,7 +41,7 @@ func runContention(t *testing.T, b Backend) {
 				defer wg.Done()
 				c, owner := clients[w%len(clients)], fmt.Sprintf("w%02d", w)
 				for i := 0; time.Now().Before(stop); i++ {
-					l, err := c.AcquireLease(ctx(t), "hot", owner, 30*time.Millisecond)
+					l, err := c.AcquireLease(ctx(t), "hot", owner, b.ttl(30*time.Millisecond))
 					if errors.Is(err, fenced.ErrHeld) {
 						continue
 					}
