@@ -129,6 +129,18 @@ func (c *Cluster) URL() string {
 	return "etcd://" + strings.Join(c.Endpoints(), ",") + "/t-" + hex.EncodeToString(b[:])
 }
 
+// Leader is the index of the member that leads now, -1 when none does.
+func (c *Cluster) Leader() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, m := range c.members {
+		if m.etcd != nil && m.etcd.Server.Leader() == m.etcd.Server.MemberID() {
+			return i
+		}
+	}
+	return -1
+}
+
 // Stop stops member i (its data stays).
 func (c *Cluster) Stop(i int) {
 	c.mu.Lock()
