@@ -13,7 +13,7 @@
 //	/prefix/lease/NAME   the lease record: owner, fence, TTL, expiry, released (no etcd lease: it survives release and expiry)
 //	/prefix/held/NAME    "FENCE/OWNER", attached to the generation's etcd lease: it exists exactly while the generation is held
 //	/prefix/floor        the fence floor the last fence advance set, and when
-//	/prefix/res/KEY      a resource: its fence (20 digits) then the value and write time
+//	/prefix/res/KEY      a resource: its fence and write time (20 digits each), then the value
 //	/prefix/op/KEY\x00ID the recorded outcome of a resource write's operation id
 //
 // # Expiry is the cluster's

@@ -161,3 +161,20 @@ func TestParseURL(t *testing.T) {
 		}
 	}
 }
+
+// The largest value the API accepts fits one etcd request, with an
+// operation id too.
+func TestLargestValueIsStored(t *testing.T) {
+	c, _ := open(t)
+	v := make([]byte, fenced.MaxValueBytes)
+	for i := range v {
+		v[i] = byte(i)
+	}
+	if _, err := c.WriteResource(ctx(t), "big", v, 1, fenced.WriteOptions{OperationID: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.ReadResource(ctx(t), "big")
+	if err != nil || string(r.Value) != string(v) || r.Version != 1 || r.Fence != 1 {
+		t.Fatalf("read back: %d bytes, version %d, fence %d, %v", len(r.Value), r.Version, r.Fence, err)
+	}
+}
