@@ -28,11 +28,11 @@ import (
 func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	for range maxAttempts {
 		at := time.Now()
-		resp, err := d.cli.Txn(ctx).Then(
+		resp, err := d.readTxn(ctx,
 			clientv3.OpGet(d.keys.records(), clientv3.WithPrefix()),
 			clientv3.OpGet(d.keys.floor()),
 			clientv3.OpGet(d.keys.helds(), clientv3.WithPrefix()),
-		).Commit()
+		)
 		if err != nil {
 			return 0, fmt.Errorf("advance fences: %w", err)
 		}
@@ -52,13 +52,13 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 		}
 		floor := floorRecord{Floor: top + by, At: at}
 		rev := resp.Header.Revision
-		ok, err := d.cli.Txn(ctx).If(
+		ok, err := d.writeTxn(ctx, []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(d.keys.floor()), "=", s.floorRev),
 			clientv3.Compare(clientv3.ModRevision(d.keys.records()), "<", rev+1).WithPrefix(),
-		).Then(
+		}, []clientv3.Op{
 			clientv3.OpPut(d.keys.floor(), mustJSON(floor)),
 			clientv3.OpDelete(d.keys.helds(), clientv3.WithPrefix()),
-		).Commit()
+		})
 		if err != nil {
 			return 0, fmt.Errorf("advance fences: %w", err)
 		}
@@ -77,7 +77,7 @@ var _ driver.FenceFloorReader = (*Driver)(nil)
 
 // FenceFloor implements driver.FenceFloorReader.
 func (d *Driver) FenceFloor(ctx context.Context) (int64, error) {
-	resp, err := d.cli.Get(ctx, d.keys.floor())
+	resp, err := d.get(ctx, d.keys.floor())
 	if err != nil {
 		return 0, fmt.Errorf("read fence floor: %w", err)
 	}

@@ -68,14 +68,14 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 			if id, err = d.grant(ctx, secs); err != nil {
 				return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 			}
-		} else if _, err := d.cli.KeepAliveOnce(ctx, id); err != nil {
+		} else if err := d.keepAliveOnce(ctx, id); err != nil {
 			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 		}
 		rec := leaseRecord{Owner: p.Owner, Fence: fence, TTL: secs, ExpiresAt: at.Add(p.TTL)}
-		resp, err := d.cli.Txn(ctx).If(cmps...).Then(
+		resp, err := d.writeTxn(ctx, cmps, []clientv3.Op{
 			clientv3.OpPut(d.keys.held(p.Name), holderValue(p.Owner, fence), clientv3.WithLease(id)),
 			clientv3.OpPut(d.keys.record(p.Name), mustJSON(rec)),
-		).Commit()
+		})
 		if err != nil {
 			used = true // it may have committed: leave the lease to its TTL
 			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
@@ -130,7 +130,7 @@ func (d *Driver) RenewLease(ctx context.Context, ref driver.LeaseRef, ttl time.D
 func (d *Driver) keepAlive(ctx context.Context, ref driver.LeaseRef, s *leaseState, ttl time.Duration) (*fencedtype.Lease, error) {
 	id := clientv3.LeaseID(s.held.Lease)
 	at := time.Now()
-	if _, err := d.cli.KeepAliveOnce(ctx, id); err != nil {
+	if err := d.keepAliveOnce(ctx, id); err != nil {
 		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
 		}
@@ -139,10 +139,10 @@ func (d *Driver) keepAlive(ctx context.Context, ref driver.LeaseRef, s *leaseSta
 	rec := *s.rec
 	rec.ExpiresAt = at.Add(ttl)
 	hk := d.keys.held(ref.Name)
-	resp, err := d.cli.Txn(ctx).If(
+	resp, err := d.writeTxn(ctx, []clientv3.Cmp{
 		clientv3.Compare(clientv3.Value(hk), "=", holderValue(ref.Owner, ref.Fence)),
 		clientv3.Compare(clientv3.LeaseValue(hk), "=", id),
-	).Then(clientv3.OpPut(d.keys.record(ref.Name), mustJSON(rec))).Commit()
+	}, []clientv3.Op{clientv3.OpPut(d.keys.record(ref.Name), mustJSON(rec))})
 	if err != nil {
 		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
 	}
@@ -161,12 +161,12 @@ func (d *Driver) moveLease(ctx context.Context, ref driver.LeaseRef, s *leaseSta
 	}
 	rec := *s.rec
 	rec.TTL, rec.ExpiresAt = secs, at.Add(ttl)
-	resp, err := d.cli.Txn(ctx).If(
+	resp, err := d.writeTxn(ctx, []clientv3.Cmp{
 		clientv3.Compare(clientv3.ModRevision(d.keys.held(ref.Name)), "=", s.held.ModRevision),
-	).Then(
+	}, []clientv3.Op{
 		clientv3.OpPut(d.keys.held(ref.Name), holderValue(ref.Owner, ref.Fence), clientv3.WithLease(id)),
 		clientv3.OpPut(d.keys.record(ref.Name), mustJSON(rec)),
-	).Commit()
+	})
 	if err != nil {
 		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
 	}
@@ -226,7 +226,7 @@ func (d *Driver) ReleaseLease(ctx context.Context, ref driver.LeaseRef) (*fenced
 		} else {
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(hk), "=", 0))
 		}
-		resp, err := d.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+		resp, err := d.writeTxn(ctx, cmps, ops)
 		if err != nil {
 			return nil, fmt.Errorf("release lease %q: %w", ref.Name, err)
 		}

@@ -28,9 +28,8 @@ type leaseState struct {
 // Txn, so all three are of one revision.
 func (d *Driver) readLease(ctx context.Context, name string) (*leaseState, error) {
 	s := &leaseState{name: name, at: time.Now()}
-	resp, err := d.cli.Txn(ctx).Then(
-		clientv3.OpGet(d.keys.record(name)), clientv3.OpGet(d.keys.held(name)), clientv3.OpGet(d.keys.floor()),
-	).Commit()
+	resp, err := d.readTxn(ctx,
+		clientv3.OpGet(d.keys.record(name)), clientv3.OpGet(d.keys.held(name)), clientv3.OpGet(d.keys.floor()))
 	if err != nil {
 		return nil, fmt.Errorf("read lease %q: %w", name, err)
 	}
@@ -116,11 +115,11 @@ func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, 
 // one read-only Txn, ordered by name (etcd's byte order of keys).
 func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
 	at := time.Now()
-	resp, err := d.cli.Txn(ctx).Then(
+	resp, err := d.readTxn(ctx,
 		clientv3.OpGet(d.keys.records(), clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend)),
 		clientv3.OpGet(d.keys.helds(), clientv3.WithPrefix()),
 		clientv3.OpGet(d.keys.floor()),
-	).Commit()
+	)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)
 	}

@@ -87,9 +87,9 @@ func (d *Driver) LeaseTx(ctx context.Context, ref driver.LeaseRef, fn func(drive
 	if tx.err != nil {
 		return tx.err
 	}
-	resp, err := d.cli.Txn(ctx).If(
+	resp, err := d.writeTxn(ctx, []clientv3.Cmp{
 		clientv3.Compare(clientv3.Value(d.keys.held(ref.Name)), "=", holderValue(ref.Owner, ref.Fence)),
-	).Then(tx.ops...).Commit()
+	}, tx.ops)
 	if err != nil {
 		return fmt.Errorf("fenced transaction on lease %q: %w", ref.Name, err)
 	}

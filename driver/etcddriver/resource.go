@@ -47,12 +47,12 @@ func (d *Driver) writeOnce(ctx context.Context, p driver.WriteResourceParams) (d
 	o := driver.ResourceOutcome{Fence: p.Fence}
 	key := d.keys.resource(p.Key)
 	put := clientv3.OpPut(key, encodeResource(p.Fence, p.Value, time.Now()), clientv3.WithPrevKV())
-	resp, err := d.cli.Txn(ctx).If(
+	resp, err := d.writeTxn(ctx, []clientv3.Cmp{
 		clientv3.Compare(clientv3.Value(key), "<", fixedFence(uint64(p.Fence)+1)),
-	).Then(put).Else(
+	}, []clientv3.Op{put},
 		clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(key), "=", 0)},
 			[]clientv3.Op{put}, []clientv3.Op{clientv3.OpGet(key)}),
-	).Commit()
+	)
 	if err != nil {
 		return o, fmt.Errorf("write resource %q: %w", p.Key, err)
 	}
@@ -93,7 +93,7 @@ type opRecord struct {
 func (d *Driver) writeOp(ctx context.Context, p driver.WriteResourceParams) (driver.ResourceOutcome, error) {
 	key, opKey := d.keys.resource(p.Key), d.keys.op(p.Key, p.OperationID)
 	for range maxAttempts {
-		resp, err := d.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(opKey)).Commit()
+		resp, err := d.readTxn(ctx, clientv3.OpGet(key), clientv3.OpGet(opKey))
 		if err != nil {
 			return driver.ResourceOutcome{}, fmt.Errorf("write resource %q op %q: %w", p.Key, p.OperationID, err)
 		}
@@ -121,10 +121,10 @@ func (d *Driver) writeOp(ctx context.Context, p driver.WriteResourceParams) (dri
 		if o.Accepted {
 			ops = append(ops, clientv3.OpPut(key, encodeResource(p.Fence, p.Value, time.Now())))
 		}
-		w, err := d.cli.Txn(ctx).If(
+		w, err := d.writeTxn(ctx, []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(key), "=", rev),
 			clientv3.Compare(clientv3.CreateRevision(opKey), "=", 0),
-		).Then(ops...).Commit()
+		}, ops)
 		if err != nil {
 			return o, fmt.Errorf("write resource %q op %q: %w", p.Key, p.OperationID, err)
 		}
@@ -137,7 +137,7 @@ func (d *Driver) writeOp(ctx context.Context, p driver.WriteResourceParams) (dri
 
 // ReadResource implements driver.Driver.
 func (d *Driver) ReadResource(ctx context.Context, key string) (*fencedtype.Resource, error) {
-	resp, err := d.cli.Get(ctx, d.keys.resource(key))
+	resp, err := d.get(ctx, d.keys.resource(key))
 	if err != nil {
 		return nil, fmt.Errorf("get resource %q: %w", key, err)
 	}

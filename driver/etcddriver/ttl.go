@@ -25,7 +25,11 @@ func ttlSeconds(ttl time.Duration) (int64, error) {
 // below its minimum (ceil(1.5 × election timeout)) without saying so but
 // in the TTL it answers; such a lease is revoked and the TTL refused.
 func (d *Driver) grant(ctx context.Context, secs int64) (clientv3.LeaseID, error) {
-	g, err := d.cli.Grant(ctx, secs)
+	var g *clientv3.LeaseGrantResponse
+	err := retry(ctx, func() (err error) {
+		g, err = d.cli.Grant(ctx, secs)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("grant etcd lease: %w", err)
 	}
