@@ -63,19 +63,29 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 		// before the etcd lease's TTL (re)starts: so fences are granted in
 		// the order of their decision times, and the cluster ends the lease
 		// no earlier than at + TTL. A retry renews the lease it granted.
+		// If the lease ran out while retrying, a new one is granted.
 		at = time.Now()
+		if id != clientv3.NoLease {
+			if err := d.keepAliveOnce(ctx, id); errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				id = clientv3.NoLease
+			} else if err != nil {
+				return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
+			}
+		}
 		if id == clientv3.NoLease {
 			if id, err = d.grant(ctx, secs); err != nil {
 				return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 			}
-		} else if err := d.keepAliveOnce(ctx, id); err != nil {
-			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
 		}
 		rec := leaseRecord{Owner: p.Owner, Fence: fence, TTL: secs, ExpiresAt: at.Add(p.TTL)}
 		resp, err := d.writeTxn(ctx, cmps, []clientv3.Op{
 			clientv3.OpPut(d.keys.held(p.Name), holderValue(p.Owner, fence), clientv3.WithLease(id)),
 			clientv3.OpPut(d.keys.record(p.Name), mustJSON(rec)),
 		})
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			id = clientv3.NoLease // it ran out before the Txn: nothing was applied
+			continue
+		}
 		if err != nil {
 			used = true // it may have committed: leave the lease to its TTL
 			return nil, fmt.Errorf("acquire lease %q: %w", p.Name, err)
@@ -167,6 +177,9 @@ func (d *Driver) moveLease(ctx context.Context, ref driver.LeaseRef, s *leaseSta
 		clientv3.OpPut(d.keys.held(ref.Name), holderValue(ref.Owner, ref.Fence), clientv3.WithLease(id)),
 		clientv3.OpPut(d.keys.record(ref.Name), mustJSON(rec)),
 	})
+	if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		return nil, nil // the new etcd lease ran out before the Txn, which applied nothing: try again
+	}
 	if err != nil {
 		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
 	}

@@ -77,14 +77,15 @@ func (d *Driver) keepAliveOnce(ctx context.Context, id clientv3.LeaseID) error {
 }
 
 // writeTxn commits a deciding Txn. A member without a leader refuses it
-// before anything is proposed, and it is made again; any other failure may
-// have come after the cluster applied it, and is a
+// before anything is proposed, and it is made again; a put on an etcd lease
+// that no longer exists fails the whole Txn, and is returned as it is; any
+// other failure may have come after the cluster applied it, and is a
 // *fencedtype.UnknownOutcomeError: neither success nor a refusal.
 func (d *Driver) writeTxn(ctx context.Context, cmps []clientv3.Cmp, then []clientv3.Op, els ...clientv3.Op) (*clientv3.TxnResponse, error) {
 	var resp *clientv3.TxnResponse
 	err := retry(ctx, func() (err error) {
 		resp, err = d.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
-		if err != nil && !errors.Is(err, rpctypes.ErrNoLeader) {
+		if err != nil && !errors.Is(err, rpctypes.ErrNoLeader) && !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return &fencedtype.UnknownOutcomeError{Err: err}
 		}
 		return err
