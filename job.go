@@ -104,6 +104,19 @@ type EnqueueParams struct {
 	// IdempotencyKey, when set, makes a second enqueue with the same key
 	// return the existing job instead of a new one (while that job exists).
 	IdempotencyKey string
+	// ConcurrencyKey, when set, bounds how many attempts of the queue's jobs
+	// with this key run at once, by the limits declared with SetJobLimit; a
+	// key with no declared limit is unlimited. A name (1–200 bytes).
+	ConcurrencyKey string
+	// SequenceKey, when set, runs the job only after every job enqueued
+	// before it (lower id) in the same queue with the same sequence key,
+	// and never while another job of the sequence runs. A name.
+	SequenceKey string
+	// SequenceContinueOnFailed lets the later jobs of the sequence run on
+	// once this job failed (dead letter). By default a failed job blocks
+	// its sequence until it is retried or deleted; a cancelled job never
+	// blocks. Only with SequenceKey.
+	SequenceContinueOnFailed bool
 }
 
 // EnqueueResult is one enqueued job, or the existing one its idempotency
@@ -112,7 +125,8 @@ type EnqueueResult = fencedtype.EnqueueResult
 
 func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 	out := driver.EnqueueParams{Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, RunAt: p.RunAt,
-		Delay: p.Delay, MaxAttempts: p.MaxAttempts, IdempotencyKey: p.IdempotencyKey}
+		Delay: p.Delay, MaxAttempts: p.MaxAttempts, IdempotencyKey: p.IdempotencyKey,
+		ConcurrencyKey: p.ConcurrencyKey, SequenceKey: p.SequenceKey, SequenceContinueOnFailed: p.SequenceContinueOnFailed}
 	if err := validName("kind", p.Kind); err != nil {
 		return out, err
 	}
@@ -141,6 +155,18 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 		if err := validName("idempotency key", p.IdempotencyKey); err != nil {
 			return out, err
 		}
+	}
+	if p.ConcurrencyKey != "" {
+		if err := validName("concurrency key", p.ConcurrencyKey); err != nil {
+			return out, err
+		}
+	}
+	if p.SequenceKey != "" {
+		if err := validName("sequence key", p.SequenceKey); err != nil {
+			return out, err
+		}
+	} else if p.SequenceContinueOnFailed {
+		return out, fencedtype.Invalid("sequence continue on failed", "is set without a sequence key")
 	}
 	args, err := jsonArg("args", p.Args, []byte("{}"))
 	out.Args = args

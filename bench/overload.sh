@@ -12,6 +12,7 @@
 #   bench/overload.sh                          # 5 minutes, 4000 jobs/s, 1ms jobs, 32 slots
 #   DURATION=10m RATE=4000 WORK=1ms WORKERS=32 bench/overload.sh
 #   bench/overload.sh --json                   # extra arguments go to fenced bench
+#   FENCED=/path/to/fenced bench/overload.sh   # a built binary (default: go run ./cmd/fenced)
 #
 # It prints the throughput of every 10 s window, then the first and the last
 # minute's throughput and their ratio (the target: last >= 0.9 x first),
@@ -26,6 +27,7 @@ DURATION=${DURATION:-5m}
 RATE=${RATE:-4000}
 WORK=${WORK:-1ms}
 WORKERS=${WORKERS:-32}
+FENCED=${FENCED:-go run ./cmd/fenced}
 PGBIN=${PGBIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}
 
 dir=$(mktemp -d)
@@ -57,6 +59,6 @@ as_pg "$PGBIN/pg_ctl" -D "$dir/data" -l "$dir/log" -w start >/dev/null
 url="postgres://postgres@127.0.0.1:$PORT/postgres?sslmode=disable"
 
 echo "overload: PostgreSQL $("$PGBIN/postgres" --version | awk '{print $3}') on port $PORT (autovacuum on, shared_buffers 1GB, synchronous_commit on)"
-go run ./cmd/fenced --db "$url" bench --duration "$DURATION" --rate "$RATE" --work "$WORK" --workers "$WORKERS" --keep "$@"
+$FENCED --db "$url" bench --duration "$DURATION" --rate "$RATE" --work "$WORK" --workers "$WORKERS" --keep "$@"
 "$PGBIN/psql" -X -q -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -c \
 	"SELECT relname, n_live_tup, n_dead_tup, autovacuum_count, vacuum_count FROM pg_stat_user_tables WHERE relname LIKE 'fenced_job%' ORDER BY relname"

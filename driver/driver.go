@@ -17,9 +17,10 @@ import (
 )
 
 // Driver is implemented by each backend package: the lease and resource
-// half below, and the job queue (JobDriver).
+// half below, the semaphores (SemaphoreDriver) and the job queue (JobDriver).
 type Driver interface {
 	JobDriver
+	SemaphoreDriver
 
 	// Dialect names the backend: "postgres", "sqlite" or "mysql".
 	Dialect() string
@@ -62,8 +63,8 @@ type Driver interface {
 	ReadResource(ctx context.Context, key string) (*fencedtype.Resource, error)
 
 	// AdvanceFences makes every fence granted afterwards greater than every
-	// fence stored now plus by, and ends every current lease. It returns the
-	// new floor.
+	// fence stored now plus by, and ends every current lease and semaphore
+	// slot grant. It returns the new floor.
 	AdvanceFences(ctx context.Context, by int64) (int64, error)
 }
 

@@ -63,6 +63,17 @@ type JobDriver interface {
 	RecoverJobs(ctx context.Context, guard *LeaseRef, limit int, backoff fencedtype.Backoff) (int, error)
 	// DeleteFinishedJobs deletes up to limit finished jobs older than age.
 	DeleteFinishedJobs(ctx context.Context, guard *LeaseRef, age time.Duration, limit int) (int, error)
+
+	// SetJobLimit stores a declared limit, replacing the one of the same
+	// scope (queue, kind, concurrency key), in one statement. It returns
+	// the limit as stored.
+	SetJobLimit(ctx context.Context, l fencedtype.JobLimit) (*fencedtype.JobLimit, error)
+	// DeleteJobLimit deletes the limit of one scope; fencedtype.ErrNotFound
+	// when there is none.
+	DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey string) error
+	// ListJobLimits lists the declared limits of queue (every queue when
+	// empty), by queue, kind and key.
+	ListJobLimits(ctx context.Context, queue string) ([]fencedtype.JobLimit, error)
 }
 
 // EnqueueParams are the inputs of one enqueued job.
@@ -75,6 +86,11 @@ type EnqueueParams struct {
 	Delay          time.Duration // used when RunAt is zero: db_now + Delay
 	MaxAttempts    int
 	IdempotencyKey string // optional
+	ConcurrencyKey string // optional
+	SequenceKey    string // optional
+	// SequenceContinueOnFailed: a failure of this job does not block the
+	// later jobs of its sequence.
+	SequenceContinueOnFailed bool
 }
 
 // ClaimJobsParams are the inputs of ClaimJobs.

@@ -106,6 +106,11 @@ func Run(t *testing.T, b Backend) {
 		{"WriteResource", runWriteResource},
 		{"ReadResource", runReadResource},
 		{"AdvanceFences", runAdvanceFences},
+		{"AcquireSlot", runAcquireSlot},
+		{"RenewSlot", runRenewSlot},
+		{"ReleaseSlot", runReleaseSlot},
+		{"GetSemaphore", runGetSemaphore},
+		{"SlotTx", runSlotTx},
 		{"Enqueue", runEnqueue},
 		{"ClaimJobs", runClaimJobs},
 		{"ClaimJobsByKind", runClaimJobsByKind},
@@ -120,6 +125,9 @@ func Run(t *testing.T, b Backend) {
 		{"ListJobs", runListJobs},
 		{"RecoverJobs", runRecoverJobs},
 		{"DeleteFinishedJobs", runDeleteFinishedJobs},
+		{"SetJobLimit", runSetJobLimit},
+		{"DeleteJobLimit", runDeleteJobLimit},
+		{"ListJobLimits", runListJobLimits},
 		{"DatabaseTime", runDatabaseTime},
 
 		{"Keeper", runKeeper},
@@ -140,8 +148,12 @@ func Run(t *testing.T, b Backend) {
 		{"Maintainer", runMaintainer},
 		{"Campaign", runCampaign},
 		{"StaleReasons", runStaleReasons},
+		{"SemaphoreStaleReasons", runSemaphoreStaleReasons},
+		{"Semaphore", runSemaphore},
 		{"Migrations", runMigrations},
 		{"NothingLost", runNothingLost},
+		{"ConcurrencyLimits", runConcurrencyLimits},
+		{"Sequences", runSequences},
 	} {
 		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
 	}

@@ -54,9 +54,9 @@ const (
 // current. It says what the caller held and what is current now, so the caller
 // can tell a takeover from its own lease running out.
 type StaleError struct {
-	Kind         string      // "lease", "job" or "resource"
-	Name         string      // lease name, job id or resource key
-	Owner        string      // the caller's owner (leases); "" for jobs and resources
+	Kind         string      // "lease", "semaphore", "job" or "resource"
+	Name         string      // lease or semaphore name, job id or resource key
+	Owner        string      // the caller's owner (leases, semaphores); "" for jobs and resources
 	Fence        int64       // the caller's fence
 	CurrentFence int64       // the fence stored now
 	CurrentOwner string      // owner now holding it, "" when nobody holds it
@@ -111,15 +111,23 @@ func (e *StaleError) Error() string {
 // Is makes errors.Is(err, ErrStale) true.
 func (e *StaleError) Is(target error) bool { return target == ErrStale }
 
-// HeldError is returned by acquire when another owner holds an unexpired lease.
+// HeldError is returned by acquire when another owner holds an unexpired
+// lease, or when every slot of a semaphore is held by others.
 type HeldError struct {
 	Name      string
-	Owner     string    // the current holder
+	Owner     string    // the current holder (of a semaphore: the holder whose grant runs out first)
 	Fence     int64     // the holder's fence
 	ExpiresAt time.Time // when the holder's lease runs out, by the database clock
+	// Slots is, for a semaphore, its number of slots, all of them held;
+	// 0 for a lease.
+	Slots int
 }
 
 func (e *HeldError) Error() string {
+	if e.Slots > 0 {
+		return fmt.Sprintf("semaphore %s has all %d slots held; the first to run out is %s's, at %s",
+			display.Quote(e.Name), e.Slots, display.Quote(e.Owner), FormatTime(e.ExpiresAt))
+	}
 	return fmt.Sprintf("lease %s is held by %s until %s", display.Quote(e.Name), display.Quote(e.Owner), FormatTime(e.ExpiresAt))
 }
 

@@ -58,9 +58,19 @@ type Job struct {
 	LastError      string          `json:"error"`
 	Progress       json.RawMessage `json:"progress"` // the running attempt's last progress report
 	IdempotencyKey string          `json:"idempotency_key"`
-	CreatedAt      time.Time       `json:"created_at"`
-	AttemptedAt    *time.Time      `json:"attempted_at"` // start of the last attempt
-	FinishedAt     *time.Time      `json:"finished_at"`
+	// ConcurrencyKey, when set, counts the job's running attempts against
+	// the per-key limit declared for its queue (see JobLimit); "" for none.
+	ConcurrencyKey string `json:"concurrency_key"`
+	// SequenceKey, when set, runs the job only after every earlier job
+	// (by id) of the same queue and sequence key, one at a time; "" for none.
+	SequenceKey string `json:"sequence_key"`
+	// SequenceContinueOnFailed: when this job ends failed (dead letter), the
+	// later jobs of its sequence run on. By default a failed job blocks its
+	// sequence until it is retried or deleted.
+	SequenceContinueOnFailed bool       `json:"sequence_continue_on_failed"`
+	CreatedAt                time.Time  `json:"created_at"`
+	AttemptedAt              *time.Time `json:"attempted_at"` // start of the last attempt
+	FinishedAt               *time.Time `json:"finished_at"`
 	// DecidedAt is the database clock reading of the statement that
 	// returned this job (the claim, enqueue, cancel or read).
 	DecidedAt time.Time `json:"-"`

@@ -68,6 +68,7 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 	fl.DurationVar(&f.o.Duration, "duration", 0, "run in continuous mode for this long")
 	fl.Float64Var(&f.o.Rate, "rate", 0, "with --duration: offer this many jobs a second whatever the backlog (fixed-rate mode)")
 	fl.DurationVar(&f.o.Work, "work", 0, "fixed-rate mode: how long each job's handler takes")
+	fl.Int64Var(&f.o.VacuumRows, "vacuum-rows", 0, "fixed-rate mode: the maintainer's vacuum threshold (default its own; negative: never vacuum)")
 	fl.DurationVar(&f.o.Window, "window", jobbench.DefaultWindow, "fixed-rate mode: interval of the throughput figures")
 	fl.IntVar(&f.o.Wakeups, "wakeups", 0, "measure how soon idle workers start a single job, this many times (wake-up mode)")
 	fl.IntVar(&f.o.Concurrency, "workers", jobbench.DefaultConcurrency, "jobs worked at once")
@@ -100,8 +101,8 @@ func (f *benchFlags) check(cmd *cobra.Command) error {
 		return usage("--rate must be positive")
 	case fl.Changed("rate") && !fl.Changed("duration"):
 		return usage("--rate needs --duration")
-	case (fl.Changed("work") || fl.Changed("window")) && !fl.Changed("rate"):
-		return usage("--work and --window belong to fixed-rate mode: give --rate")
+	case (fl.Changed("work") || fl.Changed("window") || fl.Changed("vacuum-rows")) && !fl.Changed("rate"):
+		return usage("--work, --window and --vacuum-rows belong to fixed-rate mode: give --rate")
 	case f.o.Work < 0:
 		return usage("--work must not be negative")
 	case f.o.Window <= 0:

@@ -39,6 +39,7 @@ state forbids it. A job that does not exist exits 5.`,
 		newJobCancelCmd(a),
 		newJobRetryCmd(a),
 		newJobCountsCmd(a),
+		newJobLimitCmd(a),
 	)
 	return cmd
 }
@@ -52,6 +53,9 @@ type enqueueFlags struct {
 	delay       time.Duration
 	maxAttempts int
 	key         string
+	concurrency string
+	sequence    string
+	continueSeq bool
 	asJSON      bool
 }
 
@@ -68,7 +72,12 @@ attempts the job is failed (the dead letter).
 
 With --key, a second enqueue under the same idempotency key adds nothing: it
 says the job the key names already exists ("existing": true with --json),
-whatever its kind and arguments, and still exits 0.`,
+whatever its kind and arguments, and still exits 0.
+
+With --concurrency-key, the job's attempts count against the limit declared
+for that key (fenced job limit); with --sequence-key, it runs only after the
+jobs enqueued before it under the same sequence key of its queue, one at a
+time.`,
 		Example: `  fenced job enqueue send-email --args '{"to": "ann@example.com"}'
   fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
   fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id`,
@@ -105,6 +114,10 @@ whatever its kind and arguments, and still exits 0.`,
 	fl.IntVar(&f.maxAttempts, "max-attempts", fenced.DefaultMaxAttempts,
 		fmt.Sprintf("attempts before the job is failed (1 to %d)", fenced.MaxAttemptsLimit))
 	fl.StringVar(&f.key, "key", "", "idempotency key: enqueue at most one job under it")
+	fl.StringVar(&f.concurrency, "concurrency-key", "", "count the job's attempts against this key's limit (see job limit)")
+	fl.StringVar(&f.sequence, "sequence-key", "", "run the job after the earlier jobs of this sequence of its queue, one at a time")
+	fl.BoolVar(&f.continueSeq, "sequence-continue-on-failed", false,
+		"if the job fails for good, let the later jobs of its sequence run (default: they wait until it is retried)")
 	jsonFlag(cmd, &f.asJSON)
 	return cmd
 }
@@ -116,7 +129,8 @@ whatever its kind and arguments, and still exits 0.`,
 // that --max-attempts 0 and -5 are refused alike.
 func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueueParams, error) {
 	p := fenced.EnqueueParams{Kind: kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
-		Delay: f.delay, MaxAttempts: f.maxAttempts, IdempotencyKey: f.key}
+		Delay: f.delay, MaxAttempts: f.maxAttempts, IdempotencyKey: f.key,
+		ConcurrencyKey: f.concurrency, SequenceKey: f.sequence, SequenceContinueOnFailed: f.continueSeq}
 	fl := cmd.Flags()
 	if fl.Changed("run-at") && fl.Changed("delay") {
 		return p, usage("--run-at and --delay cannot be used together")
@@ -131,6 +145,10 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 	switch {
 	case fl.Changed("key") && f.key == "":
 		return p, invalid("idempotency key", "must not be empty")
+	case fl.Changed("concurrency-key") && f.concurrency == "":
+		return p, invalid("concurrency key", "must not be empty")
+	case fl.Changed("sequence-key") && f.sequence == "":
+		return p, invalid("sequence key", "must not be empty")
 	case f.queue == "":
 		return p, invalid("queue", "must not be empty")
 	case f.maxAttempts == 0:

@@ -47,6 +47,11 @@ func writeJob(w io.Writer, j *fenced.Job) error {
 	optional("attempted_at", timeText(j.AttemptedAt))
 	optional("finished_at", timeText(j.FinishedAt))
 	optional("idempotency_key", nameOrEmpty(j.IdempotencyKey))
+	optional("concurrency_key", nameOrEmpty(j.ConcurrencyKey))
+	optional("sequence_key", nameOrEmpty(j.SequenceKey))
+	if j.SequenceContinueOnFailed {
+		line("sequence_continue_on_failed", "true")
+	}
 	line("args", jsonText(j.Args))
 	optional("progress", jsonText(j.Progress))
 	optional("output", jsonText(j.Output))
@@ -74,10 +79,11 @@ func writeAttempts(w io.Writer, attempts []fenced.JobAttempt) error {
 
 // writeJobTable prints jobs as a table with a header.
 func writeJobTable(w io.Writer, jobs []*fenced.Job) error {
-	rows := [][]string{{"ID", "KIND", "QUEUE", "STATE", "PRIORITY", "ATTEMPT", "RUN_AT"}}
+	rows := [][]string{{"ID", "KIND", "QUEUE", "STATE", "PRIORITY", "ATTEMPT", "RUN_AT", "CONCURRENCY_KEY", "SEQUENCE_KEY"}}
 	for _, j := range jobs {
 		rows = append(rows, []string{fmt.Sprint(j.ID), display.Name(j.Kind), display.Name(j.Queue),
-			jobStateText(j), fmt.Sprint(j.Priority), fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), fencedtype.FormatTime(j.RunAt)})
+			jobStateText(j), fmt.Sprint(j.Priority), fmt.Sprintf("%d/%d", j.Attempt, j.MaxAttempts), fencedtype.FormatTime(j.RunAt),
+			dashIfEmpty(j.ConcurrencyKey), dashIfEmpty(j.SequenceKey)})
 	}
 	return display.Table{Rows: rows}.Write(w)
 }

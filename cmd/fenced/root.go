@@ -95,6 +95,7 @@ fence, 5 not found.`,
 		"database URL (default $FENCED_DATABASE_URL, else "+defaultURLHelp+")")
 	root.AddCommand(
 		newLeaseCmd(a),
+		newSemaphoreCmd(a),
 		newResourceCmd(a),
 		newJobCmd(a),
 		newFenceCmd(a),

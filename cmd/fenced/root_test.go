@@ -21,6 +21,7 @@ func TestHelp(t *testing.T) {
 		{"lease", "acquire"}, {"lease", "renew"}, {"lease", "release"}, {"lease", "show"},
 		{"lease", "ls"}, {"lease", "run"}, {"resource", "write"}, {"resource", "show"},
 		{"fence", "advance"}, {"migrate"}, {"demo"},
+		{"semaphore", "acquire"}, {"semaphore", "renew"}, {"semaphore", "release"}, {"semaphore", "show"}, {"semaphore", "ls"},
 	} {
 		contains(t, strings.Join(cmd, " ")+" --help", c.ok(append(cmd, "--help")...), "Examples:")
 	}
@@ -33,7 +34,7 @@ func TestHelp(t *testing.T) {
 func TestBareGroupPrintsUsageAndExits2(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "")
-	for _, args := range [][]string{nil, {"lease"}, {"resource"}, {"fence"}} {
+	for _, args := range [][]string{nil, {"lease"}, {"resource"}, {"fence"}, {"semaphore"}} {
 		r := c.run(args...)
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "Usage:") {
 			t.Errorf("fenced %v: exit %d, stdout %q, stderr %q; want usage on stderr, exit 2", args, r.code, r.stdout, r.stderr)

@@ -145,6 +145,10 @@ func TestJobsAreNotSupported(t *testing.T) {
 	if _, err := c.ListJobs(ctx(t), fenced.JobFilter{}); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("list jobs on etcd: %v", err)
 	}
+	if _, err := c.AcquireSlot(ctx(t), "pool", "A", 2, time.Second); !errors.Is(err, etcddriver.ErrSemaphoresNotSupported) ||
+		!errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("semaphore acquire on etcd: %v", err)
+	}
 }
 
 func TestParseURL(t *testing.T) {

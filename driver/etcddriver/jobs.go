@@ -84,3 +84,18 @@ func (d *Driver) RecoverJobs(context.Context, *driver.LeaseRef, int, fencedtype.
 func (d *Driver) DeleteFinishedJobs(context.Context, *driver.LeaseRef, time.Duration, int) (int, error) {
 	return 0, ErrJobsNotSupported
 }
+
+// SetJobLimit implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) SetJobLimit(context.Context, fencedtype.JobLimit) (*fencedtype.JobLimit, error) {
+	return nil, ErrJobsNotSupported
+}
+
+// DeleteJobLimit implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) DeleteJobLimit(context.Context, string, string, string) error {
+	return ErrJobsNotSupported
+}
+
+// ListJobLimits implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) ListJobLimits(context.Context, string) ([]fencedtype.JobLimit, error) {
+	return nil, ErrJobsNotSupported
+}

@@ -17,8 +17,19 @@ import (
 const (
 	fenceLockFloorSQL  = `SELECT fence_floor FROM fenced_meta WHERE id = 1 FOR UPDATE`
 	fenceLockLeasesSQL = `SELECT COALESCE(MAX(fence), 0) FROM fenced_leases FOR UPDATE`
-	fenceSetFloorSQL   = `UPDATE fenced_meta SET fence_floor = ? WHERE id = 1`
-	fenceLeasesSQL     = `
+	// Then every semaphore row (acquires in flight finish first) and every
+	// slot row (open SlotTx transactions end first).
+	fenceLockSemaphoresSQL = `SELECT COALESCE(MAX(fence), 0) FROM fenced_semaphores FOR UPDATE`
+	fenceLockSlotsSQL      = `SELECT COUNT(*) FROM fenced_semaphore_slots FOR UPDATE`
+	fenceSetFloorSQL       = `UPDATE fenced_meta SET fence_floor = ? WHERE id = 1`
+	// fenceSemaphoresSQL and fenceSlotsSQL put every semaphore's next grant
+	// above the floor and end every slot grant: its row moves to the floor,
+	// so its holder is superseded.
+	fenceSemaphoresSQL = `UPDATE fenced_semaphores SET fence = ?, updated_at = ` + now
+	fenceSlotsSQL      = `
+UPDATE fenced_semaphore_slots SET fence = ?, released = TRUE,
+    expires_at = LEAST(expires_at, ` + now + `), updated_at = ` + now
+	fenceLeasesSQL = `
 UPDATE fenced_leases SET fence = ?, released = TRUE,
     expires_at = LEAST(expires_at, ` + now + `), updated_at = ` + now
 	// fenceJobsSQL gives every job's next attempt a fence above any granted
@@ -53,11 +64,24 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 		if err := tx.QueryRowContext(ctx, fenceLockLeasesSQL).Scan(&top); err != nil {
 			return err
 		}
-		floor = max(floor, top) + by
+		var semTop, slots int64
+		if err := tx.QueryRowContext(ctx, fenceLockSemaphoresSQL).Scan(&semTop); err != nil {
+			return err
+		}
+		if err := tx.QueryRowContext(ctx, fenceLockSlotsSQL).Scan(&slots); err != nil {
+			return err
+		}
+		floor = max(floor, top, semTop) + by
 		if _, err := tx.ExecContext(ctx, fenceSetFloorSQL, floor); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, fenceLeasesSQL, floor); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, fenceSemaphoresSQL, floor); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, fenceSlotsSQL, floor); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, fenceJobsSQL, by); err != nil {

@@ -19,7 +19,8 @@ var _ driver.JobDriver = (*Driver)(nil)
 // fenced_jobs.
 const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attempt, j.max_attempts, j.fence,
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
-	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at, ` + now
+	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
+	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, ` + now
 
 const (
 	getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
@@ -39,7 +40,8 @@ func (s *jobScan) dest() []any {
 	j := &s.j
 	return []any{&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &s.state, &j.Attempt, &j.MaxAttempts, &j.Fence,
 		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
-		(*[]byte)(&j.Progress), &j.IdempotencyKey, &s.created, &s.attempted, &s.finished, &s.at}
+		(*[]byte)(&j.Progress), &j.IdempotencyKey, &s.created, &s.attempted, &s.finished,
+		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, &s.at}
 }
 
 func (s *jobScan) row() *fencedtype.Job {
@@ -101,14 +103,21 @@ func diagnoseJob(ctx context.Context, q sqldb.Querier, ref fencedtype.JobRef) er
 }
 
 // jobPickSQL picks eligible jobs in claim order, skipping rows other
-// claimers have locked. Parameters: queue, the kinds of the filter, limit.
-// The first %s names the index, the second is the kind filter: none; one
-// kind, read in claim order from the claim_kind index; or several, for which
-// the claim index is walked in claim order and other kinds are skipped (left
-// to itself the optimizer may read every job of those kinds through
-// claim_kind and sort them, locking each row it reads).
+// claimers have locked. Parameters: queue (twice), the kinds of the filter,
+// limit. The first %s names the index, the second is the kind filter: none;
+// one kind, read in claim order from the claim_kind index; or several, for
+// which the claim index is walked in claim order and other kinds are
+// skipped (left to itself the optimizer may read every job of those kinds
+// through claim_kind and sort them, locking each row it reads).
+//
+// Each row also says whether the claim is gated: the job has a concurrency
+// or sequence key, or the queue has a global limit (a primary-key probe of
+// fenced_job_limits; a subquery of a locking read reads without locking).
+// A gated claim starts nothing here and goes the limited way.
 const jobPickSQL = `
-SELECT id FROM fenced_jobs%s
+SELECT id, concurrency_key IS NOT NULL OR sequence_key IS NOT NULL
+    OR EXISTS (SELECT 1 FROM fenced_job_limits l WHERE l.queue = ? AND l.global_limit > 0)
+FROM fenced_jobs%s
 WHERE state = 'queued' AND queue = ? AND run_at <= ` + now + `%s
 ORDER BY priority, run_at, id
 LIMIT ?
@@ -137,44 +146,72 @@ UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     cancel_requested = FALSE, progress = NULL
 WHERE state = 'queued' AND id IN (%s)`
 
+// errClaimGated stops the single claim when its pick found it gated.
+var errClaimGated = errors.New("claim gated by keys or limits")
+
 // ClaimJobs implements driver.JobDriver: pick, start and read back in one
-// short transaction. The jobs come back in claim order.
+// short transaction; when the pick found the claim gated by keys or
+// limits, claimLimitedJobs instead. The jobs come back in claim order.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		jobs = nil
-		pick := append(append([]any{p.Queue}, anys(p.Kinds)...), p.Limit)
-		ids, err := collectIDs(tx.QueryContext(ctx, jobPick(len(p.Kinds)), pick...))
-		if err != nil || len(ids) == 0 {
+		pick := append(append([]any{p.Queue, p.Queue}, anys(p.Kinds)...), p.Limit)
+		type picked struct {
+			id    int64
+			gated bool
+		}
+		rows, err := sqldb.All(ctx, tx, func(r sqldb.Scanner) (picked, error) {
+			var p picked
+			return p, r.Scan(&p.id, &p.gated)
+		}, jobPick(len(p.Kinds)), pick...)
+		if err != nil || len(rows) == 0 {
 			return err
 		}
-		args := append([]any{p.Owner, p.TTL.Microseconds()}, anys(ids)...)
-		n, err := execCount(ctx, tx, fmt.Sprintf(jobStartSQL, placeholders(len(ids))), args...)
-		if err != nil {
-			return err
-		}
-		if n != int64(len(ids)) {
-			return fmt.Errorf("started %d of %d locked jobs", n, len(ids))
-		}
-		byID, err := readJobs(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			j := byID[id]
-			if j == nil || j.AttemptedAt == nil {
-				return fmt.Errorf("claimed job %d not found in its own transaction", id)
+		ids := make([]int64, len(rows))
+		for i, r := range rows {
+			if r.gated {
+				return errClaimGated
 			}
-			j.DecidedAt = *j.AttemptedAt // the claim's own clock reading
-			jobs = append(jobs, j)
+			ids[i] = r.id
 		}
-		return nil
+		jobs, err = startJobs(ctx, tx, p, ids)
+		return err
 	})
+	if errors.Is(err, errClaimGated) {
+		jobs, err = d.claimLimitedJobs(ctx, p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}
 	// run_at is unchanged by the claim: this is the order they were picked in.
 	driver.SortClaimed(jobs)
+	return jobs, nil
+}
+
+// startJobs starts the jobs ids, locked by tx, and reads them back.
+func startJobs(ctx context.Context, tx *sql.Tx, p driver.ClaimJobsParams, ids []int64) ([]*fencedtype.Job, error) {
+	args := append([]any{p.Owner, p.TTL.Microseconds()}, anys(ids)...)
+	n, err := execCount(ctx, tx, fmt.Sprintf(jobStartSQL, placeholders(len(ids))), args...)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(ids)) {
+		return nil, fmt.Errorf("started %d of %d locked jobs", n, len(ids))
+	}
+	byID, err := readJobs(ctx, tx, ids)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]*fencedtype.Job, 0, len(ids))
+	for _, id := range ids {
+		j := byID[id]
+		if j == nil || j.AttemptedAt == nil {
+			return nil, fmt.Errorf("claimed job %d not found in its own transaction", id)
+		}
+		j.DecidedAt = *j.AttemptedAt // the claim's own clock reading
+		jobs = append(jobs, j)
+	}
 	return jobs, nil
 }
 

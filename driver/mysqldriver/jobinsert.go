@@ -13,12 +13,14 @@ import (
 
 // enqueueSQL enqueues jobs, one VALUES row each (jobInsertRow).
 // Parameters per row: kind, queue, args, priority, run_at or NULL,
-// delay_us, max_attempts, idempotency key (NULL for none).
+// delay_us, max_attempts, idempotency key, concurrency key, sequence key
+// (NULL for none), sequence_continue_on_failed.
 const (
 	enqueueSQL = `
-INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, created_at, updated_at)
 VALUES `
-	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ` +
+	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ?, ?, ?, ` +
 		now + `, ` + now + `)`
 )
 
@@ -116,7 +118,8 @@ func (in *inserter) args(i int) []any {
 	if p.IdempotencyKey != "" {
 		key = []byte(p.IdempotencyKey)
 	}
-	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, key}
+	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, key,
+		nullIfEmpty(p.ConcurrencyKey), nullIfEmpty(p.SequenceKey), p.SequenceContinueOnFailed}
 }
 
 // one inserts jobs[i], or finds the job holding its idempotency key.
@@ -198,4 +201,12 @@ func (in *inserter) readBack(ctx context.Context) error {
 		in.out[i] = fencedtype.EnqueueResult{Job: j}
 	}
 	return nil
+}
+
+// nullIfEmpty is NULL for an empty key, decided here (see args).
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }

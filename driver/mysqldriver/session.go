@@ -67,8 +67,13 @@ func (c sessionConnector) Driver() sqldriver.Driver { return c.inner.Driver() }
 // transaction is retried after a short random pause, so the contenders do
 // not meet again in step.
 func (d *Driver) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	return d.inTxOpts(ctx, nil, fn)
+}
+
+// inTxOpts is inTx with transaction options.
+func (d *Driver) inTxOpts(ctx context.Context, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := runTx(ctx, d.db, fn)
+		err := runTxOpts(ctx, d.db, opts, fn)
 		if !isDeadlock(err) || attempt == 50 {
 			return err
 		}
@@ -85,7 +90,11 @@ func (d *Driver) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // way out, a panic in the caller's fn included, rolls back: a transaction
 // left open would hold its row locks until ctx ends.
 func runTx(ctx context.Context, db *sql.DB, fn func(*sql.Tx) error) error {
-	tx, err := db.BeginTx(ctx, nil)
+	return runTxOpts(ctx, db, nil, fn)
+}
+
+func runTxOpts(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}

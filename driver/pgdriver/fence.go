@@ -24,14 +24,26 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 // advanceFences raises the floor by `by` inside tx and returns it. The table
 // lock makes concurrent grants wait, so none can slip in under the old
 // floor.
+//
+// A database not yet migrated to the semaphore tables (a promotion found
+// by a connection before the migration ran) is advanced without them.
 func advanceFences(ctx context.Context, tx pgx.Tx, by int64) (int64, error) {
 	var floor int64
-	if _, err := tx.Exec(ctx, `LOCK TABLE fenced_meta, fenced_leases, fenced_jobs IN EXCLUSIVE MODE`); err != nil {
+	var sems bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('fenced_semaphores') IS NOT NULL`).Scan(&sems); err != nil {
+		return 0, err
+	}
+	tables, semTop := "fenced_meta, fenced_leases, fenced_jobs", "0"
+	if sems {
+		tables = "fenced_meta, fenced_leases, fenced_semaphores, fenced_semaphore_slots, fenced_jobs"
+		semTop = "(SELECT COALESCE(max(fence), 0) FROM fenced_semaphores)"
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+tables+` IN EXCLUSIVE MODE`); err != nil {
 		return 0, err
 	}
 	err := tx.QueryRow(ctx, `
 		UPDATE fenced_meta SET fence_floor =
-			GREATEST(fence_floor, (SELECT COALESCE(max(fence), 0) FROM fenced_leases)) + $1
+			GREATEST(fence_floor, (SELECT COALESCE(max(fence), 0) FROM fenced_leases), `+semTop+`) + $1
 		RETURNING fence_floor`, by).Scan(&floor)
 	if err != nil {
 		return 0, err
@@ -40,6 +52,18 @@ func advanceFences(ctx context.Context, tx pgx.Tx, by int64) (int64, error) {
 		UPDATE fenced_leases SET fence = $1, released = true,
 			expires_at = LEAST(expires_at, clock_timestamp()), updated_at = clock_timestamp()`, floor); err != nil {
 		return 0, err
+	}
+	// Every semaphore's next grant is above the floor, and every slot grant
+	// ends: its row moves to the floor, so its holder is superseded.
+	if sems {
+		if _, err = tx.Exec(ctx, `UPDATE fenced_semaphores SET fence = $1, updated_at = clock_timestamp()`, floor); err != nil {
+			return 0, err
+		}
+		if _, err = tx.Exec(ctx, `
+			UPDATE fenced_semaphore_slots SET fence = $1, released = true,
+				expires_at = LEAST(expires_at, clock_timestamp()), updated_at = clock_timestamp()`, floor); err != nil {
+			return 0, err
+		}
 	}
 	// Every job's next attempt gets a fence above any granted before, and
 	// running attempts end (recovery takes them back). Job ids move on

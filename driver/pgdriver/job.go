@@ -19,16 +19,23 @@ var _ driver.JobDriver = (*Driver)(nil)
 // jobColumns is the column list every job read returns, in scanJob's order.
 const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attempt, j.max_attempts, j.fence,
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
-	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at, clock_timestamp()`
+	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
+	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, clock_timestamp()`
 
 func scanJob(row pgx.Row) (*fencedtype.Job, error) {
 	var j fencedtype.Job
 	var state string
-	err := row.Scan(&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
-		&j.Owner, &j.RunAt, &j.LeaseExpiresAt, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
-		(*[]byte)(&j.Progress), &j.IdempotencyKey, &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.DecidedAt)
+	err := row.Scan(jobDest(&j, &state)...)
 	j.State = fencedtype.JobState(state)
 	return &j, err
+}
+
+// jobDest are the scan targets of jobColumns.
+func jobDest(j *fencedtype.Job, state *string) []any {
+	return []any{&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, state, &j.Attempt, &j.MaxAttempts, &j.Fence,
+		&j.Owner, &j.RunAt, &j.LeaseExpiresAt, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
+		(*[]byte)(&j.Progress), &j.IdempotencyKey, &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt,
+		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, &j.DecidedAt}
 }
 
 func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
@@ -44,21 +51,38 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 // filter: none, one kind ($5: the claim_kind index serves it in claim
 // order), or several ($5 an array: the claim index is walked in claim order
 // and other kinds are skipped).
+//
+// It claims only when no job it picked has a concurrency or sequence key
+// and the queue has no global limit (gated: a primary-key probe of
+// fenced_job_limits). Otherwise it starts nothing and returns the first job
+// it picked, unchanged, with gated true: the claim then goes the limited
+// way (claimLimitedJobs). Claimed rows come back with gated false.
 const claimJobsSQL = `
 WITH picked AS (
-    SELECT id FROM fenced_jobs
+    SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
     WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()%s
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
+), gated AS (
+    SELECT EXISTS (SELECT 1 FROM picked WHERE keyed)
+        OR EXISTS (SELECT 1 FROM fenced_job_limits WHERE queue = $1 AND global_limit > 0) AS yes
+), claimed AS (
+    UPDATE fenced_jobs j SET ` + jobStartSet + `
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND NOT (SELECT yes FROM gated)
+    RETURNING ` + jobColumns + `
 )
-UPDATE fenced_jobs j SET
+SELECT c.*, false FROM claimed c
+UNION ALL
+SELECT ` + jobColumns + `, true FROM fenced_jobs j
+WHERE (SELECT yes FROM gated) AND j.id = (SELECT min(id) FROM picked)`
+
+// jobStartSet starts a new attempt on a claimed row ($2 owner, $4 ttl_us).
+const jobStartSet = `
     state = 'running', attempt = j.attempt + 1, fence = j.fence + 1, owner = $2,
     lease_expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond',
     attempted_at = clock_timestamp(), updated_at = clock_timestamp(),
-    cancel_requested = false, progress = NULL
-WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-RETURNING ` + jobColumns
+    cancel_requested = false, progress = NULL`
 
 // The claim statement of each kind filter.
 var (
@@ -67,7 +91,8 @@ var (
 	claimJobsOfKindsSQL = fmt.Sprintf(claimJobsSQL, " AND kind = ANY($5::text[])")
 )
 
-// ClaimJobs implements driver.JobDriver.
+// ClaimJobs implements driver.JobDriver: claimJobsSQL, and when it found
+// the claim gated by keys or limits, claimLimitedJobs.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	args := []any{p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()}
 	query := claimJobsAnyKindSQL
@@ -78,11 +103,31 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	default:
 		query, args = claimJobsOfKindsSQL, append(args, p.Kinds)
 	}
-	jobs, err := collectJobs(d.pool.Query(ctx, query, args...))
+	rows, err := d.pool.Query(ctx, query, args...)
+	var gated bool
+	jobs, err := collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) {
+		var j fencedtype.Job
+		var state string
+		err := r.Scan(append(jobDest(&j, &state), &gated)...)
+		j.State = fencedtype.JobState(state)
+		return &j, err
+	})
+	if err == nil && gated {
+		jobs, err = d.claimLimitedJobs(ctx, p)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}
 	return jobs, nil
+}
+
+// collectRows is pgx.CollectRows of a query's result, passing on the
+// query's own error.
+func collectRows[T any](rows pgx.Rows, err error, fn pgx.RowToFunc[T]) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, fn)
 }
 
 // jobGuard is the condition every worker-owned write carries. It is written

@@ -16,12 +16,15 @@ import (
 // exists already (or repeats within the batch) is skipped here and read back
 // by the caller. Rows are inserted in input order, so their ids ascend in it.
 const enqueueSQL = `
-INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key, created_at, updated_at)
+INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, created_at, updated_at)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
-    i.max_attempts, NULLIF(i.ikey, ''), clock_timestamp(), clock_timestamp()
-FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[])
-    WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ord)
+    i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont,
+    clock_timestamp(), clock_timestamp()
+FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
+        $9::text[], $10::text[], $11::bool[])
+    WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, ord)
 ORDER BY i.ord
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
@@ -32,8 +35,10 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 	kinds, queues, args, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
 	runAts := make([]*time.Time, n)
+	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
 	for i, j := range jobs {
 		kinds[i], queues[i], args[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
+		ckeys[i], skeys[i], sconts[i] = j.ConcurrencyKey, j.SequenceKey, j.SequenceContinueOnFailed
 		prios[i], maxes[i], delays[i] = int32(j.Priority), int32(j.MaxAttempts), j.Delay.Microseconds()
 		if !j.RunAt.IsZero() {
 			t := j.RunAt
@@ -48,7 +53,8 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		}
 		q = ptx
 	}
-	inserted, err := collectJobs(q.Query(ctx, enqueueSQL, kinds, queues, args, prios, runAts, delays, maxes, keys))
+	inserted, err := collectJobs(q.Query(ctx, enqueueSQL, kinds, queues, args, prios, runAts, delays, maxes, keys,
+		ckeys, skeys, sconts))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}

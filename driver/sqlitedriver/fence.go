@@ -14,6 +14,16 @@ const advanceFencesJobsSQL = `
 UPDATE fenced_jobs SET fence = fence + ?1,
     lease_expires_us = CASE WHEN state = 'running' THEN MIN(lease_expires_us, ` + nowUS + `) END`
 
+// advanceFencesSemaphoresSQL and advanceFencesSlotsSQL put every
+// semaphore's next grant above the floor and end every slot grant: its row
+// moves to the floor, so its holder is superseded.
+const (
+	advanceFencesSemaphoresSQL = `UPDATE fenced_semaphores SET fence = ?1, updated_us = ` + nowUS
+	advanceFencesSlotsSQL      = `
+UPDATE fenced_semaphore_slots SET fence = ?1, released = 1,
+    expires_us = MIN(expires_us, ` + nowUS + `), updated_us = ` + nowUS
+)
+
 // advanceFencesJobIDsSQL moves the job id sequence past both its last value
 // and the largest id by by, so a job lost with newer data can never share
 // its id with a new one. sqlite_sequence has no row for fenced_jobs before
@@ -34,7 +44,8 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `
 			UPDATE fenced_meta SET fence_floor =
-				MAX(fence_floor, (SELECT COALESCE(max(fence), 0) FROM fenced_leases)) + ?1
+				MAX(fence_floor, (SELECT COALESCE(max(fence), 0) FROM fenced_leases),
+					(SELECT COALESCE(max(fence), 0) FROM fenced_semaphores)) + ?1
 			RETURNING fence_floor`, by).Scan(&floor)
 		if err != nil {
 			return err
@@ -43,6 +54,12 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 			UPDATE fenced_leases SET fence = ?1, released = 1,
 				expires_us = MIN(expires_us, `+nowUS+`), updated_us = `+nowUS, floor)
 		if err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, advanceFencesSemaphoresSQL, floor); err != nil {
+			return err
+		}
+		if _, err = tx.ExecContext(ctx, advanceFencesSlotsSQL, floor); err != nil {
 			return err
 		}
 		if _, err = tx.ExecContext(ctx, advanceFencesJobsSQL, by); err != nil {

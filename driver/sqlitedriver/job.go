@@ -19,7 +19,8 @@ var _ driver.JobDriver = (*Driver)(nil)
 // Unqualified, so it also serves as a RETURNING list.
 const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempts, fence,
 	COALESCE(owner, ''), run_at_us, lease_expires_us, cancel_requested, output, COALESCE(last_error, ''),
-	progress, COALESCE(idempotency_key, ''), created_us, attempted_us, finished_us, ` + nowUS
+	progress, COALESCE(idempotency_key, ''), created_us, attempted_us, finished_us,
+	COALESCE(concurrency_key, ''), COALESCE(sequence_key, ''), sequence_continue_on_failed, ` + nowUS
 
 const getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
 
@@ -30,7 +31,8 @@ func scanJob(row sqldb.Scanner) (*fencedtype.Job, error) {
 	var expires, attempted, finished sql.NullInt64
 	err := row.Scan(&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
 		&j.Owner, &runAt, &expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
-		(*[]byte)(&j.Progress), &j.IdempotencyKey, &created, &attempted, &finished, &now)
+		(*[]byte)(&j.Progress), &j.IdempotencyKey, &created, &attempted, &finished,
+		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, &now)
 	if err != nil {
 		return nil, err
 	}
@@ -72,41 +74,70 @@ func diagnoseJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
 // none, one kind (?5: the claim_kind index serves it in claim order), or
 // several (?5 a JSON array: the claim index is walked in claim order and
 // other kinds are skipped).
+//
+// It claims only when no job it picked has a concurrency or sequence key
+// and the queue has no global limit (claimGatedSQL); otherwise it starts
+// nothing, and ClaimJobs goes the limited way.
 const claimJobsSQL = `
+WITH picked AS (
+    SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
+    WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `%[1]s
+    ORDER BY priority, run_at_us, id
+    LIMIT ?3)
 UPDATE fenced_jobs SET
     state = 'running', attempt = attempt + 1, fence = fence + 1, owner = ?2,
     lease_expires_us = ` + nowUS + ` + ?4,
     attempted_us = ` + nowUS + `, updated_us = ` + nowUS + `,
     cancel_requested = 0, progress = NULL
-WHERE id IN (
-    SELECT id FROM fenced_jobs
-    WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `%s
-    ORDER BY priority, run_at_us, id
-    LIMIT ?3)
+WHERE id IN (SELECT id FROM picked) AND NOT ` + claimGatedSQL + `
 RETURNING ` + jobColumns
 
-// The claim statement of each kind filter.
+// claimGatedSQL is true when a claim must go the limited way: a job of
+// picked has a key, or the queue has a global limit.
+const claimGatedSQL = `(EXISTS (SELECT 1 FROM picked WHERE keyed)
+    OR EXISTS (SELECT 1 FROM fenced_job_limits WHERE queue = ?1 AND global_limit > 0))`
+
+// claimGatedCheckSQL tells, when claimJobsSQL started nothing, whether it
+// was gated (and the limited claim must run) or found nothing eligible. It
+// only reads. Parameters as claimJobsSQL's (?2 and ?4 unused).
+const claimGatedCheckSQL = `
+WITH picked AS (
+    SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
+    WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `%[1]s
+    ORDER BY priority, run_at_us, id
+    LIMIT ?3)
+SELECT ` + claimGatedSQL
+
+// The claim statements of each kind filter.
 var (
 	claimJobsAnyKindSQL = fmt.Sprintf(claimJobsSQL, "")
 	claimJobsOneKindSQL = fmt.Sprintf(claimJobsSQL, " AND kind = ?5")
 	claimJobsOfKindsSQL = fmt.Sprintf(claimJobsSQL, " AND kind IN (SELECT value FROM json_each(?5))")
+
+	claimGatedAnyKindSQL = fmt.Sprintf(claimGatedCheckSQL, "")
+	claimGatedOneKindSQL = fmt.Sprintf(claimGatedCheckSQL, " AND kind = ?5")
+	claimGatedOfKindsSQL = fmt.Sprintf(claimGatedCheckSQL, " AND kind IN (SELECT value FROM json_each(?5))")
 )
 
-// ClaimJobs implements driver.JobDriver. The jobs come back in the order they
-// were picked.
+// ClaimJobs implements driver.JobDriver: claimJobsSQL, and when it started
+// nothing because the claim was gated by keys or limits, claimLimitedJobs.
+// The jobs come back in the order they were picked.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	args := []any{p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()}
-	query := claimJobsAnyKindSQL
+	query, gate := claimJobsAnyKindSQL, claimGatedAnyKindSQL
+	var kindArg any
 	switch len(p.Kinds) {
 	case 0:
 	case 1:
-		query, args = claimJobsOneKindSQL, append(args, p.Kinds[0])
+		query, gate, kindArg = claimJobsOneKindSQL, claimGatedOneKindSQL, p.Kinds[0]
+		args = append(args, kindArg)
 	default:
 		kinds, err := json.Marshal(p.Kinds)
 		if err != nil {
 			return nil, err
 		}
-		query, args = claimJobsOfKindsSQL, append(args, string(kinds))
+		query, gate, kindArg = claimJobsOfKindsSQL, claimGatedOfKindsSQL, string(kinds)
+		args = append(args, kindArg)
 	}
 	var jobs []*fencedtype.Job
 	err := d.write(ctx, func() (err error) {
@@ -117,6 +148,12 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 			}
 		}
 	})
+	if err == nil && len(jobs) == 0 {
+		var gated bool
+		if err = d.db.QueryRowContext(ctx, gate, args...).Scan(&gated); err == nil && gated {
+			jobs, err = d.claimLimitedJobs(ctx, p, kindArg)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
 	}

@@ -15,10 +15,13 @@ import (
 // (committed before, or earlier in the same batch) is skipped here and read
 // back with jobByKeySQL in the same transaction. Parameters: ?1 kind,
 // ?2 queue, ?3 args, ?4 priority, ?5 run_at_us or NULL, ?6 delay_us,
-// ?7 max_attempts, ?8 idempotency key (empty for none).
+// ?7 max_attempts, ?8 idempotency key (empty for none), ?9 concurrency key
+// and ?10 sequence key (empty for none), ?11 sequence_continue_on_failed.
 const enqueueSQL = `
-INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key, created_us, updated_us)
-VALUES (?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''), ` + nowUS + `, ` + nowUS + `)
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, created_us, updated_us)
+VALUES (?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
+    NULLIF(?9, ''), NULLIF(?10, ''), ?11, ` + nowUS + `, ` + nowUS + `)
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
 
@@ -61,7 +64,8 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([
 			runAt = in.RunAt.UnixMicro()
 		}
 		j, err := scanJob(stmt.QueryRowContext(ctx, in.Kind, in.Queue, string(in.Args), in.Priority,
-			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey))
+			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
+			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed))
 		if err == nil {
 			out[i].Job = j
 			continue

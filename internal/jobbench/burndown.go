@@ -30,6 +30,7 @@ func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("insert: %w", err)
 	}
 
+	wal0 := b.db.walPosition(ctx)
 	ws, err := b.startWorkers(ctx)
 	if err != nil {
 		return nil, err
@@ -37,6 +38,7 @@ func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 	start := time.Now()
 	rep = b.report("work", n, func() int64 { return ws.stats().Succeeded }, nil)
 	end, err := waitWorked(ctx, ws, n)
+	wal1 := b.db.walPosition(ctx)
 	rep.stop()
 	ws.stop()
 	if err != nil {
@@ -47,6 +49,7 @@ func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 	res.JobsPerSec = rate(n, res.Seconds)
 	res.Inserted, res.InsertSeconds = n, insertTime.Seconds()
 	res.InsertPerSec = rate(n, res.InsertSeconds)
+	res.WALPerJob = walPerJob(wal0, wal1, n)
 	return res, nil
 }
 

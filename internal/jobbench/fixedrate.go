@@ -46,7 +46,7 @@ func (b *bench) fixedRate(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := b.db.c.StartMaintenance(ctx, fenced.MaintenanceConfig{Owner: "fenced-bench", Logger: b.o.Logger})
+	m, err := b.db.c.StartMaintenance(ctx, fenced.MaintenanceConfig{Owner: "fenced-bench", Logger: b.o.Logger, VacuumRows: b.o.VacuumRows})
 	if err != nil {
 		ws.stop()
 		return nil, err

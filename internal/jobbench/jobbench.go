@@ -55,6 +55,10 @@ type Options struct {
 	Rate float64
 	// Work is how long a fixed-rate job's handler takes. Default 0.
 	Work time.Duration
+	// VacuumRows is the fixed-rate maintainer's MaintenanceConfig.VacuumRows
+	// (0 its default; negative: the maintainer never vacuums, to see what
+	// that costs).
+	VacuumRows int64
 	// Window is the interval of a fixed-rate run's throughput figures.
 	// Default DefaultWindow.
 	Window time.Duration

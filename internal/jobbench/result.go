@@ -42,6 +42,11 @@ type Result struct {
 	LastMinute  float64  `json:"last_minute_jobs_per_sec,omitempty"`
 	Steadiness  float64  `json:"steadiness,omitempty"`
 	Latency     *Latency `json:"latency,omitempty"`
+	// WALPerJob is the PostgreSQL write-ahead log written per job while a
+	// burn-down's workers worked (claims, ends, history, heartbeats; the
+	// whole server's, so run it on a server of its own), in bytes; 0
+	// elsewhere.
+	WALPerJob float64 `json:"wal_bytes_per_job,omitempty"`
 	// Attempts that did not succeed at once (expected 0 each).
 	Retried int64 `json:"retried"`
 	Stale   int64 `json:"stale"`
@@ -62,6 +67,9 @@ func (r *Result) String() string {
 	case BurnDown:
 		fmt.Fprintf(&b, "bench: burn-down %d jobs in %.2fs = %.0f jobs/s (insert %.0f jobs/s)",
 			r.Jobs, r.Seconds, r.JobsPerSec, r.InsertPerSec)
+		if r.WALPerJob > 0 {
+			fmt.Fprintf(&b, ", WAL %.0f bytes/job", r.WALPerJob)
+		}
 	case Wakeup:
 		fmt.Fprintf(&b, "bench: wake-up of an idle worker, %d single jobs", r.Jobs)
 		if l := r.Latency; l != nil {

@@ -60,12 +60,13 @@ type heldBody struct {
 	Owner     string    `json:"owner"`
 	Fence     int64     `json:"fence"`
 	ExpiresAt wire.Time `json:"expires_at"`
+	Slots     int       `json:"slots,omitempty"` // a semaphore's, all held
 }
 
 type staleBody struct {
 	errorBody
-	Kind         string             `json:"kind"` // lease, job or resource
-	Name         string             `json:"name"` // lease name, job id or resource key
+	Kind         string             `json:"kind"` // lease, semaphore, job or resource
+	Name         string             `json:"name"` // lease or semaphore name, job id or resource key
 	YourFence    int64              `json:"your_fence"`
 	CurrentFence int64              `json:"current_fence"`
 	CurrentOwner string             `json:"current_owner"` // "" when nobody holds it now
@@ -129,7 +130,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 	case errors.As(err, &held):
 		return &apiError{status: http.StatusConflict, fromDB: true, body: &heldBody{
 			errorBody{Error: codeLeaseHeld, Message: err.Error()},
-			held.Name, held.Owner, held.Fence, wire.Time(held.ExpiresAt)}}
+			held.Name, held.Owner, held.Fence, wire.Time(held.ExpiresAt), held.Slots}}
 	case errors.As(err, &stale):
 		s.metrics.stale.WithLabelValues(stale.Kind, string(stale.Reason)).Inc()
 		return &apiError{status: http.StatusConflict, fromDB: true, at: stale.DecidedAt, body: &staleBody{
@@ -161,7 +162,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 // wireField names a library field as the JSON request names it.
 func wireField(field string) string {
 	switch field {
-	case "lease name":
+	case "lease name", "semaphore name":
 		return "name"
 	case "resource key":
 		return "key"

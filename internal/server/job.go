@@ -21,6 +21,10 @@ type enqueueRequest struct {
 	DelayMs        *int64          `json:"delay_ms"` // or: run this long after the database's now
 	MaxAttempts    int             `json:"max_attempts"`
 	IdempotencyKey string          `json:"idempotency_key"`
+	// ConcurrencyKey and SequenceKey: see fenced.EnqueueParams.
+	ConcurrencyKey           string `json:"concurrency_key"`
+	SequenceKey              string `json:"sequence_key"`
+	SequenceContinueOnFailed bool   `json:"sequence_continue_on_failed"`
 }
 
 // enqueueReply is the enqueued job, or the existing one its idempotency
@@ -47,7 +51,8 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 		return nil, err
 	}
 	p := fenced.EnqueueParams{Kind: req.Kind, Queue: req.Queue, Priority: req.Priority,
-		MaxAttempts: req.MaxAttempts, IdempotencyKey: req.IdempotencyKey}
+		MaxAttempts: req.MaxAttempts, IdempotencyKey: req.IdempotencyKey,
+		ConcurrencyKey: req.ConcurrencyKey, SequenceKey: req.SequenceKey, SequenceContinueOnFailed: req.SequenceContinueOnFailed}
 	if len(req.Args) > 0 && string(req.Args) != "null" {
 		p.Args = req.Args // Enqueue checks a backend can store it
 	}

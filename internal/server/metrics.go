@@ -24,7 +24,8 @@ import (
 //	fenced_job_failures_total                  fail requests accepted (retried or dead-lettered alike)
 //	fenced_job_recoveries_total                expired running jobs taken back by this server's maintenance
 //	fenced_lease_acquires_total{result}        acquires: "acquired" or "held" (refused)
-//	fenced_stale_writes_total{kind,reason}     writes refused as stale: kind lease, job or resource
+//	fenced_semaphore_acquires_total{result}    semaphore slot acquires: "acquired" or "held" (every slot held)
+//	fenced_stale_writes_total{kind,reason}     writes refused as stale: kind lease, semaphore, job or resource
 //	fenced_http_request_duration_seconds{route,code}
 //
 // "acquired" counts new grants and an owner's re-entrant acquire of a lease
@@ -44,6 +45,8 @@ type metrics struct {
 	recovered   prometheus.Counter
 	acquires    *prometheus.CounterVec
 	stale       *prometheus.CounterVec
+	// slotAcquires counts semaphore acquires as acquires does leases'.
+	slotAcquires *prometheus.CounterVec
 }
 
 func newMetrics(c *fenced.Client) *metrics {
@@ -81,15 +84,22 @@ func newMetrics(c *fenced.Client) *metrics {
 		}, []string{"result"}),
 		stale: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fenced_stale_writes_total",
-			Help: "Writes refused because their fence was no longer current, by kind (lease, job, resource) and reason.",
+			Help: "Writes refused because their fence was no longer current, by kind (lease, semaphore, job, resource) and reason.",
 		}, []string{"kind", "reason"}),
+		slotAcquires: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fenced_semaphore_acquires_total",
+			Help: `Semaphore slot acquires by result: "acquired" (a new grant, or the holder's re-entrant acquire keeping its fence) or "held" (refused: every slot is held).`,
+		}, []string{"result"}),
 	}
 	// Series that exist from the start read 0 rather than missing.
 	for _, r := range []string{"acquired", "held"} {
 		m.acquires.WithLabelValues(r)
+		m.slotAcquires.WithLabelValues(r)
 	}
 	for kind, reasons := range map[string][]fenced.StaleReason{
 		"lease": {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonWrongOwner,
+			fenced.ReasonExpired, fenced.ReasonReleased},
+		"semaphore": {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonWrongOwner,
 			fenced.ReasonExpired, fenced.ReasonReleased},
 		"job":      {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonExpired, fenced.ReasonNotRunning},
 		"resource": {fenced.ReasonSuperseded},
@@ -98,7 +108,7 @@ func newMetrics(c *fenced.Client) *metrics {
 			m.stale.WithLabelValues(kind, string(r))
 		}
 	}
-	m.reg.MustRegister(m.requests, m.claims, m.waiting, m.completions, m.failures, m.recovered, m.acquires, m.stale,
+	m.reg.MustRegister(m.requests, m.claims, m.waiting, m.completions, m.failures, m.recovered, m.acquires, m.stale, m.slotAcquires,
 		jobsCollector{c: c}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

@@ -264,6 +264,12 @@ func (s *Server) routes() *http.ServeMux {
 	handle("GET /v1/leases/{name}", s.getLease)
 	handle("GET /v1/leases", s.listLeases)
 
+	handle("POST /v1/semaphores/{name}/acquire", s.acquireSlot)
+	handle("POST /v1/semaphores/{name}/renew", s.renewSlot)
+	handle("POST /v1/semaphores/{name}/release", s.releaseSlot)
+	handle("GET /v1/semaphores/{name}", s.getSemaphore)
+	handle("GET /v1/semaphores", s.listSemaphores)
+
 	handle("PUT /v1/resources/{key}", s.putResource)
 	handle("GET /v1/resources/{key}", s.getResource)
 
@@ -277,6 +283,14 @@ func (s *Server) routes() *http.ServeMux {
 	handle("POST /v1/jobs/{id}/snooze", s.snooze)
 	handle("POST /v1/jobs/{id}/progress", s.progress)
 	handle("POST /v1/jobs/{id}/cancel", s.cancel)
+
+	handle("GET /v1/limits", s.listJobLimits)
+	handle("GET /v1/queues/{queue}/limits", s.listJobLimits)
+	for _, scope := range []string{"/v1/queues/{queue}/limit", "/v1/queues/{queue}/kinds/{kind}/limit",
+		"/v1/queues/{queue}/keys/{key}/limit"} {
+		handle("PUT "+scope, s.setJobLimit)
+		handle("DELETE "+scope, s.deleteJobLimit)
+	}
 	return m
 }
 

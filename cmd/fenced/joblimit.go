@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
+	"github.com/spf13/cobra"
+)
+
+// The input check of the limit commands (see checkInput).
+func (checkDriver) SetJobLimit(context.Context, fencedtype.JobLimit) (*fencedtype.JobLimit, error) {
+	return nil, errChecked
+}
+func (checkDriver) DeleteJobLimit(context.Context, string, string, string) error { return errChecked }
+func (checkDriver) ListJobLimits(context.Context, string) ([]fencedtype.JobLimit, error) {
+	return nil, errChecked
+}
+
+func newJobLimitCmd(a *app) *cobra.Command {
+	cmd := group(&cobra.Command{
+		Use:   "limit",
+		Short: "Declare how many jobs of a queue, a kind or a concurrency key run at once",
+		Long: `A limit bounds the running jobs of a queue: --per-key is the most attempts
+of one concurrency key (a job's --concurrency-key) that run at once, --global
+the most jobs of the queue, or of the queue and --kind, that run at once.
+A queue's limit is the default of its keys; a --kind's overrides it for jobs
+of that kind; a --key's own limit overrides both. A key with no limit
+declared anywhere is unlimited; 0 declares no limit. A job's attempt that
+lost its lease keeps its key's slot until the job is recovered.`,
+	})
+	cmd.AddCommand(newJobLimitSetCmd(a), newJobLimitListCmd(a), newJobLimitDeleteCmd(a))
+	return cmd
+}
+
+// limitScopeFlags are the --kind and --key of a limit command.
+type limitScopeFlags struct{ kind, key string }
+
+func (f *limitScopeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kind, "kind", "", "the limit of this kind of the queue's jobs")
+	cmd.Flags().StringVar(&f.key, "key", "", "the limit of this concurrency key of the queue")
+}
+
+// check refuses an explicitly empty --kind or --key, which the library
+// would read as "not given".
+func (f *limitScopeFlags) check(cmd *cobra.Command) error {
+	for name, field := range map[string]string{"kind": "kind", "key": "concurrency key"} {
+		if fl := cmd.Flags().Lookup(name); fl.Changed && fl.Value.String() == "" {
+			return invalid(field, "must not be empty")
+		}
+	}
+	return nil
+}
+
+func newJobLimitSetCmd(a *app) *cobra.Command {
+	var f limitScopeFlags
+	var l fenced.JobLimit
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "set QUEUE [--kind KIND | --key KEY] [--per-key N] [--global N]",
+		Short: "Declare the limit of a queue, a kind or a concurrency key, replacing its last one",
+		Example: `  fenced job limit set mail --per-key 2 --global 50
+  fenced job limit set mail --kind newsletter --per-key 1
+  fenced job limit set mail --key customer-42 --per-key 5`,
+		Args: exactArgs("QUEUE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			l.Queue, l.Kind, l.ConcurrencyKey = args[0], f.kind, f.key
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.SetJobLimit(ctx, l)
+				return err
+			}); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			got, err := c.SetJobLimit(cmd.Context(), l)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), got)
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "limit of %s: per key %s, global %s\n",
+				limitScopeText(*got), limitText(got.PerKey), limitText(got.Global))
+			return err
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().IntVar(&l.PerKey, "per-key", 0, "most running attempts of one concurrency key (0: none)")
+	cmd.Flags().IntVar(&l.Global, "global", 0, "most running jobs of the queue or kind (0: none)")
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newJobLimitListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls [QUEUE]",
+		Aliases: []string{"list"},
+		Short:   "List the declared limits, of one queue or of all",
+		Example: `  fenced job limit ls
+  fenced job limit ls mail --json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			queue := ""
+			if len(args) == 1 {
+				if queue = args[0]; queue == "" {
+					return invalid("queue", "must not be empty")
+				}
+			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.ListJobLimits(ctx, queue)
+				return err
+			}); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ls, err := c.ListJobLimits(cmd.Context(), queue)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if ls == nil {
+					ls = []fenced.JobLimit{}
+				}
+				return writeJSON(cmd.OutOrStdout(), ls)
+			}
+			return writeLimitTable(cmd.OutOrStdout(), ls)
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newJobLimitDeleteCmd(a *app) *cobra.Command {
+	var f limitScopeFlags
+	cmd := &cobra.Command{
+		Use:     "rm QUEUE [--kind KIND | --key KEY]",
+		Aliases: []string{"delete"},
+		Short:   "Delete the limit of a queue, a kind or a concurrency key",
+		Long: `Delete the limit of one scope: the queue's own without --kind or --key. A
+limit that is not declared exits 5.`,
+		Example: `  fenced job limit rm mail --key customer-42`,
+		Args:    exactArgs("QUEUE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				return c.DeleteJobLimit(ctx, args[0], f.kind, f.key)
+			}); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.DeleteJobLimit(cmd.Context(), args[0], f.kind, f.key); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted the limit of %s\n",
+				limitScopeText(fenced.JobLimit{Queue: args[0], Kind: f.kind, ConcurrencyKey: f.key}))
+			return err
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+// limitScopeText names a limit's scope: "queue q", "queue q kind k" or
+// "queue q key c".
+func limitScopeText(l fenced.JobLimit) string {
+	s := "queue " + display.Quote(l.Queue)
+	if l.Kind != "" {
+		s += " kind " + display.Quote(l.Kind)
+	}
+	if l.ConcurrencyKey != "" {
+		s += " key " + display.Quote(l.ConcurrencyKey)
+	}
+	return s
+}
+
+// limitText is a limit's number, "none" for 0.
+func limitText(n int) string {
+	if n == 0 {
+		return "none"
+	}
+	return fmt.Sprint(n)
+}
+
+// writeLimitTable prints limits as a table with a header.
+func writeLimitTable(w io.Writer, ls []fenced.JobLimit) error {
+	rows := [][]string{{"QUEUE", "KIND", "KEY", "PER_KEY", "GLOBAL"}}
+	for _, l := range ls {
+		rows = append(rows, []string{display.Name(l.Queue), dashIfEmpty(l.Kind), dashIfEmpty(l.ConcurrencyKey),
+			limitText(l.PerKey), limitText(l.Global)})
+	}
+	return display.Table{Rows: rows}.Write(w)
+}
+
+// dashIfEmpty is display.Name(s), or "-" when s is empty.
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return display.Name(s)
+}

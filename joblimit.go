@@ -1,0 +1,91 @@
+package fenced
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fenced/fenced/fencedtype"
+)
+
+// JobLimit is a declared limit on how many jobs of a queue run at once: a
+// queue's or a kind's default per concurrency key and global bound, or one
+// key's own limit. See fencedtype.JobLimit for the scopes and
+// docs/design.md, "Concurrency limits and sequences", for the guarantee.
+type JobLimit = fencedtype.JobLimit
+
+// MaxJobLimit bounds PerKey and Global.
+const MaxJobLimit = 1_000_000
+
+// validScope checks the scope of a limit: a queue, optionally a kind or a
+// concurrency key, not both.
+func validScope(queue, kind, key string) error {
+	if err := validQueue(queue); err != nil {
+		return err
+	}
+	if kind != "" {
+		if err := validName("kind", kind); err != nil {
+			return err
+		}
+	}
+	if key != "" {
+		if err := validName("concurrency key", key); err != nil {
+			return err
+		}
+		if kind != "" {
+			return fencedtype.Invalid("kind", "a concurrency key's limit applies to every kind of its queue: give the key or the kind, not both")
+		}
+	}
+	return nil
+}
+
+// SetJobLimit declares l, replacing the limit of the same scope (queue,
+// kind, concurrency key), and returns it as stored. Zero declares no limit
+// in a field; a key's own limit must have PerKey above zero and Global zero.
+// It applies to every claim that starts after it returns; jobs already
+// running are not stopped when it lowers a limit.
+func (c *Client) SetJobLimit(ctx context.Context, l JobLimit) (*JobLimit, error) {
+	if err := validScope(l.Queue, l.Kind, l.ConcurrencyKey); err != nil {
+		return nil, err
+	}
+	if l.PerKey < 0 || l.PerKey > MaxJobLimit {
+		return nil, fencedtype.Invalid("per_key", "%d is outside 0 to %d", l.PerKey, MaxJobLimit)
+	}
+	if l.Global < 0 || l.Global > MaxJobLimit {
+		return nil, fencedtype.Invalid("global", "%d is outside 0 to %d", l.Global, MaxJobLimit)
+	}
+	if l.ConcurrencyKey != "" {
+		if l.Global != 0 {
+			return nil, fencedtype.Invalid("global", "a concurrency key's limit has no global bound: set it on the queue or a kind")
+		}
+		if l.PerKey == 0 {
+			return nil, fencedtype.Invalid("per_key", "a concurrency key's own limit must be above zero (delete it to fall back to the defaults)")
+		}
+	}
+	return c.d.SetJobLimit(ctx, l)
+}
+
+// DeleteJobLimit deletes the limit of one scope (kind and key empty for the
+// queue's own); ErrNotFound when none is declared.
+func (c *Client) DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey string) error {
+	if err := validScope(queue, kind, concurrencyKey); err != nil {
+		return err
+	}
+	if err := c.d.DeleteJobLimit(ctx, queue, kind, concurrencyKey); err != nil {
+		if err == fencedtype.ErrNotFound {
+			return fmt.Errorf("job limit of queue %q kind %q key %q: %w", queue, kind, concurrencyKey, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// ListJobLimits lists the declared limits of queue, or of every queue when
+// it is empty, by queue, kind and key.
+func (c *Client) ListJobLimits(ctx context.Context, queue string) ([]JobLimit, error) {
+	if queue != "" {
+		if err := validQueue(queue); err != nil {
+			return nil, err
+		}
+	}
+	return c.d.ListJobLimits(ctx, queue)
+}
