@@ -120,6 +120,7 @@ func runAdvanceFences(t *testing.T, b Backend) {
 	})
 	t.Run("AdvanceMovesEveryJobsNextFenceUp", func(t *testing.T) {
 		t.Parallel()
+		b.needJobs(t)
 		e := setup(t, b)
 		const by = 100
 		ran := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,20 +35,29 @@ func runContention(t *testing.T, b Backend) {
 			accepted []*fenced.ResourceWrite
 			wg       sync.WaitGroup
 		)
-		stop := time.Now().Add(2 * time.Second)
+		// The workers run for 2 s, and on until 16 fences were granted, for at
+		// most 30 s more: a backend whose TTLs are seconds (MinTTL) spends at
+		// least one on each lease let expire below.
+		start := time.Now()
+		var highest atomic.Int64 // the highest fence granted: fences count grants from 1
+		more := func() bool {
+			return time.Since(start) < 2*time.Second || highest.Load() < 16 && time.Since(start) < 32*time.Second
+		}
 		for w := range 16 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				c, owner := clients[w%len(clients)], fmt.Sprintf("w%02d", w)
-				for i := 0; time.Now().Before(stop); i++ {
-					l, err := c.AcquireLease(ctx(t), "hot", owner, 30*time.Millisecond)
+				for i := 0; more(); i++ {
+					l, err := c.AcquireLease(ctx(t), "hot", owner, b.ttl(30*time.Millisecond))
 					if errors.Is(err, fenced.ErrHeld) {
 						continue
 					}
 					if err != nil {
 						t.Errorf("acquire: %v", err)
 						return
+					}
+					for f := highest.Load(); f < l.Fence && !highest.CompareAndSwap(f, l.Fence); f = highest.Load() {
 					}
 					value := fmt.Sprintf("%s@%d", owner, l.Fence)
 					w, err := c.WriteResource(ctx(t), "out", []byte(value), l.Fence, fenced.WriteOptions{})
@@ -88,7 +98,7 @@ func runContention(t *testing.T, b Backend) {
 			distinct = append(distinct, g)
 		}
 		if len(distinct) < 16 {
-			t.Fatalf("only %d grants in 2 s", len(distinct))
+			t.Fatalf("only %d grants in %s", len(distinct), time.Since(start).Round(time.Millisecond))
 		}
 		for i := 1; i < len(distinct); i++ {
 			if distinct[i].at.Before(distinct[i-1].at) {

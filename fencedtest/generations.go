@@ -17,7 +17,7 @@ func runGenerations(t *testing.T, b Backend) {
 	// generation 2 of it, also by A, held for long.
 	twoGenerations := func(t *testing.T, e *env) (old, cur *fenced.Lease) {
 		t.Helper()
-		old = e.acquire(t, "job", "A", 50*time.Millisecond)
+		old = e.acquire(t, "job", "A", b.ttl(50*time.Millisecond))
 		e.waitExpired(t, "job")
 		cur = e.acquire(t, "job", "A", long)
 		wantFence(t, cur, 2)
@@ -58,6 +58,7 @@ func runGenerations(t *testing.T, b Backend) {
 	})
 	t.Run("LeaseTxOfOlderGenerationOfSameOwnerIsStale", func(t *testing.T) {
 		t.Parallel()
+		b.needSQL(t)
 		e := setup(t, b)
 		b.Exec(t, e.url, bizDDL)
 		old, cur := twoGenerations(t, e)

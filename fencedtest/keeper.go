@@ -82,6 +82,7 @@ func runKeeper(t *testing.T, b Backend) {
 	})
 	t.Run("LostWhenARenewalBlocksPastTheTrustWindow", func(t *testing.T) {
 		t.Parallel()
+		b.needSQL(t) // a fenced transaction that holds the lease row
 		e := setup(t, b)
 		k, err := e.c.Keep(ctx(t), "job", "A", ttl, fenced.KeepOptions{})
 		wantNoErr(t, err, "keep")

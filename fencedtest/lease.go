@@ -47,7 +47,7 @@ func runAcquireLease(t *testing.T, b Backend) {
 	t.Run("TakeoverAfterExpiryBumpsFence", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		e.acquire(t, "job", "A", 50*time.Millisecond)
+		e.acquire(t, "job", "A", b.ttl(50*time.Millisecond))
 		e.waitExpired(t, "job")
 		l := e.acquire(t, "job", "B", long)
 		wantFence(t, l, 2)
@@ -68,7 +68,7 @@ func runAcquireLease(t *testing.T, b Backend) {
 	t.Run("SameOwnerReacquireAfterExpiryIsNewGeneration", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		e.acquire(t, "job", "A", 50*time.Millisecond)
+		e.acquire(t, "job", "A", b.ttl(50*time.Millisecond))
 		e.waitExpired(t, "job")
 		wantFence(t, e.acquire(t, "job", "A", long), 2)
 	})
@@ -98,7 +98,7 @@ func runRenewLease(t *testing.T, b Backend) {
 	t.Run("RenewAfterTakeoverIsStale", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		a := e.acquire(t, "job", "A", 50*time.Millisecond)
+		a := e.acquire(t, "job", "A", b.ttl(50*time.Millisecond))
 		e.waitExpired(t, "job")
 		e.acquire(t, "job", "B", long)
 		_, err := e.c.RenewLease(ctx(t), *a, long)
@@ -111,7 +111,7 @@ func runRenewLease(t *testing.T, b Backend) {
 	t.Run("RenewAfterExpiryIsStale", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		a := e.acquire(t, "job", "A", 50*time.Millisecond)
+		a := e.acquire(t, "job", "A", b.ttl(50*time.Millisecond))
 		e.waitExpired(t, "job")
 		_, err := e.c.RenewLease(ctx(t), *a, long)
 		wantStale(t, err, 1, 1, "", fenced.ReasonExpired)
@@ -162,7 +162,7 @@ func runReleaseLease(t *testing.T, b Backend) {
 	t.Run("ReleaseAfterTakeoverIsStale", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		a := e.acquire(t, "job", "A", 50*time.Millisecond)
+		a := e.acquire(t, "job", "A", b.ttl(50*time.Millisecond))
 		e.waitExpired(t, "job")
 		e.acquire(t, "job", "B", long)
 		wantStale(t, errOf(e.c.ReleaseLease(ctx(t), *a)), 1, 2, "B", fenced.ReasonSuperseded)

@@ -62,7 +62,7 @@ func runWriteResource(t *testing.T, b Backend) {
 	t.Run("StaleHolderWriteAfterTakeoverIsRejected", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		a := e.acquire(t, "job", "A", 50*time.Millisecond)
+		a := e.acquire(t, "job", "A", b.ttl(50*time.Millisecond))
 		e.waitExpired(t, "job")
 		bl := e.acquire(t, "job", "B", long)
 		_, err := writeResource(t, e, "out", "8", bl.Fence, "")

@@ -35,6 +35,46 @@ type Backend struct {
 	WaitBlocked func(t testing.TB, url string)
 	// Bind rewrites $1-style placeholders into the dialect's. Nil keeps them.
 	Bind func(sql string) string
+
+	// NoJobs, when not empty, says why the backend has no job queue (etcd):
+	// a subtest of a lease group that needs jobs skips with it. Such a
+	// backend runs RunLeases, not Run.
+	NoJobs string
+	// NoSQL, when not empty, says why fenced transactions run no SQL: Exec
+	// is nil and the subtests that need the test's own tables skip with it;
+	// the linearizability workload leaves out its fenced transactions.
+	NoSQL string
+	// MinTTL is the shortest TTL the backend grants and its granularity
+	// (etcd: whole seconds): the suite's short TTLs (tens of milliseconds,
+	// so that expiry tests are quick) are raised to it. Zero: none.
+	MinTTL time.Duration
+	// ExpirySlack widens the window within which the linearizability model
+	// accepts either outcome of an expiry around a reported decision time
+	// (etcd: the lessor ends a lease up to its 500 ms check interval plus a
+	// raft write after the TTL). Zero: the model's own millisecond.
+	ExpirySlack time.Duration
+}
+
+// ttl is d, raised to the backend's MinTTL and rounded up to a multiple of it.
+func (b Backend) ttl(d time.Duration) time.Duration {
+	if b.MinTTL <= 0 || d%b.MinTTL == 0 {
+		return d
+	}
+	return (d/b.MinTTL + 1) * b.MinTTL
+}
+
+// needJobs skips t when the backend has no job queue.
+func (b Backend) needJobs(t *testing.T) {
+	if b.NoJobs != "" {
+		t.Skip(b.NoJobs)
+	}
+}
+
+// needSQL skips t when the backend's fenced transactions run no SQL.
+func (b Backend) needSQL(t *testing.T) {
+	if b.NoSQL != "" {
+		t.Skip(b.NoSQL)
+	}
 }
 
 func (b Backend) bind(sql string) string {
@@ -118,6 +158,36 @@ func Run(t *testing.T, b Backend) {
 		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
 	}
 }
+
+// RunLeases runs the groups of the suite that need no job queue: leases,
+// resources, fence advances and the cross-cutting rules on them, for a
+// backend that keeps leases and resources only (Backend.NoJobs).
+func RunLeases(t *testing.T, b Backend) {
+	for _, g := range []struct {
+		name string
+		run  func(*testing.T, Backend)
+	}{
+		{"AcquireLease", runAcquireLease},
+		{"RenewLease", runRenewLease},
+		{"ReleaseLease", runReleaseLease},
+		{"GetLease", runGetLease},
+		{"ListLeases", runListLeases},
+		{"WriteResource", runWriteResource},
+		{"ReadResource", runReadResource},
+		{"AdvanceFences", runAdvanceFences},
+		{"Generations", runGenerations},
+		{"Validation", runValidation},
+		{"Contention", runContention},
+		{"Keeper", runKeeper},
+		{"Linearizability", runLinearizability},
+	} {
+		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
+	}
+}
+
+// RunLinearizability runs the linearizability group alone, for a backend's
+// own tests that disturb the database while the history is recorded.
+func RunLinearizability(t *testing.T, b Backend) { runLinearizability(t, b) }
 
 // env is one test's database, a client on it and the client's driver.
 type env struct {

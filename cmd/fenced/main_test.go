@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	stopEtcd()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

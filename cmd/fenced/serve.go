@@ -164,6 +164,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	}
 	defer c.Close()
 	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub}
+	if o.maintenance && c.Driver().Dialect() == "etcd" {
+		// The maintenance recovers and deletes jobs; etcd keeps none.
+		o.maintenance = false
+		log.Info("no job maintenance: etcd keeps leases and resources only")
+	}
 	if o.maintenance {
 		cfg.Maintenance = &fenced.MaintenanceConfig{}
 	}

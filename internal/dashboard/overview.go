@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -76,15 +77,18 @@ func (h *Handler) load(ctx context.Context) (*overview, error) {
 		o.Now = time.Time{} // a backend without a clock: each job's DecidedAt instead
 	}
 	counts, err := h.c.CountJobs(ctx)
-	if err != nil {
+	jobs := !errors.Is(err, errors.ErrUnsupported) // etcd keeps no jobs: leases only
+	if err != nil && jobs {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
 	o.Queues = queueRows(counts)
-	if err := h.loadRunning(ctx, o); err != nil {
-		return nil, err
-	}
-	if err := h.loadFailures(ctx, o); err != nil {
-		return nil, err
+	if jobs {
+		if err := h.loadRunning(ctx, o); err != nil {
+			return nil, err
+		}
+		if err := h.loadFailures(ctx, o); err != nil {
+			return nil, err
+		}
 	}
 	if o.Leases, err = h.c.ListLeases(ctx); err != nil {
 		return nil, fmt.Errorf("list leases: %w", err)

@@ -13,9 +13,10 @@ var backends = map[string]string{
 	"postgres": "postgres", "postgresql": "postgres",
 	"mysql": "mysql", "mariadb": "mysql",
 	"sqlite": "sqlite", "sqlite3": "sqlite", "file": "sqlite",
+	"etcd": "etcd",
 }
 
-// Backend is the dialect ("postgres", "mysql" or "sqlite") of the built-in
+// Backend is the dialect ("postgres", "mysql", "sqlite" or "etcd") of the built-in
 // backend that opens url's scheme, or "" for another scheme. An empty url
 // is DefaultURL.
 func Backend(url string) string {
@@ -38,6 +39,8 @@ func Package(dialect string) string {
 		return "github.com/fenced/fenced/driver/mysqldriver"
 	case "sqlite":
 		return "github.com/fenced/fenced/driver/sqlitedriver"
+	case "etcd":
+		return "github.com/fenced/fenced/driver/etcddriver"
 	}
 	return ""
 }

@@ -115,6 +115,16 @@ const Slack = 1000 // µs
 type Spec struct {
 	RenewIgnoresFence bool // renew succeeds for any unreleased, unexpired lease
 	WriteIgnoresFence bool // a resource write is always accepted
+	// Slack, in µs, replaces the package's Slack when positive: for a
+	// backend whose expiry lags its reported expiry (etcd's lessor).
+	Slack int64
+}
+
+func (spec Spec) slack() int64 {
+	if spec.Slack > 0 {
+		return spec.Slack
+	}
+	return Slack
 }
 
 // Model is the specification as a porcupine model.
@@ -211,7 +221,7 @@ func describeOK(k Kind, out Output) string {
 func (spec Spec) step(s State, in Input, out Output) []State {
 	switch in.Kind {
 	case Acquire:
-		return s.acquire(in, out)
+		return s.acquire(in, out, spec.slack())
 	case Renew:
 		return spec.renew(s, in, out)
 	case Release:
@@ -223,7 +233,7 @@ func (spec Spec) step(s State, in Input, out Output) []State {
 	case Read:
 		return s.read(out)
 	case Get:
-		return s.get(out)
+		return s.get(out, spec.slack())
 	case Counter:
 		return s.counter(out)
 	}
@@ -231,14 +241,14 @@ func (spec Spec) step(s State, in Input, out Output) []State {
 }
 
 // expiry says whether the generation may be expired, and whether it may be
-// unexpired, at database time at (0: unknown).
-func (s State) expiry(at int64) (mayExpired, mayLive bool) {
+// unexpired, at database time at (0: unknown), give or take slack µs.
+func (s State) expiry(at, slack int64) (mayExpired, mayLive bool) {
 	switch {
 	case s.Expires == 0 || at == 0:
 		return true, true
-	case at >= s.Expires+Slack:
+	case at >= s.Expires+slack:
 		return true, false
-	case at < s.Expires-Slack:
+	case at < s.Expires-slack:
 		return false, true
 	}
 	return true, true
@@ -255,8 +265,8 @@ func (s State) granted(owner string, fence, expires int64) State {
 	return s
 }
 
-func (s State) acquire(in Input, out Output) []State {
-	mayExpired, mayLive := s.expiry(out.DecidedAt)
+func (s State) acquire(in Input, out Output, slack int64) []State {
+	mayExpired, mayLive := s.expiry(out.DecidedAt, slack)
 	free := !s.Exists || s.Released || mayExpired
 	extend := s.Exists && !s.Released && mayLive && s.Owner == in.Owner
 	switch out.Result {
@@ -291,7 +301,7 @@ func (spec Spec) renew(s State, in Input, out Output) []State {
 	}
 	switch out.Result {
 	case OK:
-		_, mayLive := s.expiry(out.DecidedAt)
+		_, mayLive := s.expiry(out.DecidedAt, spec.slack())
 		ok := current(mayLive) && out.Owner == in.Owner && out.Fence == in.Fence && out.Held
 		s.Expires = out.ExpiresAt
 		return when(ok, s)
@@ -431,10 +441,10 @@ func (s State) counter(out Output) []State {
 	return nil
 }
 
-func (s State) get(out Output) []State {
+func (s State) get(out Output, slack int64) []State {
 	switch out.Result {
 	case OK:
-		mayExpired, mayLive := s.expiry(out.DecidedAt)
+		mayExpired, mayLive := s.expiry(out.DecidedAt, slack)
 		ok := s.Exists && out.Owner == s.Owner && out.Fence == s.Fence && out.Released == s.Released &&
 			(s.Released || s.Expires == 0 || out.ExpiresAt == s.Expires) &&
 			(out.Held && !s.Released && mayLive || !out.Held && (s.Released || mayExpired))

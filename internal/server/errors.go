@@ -25,6 +25,7 @@ const (
 	codeConflict         = "conflict"           // 409: the job's state forbids the operation
 	codeTooLarge         = "too_large"          // 413: body over the limit
 	codeUnsupportedType  = "unsupported_media_type"
+	codeNotSupported     = "not_supported"   // 501: the backend does not offer it (jobs on etcd)
 	codeUnavailable      = "unavailable"     // 503: the database does not answer (/healthz)
 	codeUnknownOutcome   = "unknown_outcome" // 503: the database connection failed after the write was sent
 	codeInternal         = "internal"        // 500: a failure that is not the request's fault
@@ -142,6 +143,8 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 		e := newError(http.StatusNotFound, codeNotFound, err.Error())
 		e.fromDB = true
 		return e
+	case errors.Is(err, errors.ErrUnsupported):
+		return newError(http.StatusNotImplemented, codeNotSupported, err.Error())
 	case errors.Is(err, fenced.ErrUnknownOutcome):
 		s.log.LogAttrs(r.Context(), slog.LevelWarn, "outcome unknown", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.String("err", s.cfg.Redact(err.Error())))

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -145,6 +146,9 @@ func (j jobsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	counts, err := j.c.CountJobs(ctx)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return // a backend without a job queue (etcd) has no job counts
+	}
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(jobsDesc, fmt.Errorf("job counts: %w", err))
 		return

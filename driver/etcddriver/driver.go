@@ -1,0 +1,73 @@
+package etcddriver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fenced/fenced/driver"
+)
+
+func init() { driver.Register(Open, "etcd") }
+
+// dialTimeout bounds connecting to the first member at Open.
+const dialTimeout = 5 * time.Second
+
+// Driver is the etcd backend. It is safe for concurrent use.
+type Driver struct {
+	cli  *clientv3.Client
+	keys keys
+	own  bool // Close closes cli
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// Open connects to the cluster named by an etcd:// URL (see ParseURL) and
+// checks that a member answers.
+func Open(ctx context.Context, url string) (driver.Driver, error) {
+	u, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: u.Endpoints, DialTimeout: dialTimeout, Context: context.WithoutCancel(ctx), Logger: quietLogger()})
+	if err != nil {
+		return nil, fmt.Errorf("connect to etcd %v: %w", u.Endpoints, err)
+	}
+	d := &Driver{cli: cli, keys: keys{prefix: u.Prefix}, own: true}
+	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	if _, err := cli.Get(pctx, d.keys.floor()); err != nil {
+		cli.Close()
+		if c := driver.NetCause(err); c != "" {
+			return nil, fmt.Errorf("connect to etcd %v: %s", u.Endpoints, c)
+		}
+		return nil, fmt.Errorf("connect to etcd %v: %w", u.Endpoints, err)
+	}
+	return d, nil
+}
+
+// New makes a driver on a client the caller owns (Close leaves it open),
+// with every key under prefix ("/fenced/" when empty; a trailing slash is
+// added).
+func New(cli *clientv3.Client, prefix string) *Driver {
+	return &Driver{cli: cli, keys: keys{prefix: normPrefix(prefix)}}
+}
+
+// Dialect implements driver.Driver: "etcd".
+func (d *Driver) Dialect() string { return "etcd" }
+
+// Migrate implements driver.Driver: etcd has no schema, nothing to apply.
+func (d *Driver) Migrate(context.Context) ([]int, error) { return nil, nil }
+
+// PendingMigrations implements driver.Driver: never any.
+func (d *Driver) PendingMigrations(context.Context) ([]int, error) { return nil, nil }
+
+// Close implements driver.Driver.
+func (d *Driver) Close() error {
+	if !d.own {
+		return nil
+	}
+	return d.cli.Close()
+}

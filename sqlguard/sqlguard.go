@@ -1,0 +1,171 @@
+// Package sqlguard fences writes to a table of the user's own: a row
+// carries the fence of the write that stored it, and an update is applied
+// iff the caller's fence is at least the stored one, decided by the
+// database in one statement. A lease held anywhere fenced keeps leases (an
+// etcd cluster, another database) then protects rows in the user's
+// PostgreSQL, MySQL/MariaDB or SQLite database, as the resource store
+// protects its values.
+package sqlguard
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/fenced/fenced/fencedtype"
+)
+
+// Dialect is the SQL dialect of the user's database.
+type Dialect int
+
+// The dialects Table speaks.
+const (
+	Postgres Dialect = iota + 1 // $1 placeholders, "quoted" names
+	MySQL                       // ? placeholders, `quoted` names (MySQL 8, MariaDB)
+	SQLite                      // ? placeholders, "quoted" names
+)
+
+// Execer is what a *sql.DB, *sql.Tx and *sql.Conn share: Update runs its
+// statement and its diagnosis on it (inside the caller's transaction when
+// it is a *sql.Tx).
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Table names a table of the user's own, its key column and its fence
+// column (an integer, 0 for a row no fenced write has touched). Names are
+// plain SQL identifiers (letters, digits, underscores; a schema prefix
+// "s.t" for the table), quoted in the statement.
+type Table struct {
+	Dialect     Dialect
+	Name        string
+	KeyColumn   string
+	FenceColumn string
+}
+
+// Column is one column an update sets.
+type Column struct {
+	Name  string
+	Value any
+}
+
+var ident = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Update sets the columns of the row whose key is key, and its fence
+// column to fence, iff fence is at least the fence stored in the row, in
+// one statement:
+//
+//	UPDATE t SET c1 = ?, …, fence = ? WHERE key = ? AND fence <= ?
+//
+// When it changes nothing, a read of the row says why: no row with that
+// key is fencedtype.ErrNotFound; a stored fence above the caller's is a
+// *fencedtype.StaleError (Kind "resource", Name "table/key", reason
+// superseded, CurrentFence the stored one), and the row is unchanged. A
+// stored fence not above the caller's is success: MySQL counts a row whose
+// values were already those written as not affected.
+func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set ...Column) error {
+	if fence < 0 {
+		return fencedtype.Invalid("fence", "%d is negative", fence)
+	}
+	stmt, err := t.updateSQL(set)
+	if err != nil {
+		return err
+	}
+	args := make([]any, 0, len(set)+3)
+	for _, c := range set {
+		args = append(args, c.Value)
+	}
+	args = append(args, fence, key, fence)
+	res, err := db.ExecContext(ctx, stmt, args...)
+	if err != nil {
+		return fmt.Errorf("fenced update of %s: %w", t.Name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("fenced update of %s: %w", t.Name, err)
+	} else if n > 0 {
+		return nil
+	}
+	var stored int64
+	err = db.QueryRowContext(ctx, t.fenceSQL(), key).Scan(&stored)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fencedtype.ErrNotFound
+	case err != nil:
+		return fmt.Errorf("fenced update of %s: %w", t.Name, err)
+	case stored > fence:
+		return &fencedtype.StaleError{Kind: "resource", Name: fmt.Sprintf("%s/%v", t.Name, key), Fence: fence,
+			CurrentFence: stored, Reason: fencedtype.ReasonSuperseded}
+	}
+	return nil
+}
+
+// updateSQL is the one deciding statement of Update.
+func (t Table) updateSQL(set []Column) (string, error) {
+	if err := t.check(); err != nil {
+		return "", err
+	}
+	if len(set) == 0 {
+		return "", fencedtype.Invalid("columns", "an update sets at least one column")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "UPDATE %s SET ", t.quote(t.Name))
+	n := 0
+	next := func() string { n++; return t.placeholder(n) }
+	for _, c := range set {
+		if !ident.MatchString(c.Name) || c.Name == t.FenceColumn || c.Name == t.KeyColumn {
+			return "", fencedtype.Invalid("column", "%q is not a plain identifier other than the key and fence columns", c.Name)
+		}
+		fmt.Fprintf(&b, "%s = %s, ", t.quote(c.Name), next())
+	}
+	f, k := t.quote(t.FenceColumn), t.quote(t.KeyColumn)
+	fmt.Fprintf(&b, "%s = %s WHERE %s = %s AND %s <= %s", f, next(), k, next(), f, next())
+	return b.String(), nil
+}
+
+func (t Table) fenceSQL() string {
+	return fmt.Sprintf("SELECT %s FROM %s WHERE %s = %s", t.quote(t.FenceColumn), t.quote(t.Name), t.quote(t.KeyColumn), t.placeholder(1))
+}
+
+func (t Table) check() error {
+	if t.Dialect < Postgres || t.Dialect > SQLite {
+		return fencedtype.Invalid("dialect", "want sqlguard.Postgres, MySQL or SQLite")
+	}
+	for _, part := range strings.Split(t.Name, ".") {
+		if !ident.MatchString(part) {
+			return fencedtype.Invalid("table", "%q is not a plain identifier (or schema.table)", t.Name)
+		}
+	}
+	for _, c := range []string{t.KeyColumn, t.FenceColumn} {
+		if !ident.MatchString(c) {
+			return fencedtype.Invalid("column", "%q is not a plain identifier", c)
+		}
+	}
+	if t.KeyColumn == t.FenceColumn {
+		return fencedtype.Invalid("column", "the key and fence columns are both %q", t.KeyColumn)
+	}
+	return nil
+}
+
+// quote quotes a checked identifier (each part of schema.table).
+func (t Table) quote(name string) string {
+	q := `"`
+	if t.Dialect == MySQL {
+		q = "`"
+	}
+	parts := strings.Split(name, ".")
+	for i, p := range parts {
+		parts[i] = q + p + q
+	}
+	return strings.Join(parts, ".")
+}
+
+func (t Table) placeholder(n int) string {
+	if t.Dialect == Postgres {
+		return fmt.Sprintf("$%d", n)
+	}
+	return "?"
+}
