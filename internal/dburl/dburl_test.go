@@ -49,7 +49,8 @@ func TestOpenNamesTheBackendToImport(t *testing.T) {
 }
 
 // TestPostgresProgramLinksNoOtherBackend: a program importing fenced and
-// driver/pgdriver depends on neither modernc's SQLite nor the MySQL driver.
+// driver/pgdriver depends on neither modernc's SQLite, the MySQL driver nor
+// etcd's client.
 func TestPostgresProgramLinksNoOtherBackend(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
@@ -62,7 +63,7 @@ func TestPostgresProgramLinksNoOtherBackend(t *testing.T) {
 	if !strings.Contains(deps, "github.com/jackc/pgx/v5\n") {
 		t.Fatalf("go list -deps shows no pgx; the check is looking at the wrong program:\n%s", deps)
 	}
-	for _, banned := range []string{"modernc.org/sqlite", "github.com/go-sql-driver/mysql", "fenced/driver/sqlitedriver", "fenced/driver/mysqldriver"} {
+	for _, banned := range []string{"modernc.org/sqlite", "github.com/go-sql-driver/mysql", "go.etcd.io/etcd", "fenced/driver/sqlitedriver", "fenced/driver/mysqldriver", "fenced/driver/etcddriver"} {
 		if strings.Contains(deps, banned) {
 			t.Errorf("a PostgreSQL-only program depends on %s", banned)
 		}
