@@ -14,8 +14,7 @@ import (
 // running_concurrency_key and its index fenced_jobs_key_running) and the
 // keyed due queued ones, grouped by queue and key, with the limit of
 // driver.KeySlotLimitSQL. MySQL has no index on queued keys: the queued
-// half walks the due queued jobs (index fenced_jobs_claim) and keeps the
-// keyed ones.
+// half reads the queued jobs and keeps the keyed ones.
 var listKeySlotsSQL = `
 SELECT j.queue, j.concurrency_key, ` + driver.KeySlotLimitSQL + `, j.running, j.waiting FROM (
     SELECT queue, concurrency_key, CASE WHEN MIN(kind) = MAX(kind) THEN MIN(kind) ELSE '' END AS kind,

@@ -10,9 +10,11 @@ import (
 )
 
 // listKeySlotsSQL reads the load of the concurrency keys of queue $1 (every
-// queue when empty): the keyed running jobs (index fenced_jobs_key_running)
-// and the keyed due queued ones, grouped by queue and key, with the limit
-// of driver.KeySlotLimitSQL.
+// queue when empty): the keyed running jobs and the keyed due queued ones,
+// grouped by queue and key, with the limit of driver.KeySlotLimitSQL. The
+// planner reads the running and the queued rows through the state indexes
+// (a bitmap of both) and keeps the keyed ones: no index holds the keys of
+// queued jobs.
 var listKeySlotsSQL = `
 SELECT j.queue, j.concurrency_key, ` + driver.KeySlotLimitSQL + `, j.running, j.waiting FROM (
     SELECT queue, concurrency_key, CASE WHEN min(kind) = max(kind) THEN min(kind) ELSE '' END AS kind,
