@@ -69,10 +69,33 @@ func runListKeySlots(t *testing.T, b Backend) {
 			t.Fatalf("key slots = %+v, want %+v", got, want)
 		}
 	})
+	t.Run("ExpiredAttemptHoldsItsSlotUntilRecovered", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		e.setLimit(t, fenced.JobLimit{Queue: fenced.DefaultQueue, PerKey: 1})
+		for range 2 {
+			e.enqueue(t, fenced.EnqueueParams{Kind: "k", ConcurrencyKey: "a"})
+		}
+		lost := e.claimOne(t, "A", 30*time.Millisecond)
+		e.waitJobExpired(t, lost.ID)
+		e.wantKeySlots(t, fenced.KeySlots{Queue: fenced.DefaultQueue, ConcurrencyKey: "a", Limit: 1, Running: 1, Waiting: 1})
+		e.recoverExpired(t, lost.ID) // back to queued, due at once
+		e.wantKeySlots(t, fenced.KeySlots{Queue: fenced.DefaultQueue, ConcurrencyKey: "a", Limit: 1, Waiting: 2})
+	})
 	t.Run("InvalidQueueIsRefused", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
 		_, err := e.c.ListKeySlots(ctx(t), "a b")
 		wantInvalid(t, "BadQueue", err)
 	})
+}
+
+// wantKeySlots asserts the key slots of every queue are want.
+func (e *env) wantKeySlots(t *testing.T, want ...fenced.KeySlots) {
+	t.Helper()
+	got, err := e.c.ListKeySlots(ctx(t), "")
+	wantNoErr(t, err, "list key slots")
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("key slots = %+v, want %+v", got, want)
+	}
 }
