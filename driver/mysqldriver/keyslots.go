@@ -10,11 +10,11 @@ import (
 )
 
 // listKeySlotsSQL reads the load of the concurrency keys of a queue (every
-// queue when empty): the keyed running jobs (through the virtual column
-// running_concurrency_key and its index fenced_jobs_key_running) and the
-// keyed due queued ones, grouped by queue and key, with the limit of
-// driver.KeySlotLimitSQL. MySQL has no index on queued keys: the queued
-// half reads the queued jobs and keeps the keyed ones.
+// queue when empty): the keyed running jobs and the keyed due queued ones,
+// grouped by queue and key, with the limit of driver.KeySlotLimitSQL. The
+// rows are found by state (the state indexes) and the keyed ones kept: no
+// index holds the keys of queued jobs, and the virtual key column of
+// running jobs is indexed behind the queue, which this read may not name.
 var listKeySlotsSQL = `
 SELECT j.queue, j.concurrency_key, ` + driver.KeySlotLimitSQL + `, j.running, j.waiting FROM (
     SELECT queue, concurrency_key, CASE WHEN MIN(kind) = MAX(kind) THEN MIN(kind) ELSE '' END AS kind,
@@ -22,7 +22,7 @@ SELECT j.queue, j.concurrency_key, ` + driver.KeySlotLimitSQL + `, j.running, j.
         SUM(CASE WHEN state = 'queued' THEN 1 ELSE 0 END) AS waiting
     FROM fenced_jobs
     WHERE concurrency_key IS NOT NULL AND (? = '' OR queue = ?)
-        AND (running_concurrency_key IS NOT NULL OR (state = 'queued' AND run_at <= ` + now + `))
+        AND (state = 'running' OR (state = 'queued' AND run_at <= ` + now + `))
     GROUP BY queue, concurrency_key
 ) j
 ORDER BY j.queue, j.concurrency_key`
