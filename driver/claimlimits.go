@@ -34,13 +34,21 @@ import (
 // A limit of 0 declares none at its scope, so the next scope is asked.
 // Valid on every backend.
 const jobKeyLimitSQL = `COALESCE(
-    (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
-        WHERE l.queue = j.queue AND l.kind = '' AND l.concurrency_key = j.concurrency_key),
+    ` + keyOwnLimitSQL + `,
     (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
         WHERE l.queue = j.queue AND l.kind = j.kind AND l.concurrency_key = ''),
-    (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
-        WHERE l.queue = j.queue AND l.kind = '' AND l.concurrency_key = ''),
+    ` + queueKeyLimitSQL + `,
     %s)`
+
+// keyOwnLimitSQL is the own limit of the concurrency key of the row aliased
+// j in its queue, NULL when none is declared.
+const keyOwnLimitSQL = `(SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
+        WHERE l.queue = j.queue AND l.kind = '' AND l.concurrency_key = j.concurrency_key)`
+
+// queueKeyLimitSQL is the default per-key limit of the queue of the row
+// aliased j, NULL when none is declared.
+const queueKeyLimitSQL = `(SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
+        WHERE l.queue = j.queue AND l.kind = '' AND l.concurrency_key = '')`
 
 // JobKeyRunningSQL counts the running attempts of the concurrency key of
 // the job row aliased j, in its queue. Expired attempts not yet recovered

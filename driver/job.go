@@ -74,6 +74,11 @@ type JobDriver interface {
 	// ListJobLimits lists the declared limits of queue (every queue when
 	// empty), by queue, kind and key.
 	ListJobLimits(ctx context.Context, queue string) ([]fencedtype.JobLimit, error)
+	// ListKeySlots reads, in one statement, the load of every concurrency
+	// key of queue (every queue when empty) that has running or due queued
+	// jobs, by queue and key (see fencedtype.KeySlots); only keyed jobs are
+	// read.
+	ListKeySlots(ctx context.Context, queue string) ([]fencedtype.KeySlots, error)
 }
 
 // EnqueueParams are the inputs of one enqueued job.

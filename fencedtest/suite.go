@@ -128,6 +128,7 @@ func Run(t *testing.T, b Backend) {
 		{"SetJobLimit", runSetJobLimit},
 		{"DeleteJobLimit", runDeleteJobLimit},
 		{"ListJobLimits", runListJobLimits},
+		{"ListKeySlots", runListKeySlots},
 		{"DatabaseTime", runDatabaseTime},
 
 		{"Keeper", runKeeper},

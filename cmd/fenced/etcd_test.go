@@ -73,7 +73,7 @@ func TestEtcdCommands(t *testing.T) {
 	if l.Fence != 103 {
 		t.Fatalf("acquire after an advance by 100 from fence 2: fence %d, want 103", l.Fence)
 	}
-	for _, args := range [][]string{{"job", "enqueue", "email"}, {"job", "list"}, {"semaphore", "ls"}} {
+	for _, args := range [][]string{{"job", "enqueue", "email"}, {"job", "list"}, {"job", "slots"}, {"semaphore", "ls"}} {
 		r := c.fails(exitError, args...)
 		if !strings.Contains(r.stderr, "not offered on etcd") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 			t.Errorf("%s on etcd: stderr %q, want one line saying etcd keeps no jobs", strings.Join(args, " "), r.stderr)
@@ -105,6 +105,7 @@ func TestEtcdServe(t *testing.T) {
 		t.Fatalf("enqueue on etcd = %v", j)
 	}
 	s.want(501, "POST", "/v1/queues/default/claim", `{"owner": "w1", "lease_ms": 30000}`)
+	s.want(501, "GET", "/v1/slots", "")
 	s.want(501, "GET", "/v1/semaphores", "")
 	if code, out, _ := s.call("GET", "/healthz", ""); code != 200 || out["status"] != "ok" {
 		t.Fatalf("healthz: %d %v", code, out) // no db_time: etcd has no clock to read

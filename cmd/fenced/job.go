@@ -40,6 +40,7 @@ state forbids it. A job that does not exist exits 5.`,
 		newJobRetryCmd(a),
 		newJobCountsCmd(a),
 		newJobLimitCmd(a),
+		newJobSlotsCmd(a),
 	)
 	return cmd
 }

@@ -485,7 +485,7 @@ func TestJobHelp(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "")
 	contains(t, "fenced --help", c.ok("--help"), "job")
-	for _, sub := range []string{"enqueue", "show", "ls", "cancel", "retry", "counts"} {
+	for _, sub := range []string{"enqueue", "show", "ls", "cancel", "retry", "counts", "slots"} {
 		contains(t, "job "+sub+" --help", c.ok("job", sub, "--help"), "Examples:")
 	}
 	for _, sub := range []string{"cancel", "retry"} {

@@ -19,6 +19,9 @@ func (checkDriver) DeleteJobLimit(context.Context, string, string, string) error
 func (checkDriver) ListJobLimits(context.Context, string) ([]fencedtype.JobLimit, error) {
 	return nil, errChecked
 }
+func (checkDriver) ListKeySlots(context.Context, string) ([]fencedtype.KeySlots, error) {
+	return nil, errChecked
+}
 
 func newJobLimitCmd(a *app) *cobra.Command {
 	cmd := group(&cobra.Command{

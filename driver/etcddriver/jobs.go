@@ -99,3 +99,8 @@ func (d *Driver) DeleteJobLimit(context.Context, string, string, string) error {
 func (d *Driver) ListJobLimits(context.Context, string) ([]fencedtype.JobLimit, error) {
 	return nil, ErrJobsNotSupported
 }
+
+// ListKeySlots implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) ListKeySlots(context.Context, string) ([]fencedtype.KeySlots, error) {
+	return nil, ErrJobsNotSupported
+}

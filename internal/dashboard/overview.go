@@ -32,7 +32,8 @@ type overview struct {
 	Now      time.Time // the database clock, as read for this page
 	States   []fenced.JobState
 	Queues   []queueRow
-	Overdue  []*fenced.Job // running with the lease expired by Now
+	Keys     []fenced.KeySlots // concurrency keys with running or due jobs
+	Overdue  []*fenced.Job     // running with the lease expired by Now
 	Kinds    []kindRow
 	Failures []*fenced.Job // most recent first
 	Partial  bool          // the scans stopped at scanLimit
@@ -88,6 +89,9 @@ func (h *Handler) load(ctx context.Context) (*overview, error) {
 		}
 		if err := h.loadFailures(ctx, o); err != nil {
 			return nil, err
+		}
+		if o.Keys, err = h.c.ListKeySlots(ctx, ""); err != nil {
+			return nil, fmt.Errorf("list key slots: %w", err)
 		}
 	}
 	if o.Leases, err = h.c.ListLeases(ctx); err != nil {

@@ -109,7 +109,7 @@ func newMetrics(c *fenced.Client) *metrics {
 		}
 	}
 	m.reg.MustRegister(m.requests, m.claims, m.waiting, m.completions, m.failures, m.recovered, m.acquires, m.stale, m.slotAcquires,
-		jobsCollector{c: c}, collectors.NewGoCollector(),
+		jobsCollector{c: c}, keySlotsCollector{c: c}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

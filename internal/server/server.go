@@ -286,6 +286,8 @@ func (s *Server) routes() *http.ServeMux {
 
 	handle("GET /v1/limits", s.listJobLimits)
 	handle("GET /v1/queues/{queue}/limits", s.listJobLimits)
+	handle("GET /v1/slots", s.listKeySlots)
+	handle("GET /v1/queues/{queue}/slots", s.listKeySlots)
 	for _, scope := range []string{"/v1/queues/{queue}/limit", "/v1/queues/{queue}/kinds/{kind}/limit",
 		"/v1/queues/{queue}/keys/{key}/limit"} {
 		handle("PUT "+scope, s.setJobLimit)

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/display"
+	"github.com/spf13/cobra"
+)
+
+func newJobSlotsCmd(a *app) *cobra.Command {
+	var queue string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "slots [--queue QUEUE] [--json]",
+		Short: "Show each concurrency key in use: its limit, running attempts and due jobs waiting",
+		Long: `List the concurrency keys that have running or due queued jobs, of one queue
+or of all: LIMIT is the per-key limit the claim applies ("none" when none is
+declared; for a key whose jobs are of several kinds, the key's own limit,
+else the queue's), RUNNING the slots in use (an attempt that lost its lease
+keeps its slot until the job is recovered), WAITING the queued jobs that are
+due, HELD_BACK those the limit holds back (WAITING when the key is full).`,
+		Example: `  fenced job slots
+  fenced job slots --queue mail --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fl := cmd.Flags().Lookup("queue"); fl.Changed && queue == "" {
+				return invalid("queue", "must not be empty")
+			}
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.ListKeySlots(ctx, queue)
+				return err
+			}); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ks, err := c.ListKeySlots(cmd.Context(), queue)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if ks == nil {
+					ks = []fenced.KeySlots{}
+				}
+				return writeJSON(cmd.OutOrStdout(), ks)
+			}
+			return writeSlotsTable(cmd.OutOrStdout(), ks)
+		},
+	}
+	cmd.Flags().StringVar(&queue, "queue", "", "only the keys of this queue")
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// writeSlotsTable prints key slots as a table with a header.
+func writeSlotsTable(w io.Writer, ks []fenced.KeySlots) error {
+	rows := [][]string{{"QUEUE", "KEY", "LIMIT", "RUNNING", "WAITING", "HELD_BACK"}}
+	for _, k := range ks {
+		rows = append(rows, []string{display.Name(k.Queue), display.Name(k.ConcurrencyKey), limitText(k.Limit),
+			fmt.Sprint(k.Running), fmt.Sprint(k.Waiting), fmt.Sprint(k.HeldBack())})
+	}
+	return display.Table{Rows: rows}.Write(w)
+}
