@@ -28,7 +28,7 @@ const KeyedKind = "chaos.keyed"
 
 // keyedKeys is how many concurrency keys the keyed workload spreads its
 // jobs over: keys of even index have limit 1, of odd index limit 2.
-const keyedKeys = 36
+const keyedKeys = 48
 
 func keyedKey(i int) string { return fmt.Sprintf("c%02d", i) }
 
@@ -64,16 +64,23 @@ func declareKeyedLimits(ctx context.Context, c *client) error {
 	return nil
 }
 
-// keyedParams is one keyed job, on a key drawn from rng.
+// keyedParams is one keyed job, on a key drawn from rng in proportion to
+// its limit, so that every slot sees the same load.
 func keyedParams(rng *rand.Rand) fenced.EnqueueParams {
-	key := keyedKey(rng.IntN(keyedKeys))
+	slot := rng.IntN(keyedKeys / 2 * 3) // 3 slots per pair of keys
+	key := keyedKey(slot / 3 * 2)       // a pair's first slot is its limit-1 key's
+	if slot%3 != 0 {
+		key = keyedKey(slot/3*2 + 1)
+	}
 	return fenced.EnqueueParams{Kind: KeyedKind, Queue: queue, MaxAttempts: jobAttempts,
 		ConcurrencyKey: key, Args: jobArgs{Key: key}}
 }
 
 // handleKeyed runs one attempt of a keyed job: a job-fenced transaction
-// inserts its START row; the handler works (the nemesis's pauses land
-// here); one attempt in twenty then fails on purpose; otherwise a second
+// inserts its START row; the handler works 50–250 ms (the nemesis's pauses
+// land here: a worker runs up to Concurrency attempts at once, so a pause
+// finds some between their START and END), short enough that the keys'
+// 72 slots keep up with the long variant's 100 jobs a second; one attempt in twenty then fails on purpose; otherwise a second
 // job-fenced transaction increments the key's counter, inserts the count
 // workload's ledger row and the END row, and completes the job. Both
 // transactions carry the attempt's fence, so once the attempt is stale
@@ -87,7 +94,7 @@ func (h *jobHandler) handleKeyed(ctx context.Context, run *fenced.JobRun) error 
 	var work time.Duration
 	var stubborn, fail bool
 	h.draw(func(r *rand.Rand) {
-		work = time.Duration(100+r.IntN(500)) * time.Millisecond
+		work = time.Duration(50+r.IntN(200)) * time.Millisecond
 		stubborn = r.IntN(2) == 0
 		fail = r.IntN(20) == 0
 	})
