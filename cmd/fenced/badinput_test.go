@@ -120,14 +120,15 @@ func TestNoArgumentsMessage(t *testing.T) {
 }
 
 // chaos refuses a zero count, rate or length (the suite would run its
-// default instead) and a negative interval or skew (it would run none),
-// before connecting to the database.
+// default instead), a negative interval or skew (it would run none) and an
+// unknown workload, before connecting to the database.
 func TestChaosRefusesValuesItWouldIgnore(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "postgres://fenced@127.0.0.1:1/fenced?connect_timeout=1")
 	for _, args := range [][]string{
 		{"--workers", "0"}, {"--rate", "0"}, {"--rate", "-1"}, {"--duration", "0"}, {"--job-ttl", "0"},
 		{"--pause-every", "-1s"}, {"--kill-every", "-1s"}, {"--conn-kill-every", "-1s"}, {"--clock-skew", "-1s"},
+		{"--workload", "nope"}, {"--workload", ""},
 	} {
 		r := c.fails(2, append([]string{"chaos"}, args...)...)
 		contains(t, "stderr", r.stderr, args[0])

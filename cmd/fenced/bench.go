@@ -37,6 +37,14 @@ every --window and ends with the first and the last minute's throughput,
 their ratio, and the enqueue-to-start latency percentiles (start of the
 attempt minus the job's run_at, both read from the database clock).
 
+With --keys N every job carries a concurrency key, k<n mod N>, and with
+--key-limit L the queue gets a per-key limit of L for the run (removed,
+or put back as it was, at the end); with --sequences N every job carries
+a sequence key, s<n mod N>. Such jobs take the limited claim; the summary
+adds the most jobs of one key and of one sequence the handlers saw
+running at once, and sequence jobs started out of order (expected at
+most L, 1 and 0).
+
 With --wakeups N, the workers wait idle on an empty queue and one job is
 enqueued at a time, N times, 50-100 ms apart: the result is how soon an
 idle worker starts a single job (the same percentiles).
@@ -53,6 +61,8 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --jobs 100000 --workers 2000
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 30s --json
   fenced --db mysql://root@127.0.0.1:3306/test bench --jobs 100000
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --jobs 30000 --keys 1000 --key-limit 2
+  fenced --db postgres://postgres@127.0.0.1:5432/test bench --jobs 100000 --sequences 100
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --duration 5m --rate 4000 --work 1ms --workers 32
   fenced --db postgres://postgres@127.0.0.1:5432/test bench --wakeups 200 --workers 10`,
 		Args: exactArgs(),
@@ -71,6 +81,9 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 	fl.Int64Var(&f.o.VacuumRows, "vacuum-rows", 0, "fixed-rate mode: the maintainer's vacuum threshold (default its own; negative: never vacuum)")
 	fl.DurationVar(&f.o.Window, "window", jobbench.DefaultWindow, "fixed-rate mode: interval of the throughput figures")
 	fl.IntVar(&f.o.Wakeups, "wakeups", 0, "measure how soon idle workers start a single job, this many times (wake-up mode)")
+	fl.IntVar(&f.o.Keys, "keys", 0, "give job n the concurrency key k<n mod N>, so that every claim takes the limited way")
+	fl.IntVar(&f.o.KeyLimit, "key-limit", 0, "with --keys: declare this per-key limit on the queue for the run (SetJobLimit), removed afterwards")
+	fl.IntVar(&f.o.Sequences, "sequences", 0, "give job n the sequence key s<n mod N>: each sequence's jobs run one at a time, in order")
 	fl.IntVar(&f.o.Concurrency, "workers", jobbench.DefaultConcurrency, "jobs worked at once")
 	fl.StringVar(&f.o.Queue, "queue", jobbench.DefaultQueue, "queue of the benchmark's jobs")
 	fl.BoolVar(&f.o.Keep, "keep", false, "keep the benchmark's jobs instead of deleting them")
@@ -107,6 +120,14 @@ func (f *benchFlags) check(cmd *cobra.Command) error {
 		return usage("--work must not be negative")
 	case f.o.Window <= 0:
 		return usage("--window must be positive")
+	case fl.Changed("keys") && f.o.Keys < 1:
+		return usage("--keys must be at least 1")
+	case fl.Changed("sequences") && f.o.Sequences < 1:
+		return usage("--sequences must be at least 1")
+	case fl.Changed("key-limit") && (f.o.KeyLimit < 1 || !fl.Changed("keys")):
+		return usage("--key-limit must be at least 1, with --keys")
+	case fl.Changed("wakeups") && (fl.Changed("keys") || fl.Changed("sequences")):
+		return usage("--wakeups cannot be used with --keys or --sequences")
 	case f.o.Concurrency < 1:
 		return usage("--workers must be at least 1")
 	case f.o.Instances < 1:

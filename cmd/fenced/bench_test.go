@@ -53,6 +53,15 @@ func TestBenchContinuous(t *testing.T) {
 	}
 }
 
+func TestBenchKeysAndSequences(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "") // a fresh SQLite file in a temporary directory
+	out := c.ok("bench", "--jobs", "200", "--workers", "10", "--keys", "4", "--key-limit", "2", "--sequences", "5")
+	if !regexp.MustCompile(`bench: burn-down 200 jobs in .* keys=4 key-limit=2 \(at most [12] of a key at once\) sequences=5 \(at most 1 of a sequence at once, 0 out of order\)\n$`).MatchString(out) {
+		t.Fatalf("summary %q", out)
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "")
@@ -61,6 +70,11 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "--jobs", "0"},
 		{"bench", "--duration", "0s"},
 		{"bench", "--workers", "0"},
+		{"bench", "--keys", "0"},
+		{"bench", "--sequences", "0"},
+		{"bench", "--key-limit", "2"},
+		{"bench", "--keys", "3", "--key-limit", "0"},
+		{"bench", "--wakeups", "3", "--keys", "3"},
 		{"bench", "extra"},
 	} {
 		c.fails(exitUsage, args...)

@@ -38,6 +38,14 @@ succeeded job has exactly one effect written under its fence, no counter
 lost an update, fences only increase, and every rejected write was
 rejected as stale.
 
+With --workload keyed the jobs carry concurrency keys, a few dozen, each
+with a declared limit of 1 or 2; an attempt writes a START row, works, then
+writes an END row with its increment and completion, each in a job-fenced
+transaction, stamped with the database clock. The keyed checker then
+verifies from those rows that no more attempts of a key overlapped than
+its limit, and that no attempt wrote after a later one took its key's last
+slot.
+
 The run works in a schema of its own, dropped at the end. The same --seed
 gives the same fault schedule. Exits 1 on any anomaly.`,
 		Example: `  fenced --db postgres://postgres@127.0.0.1:5432/test chaos
@@ -49,6 +57,7 @@ gives the same fault schedule. Exits 1 on any anomaly.`,
 	d := chaos.DefaultOptions()
 	fl := cmd.Flags()
 	fl.BoolVar(&f.long, "long", false, "the long variant: 10 minutes, 6 workers, 100 jobs a second, one PostgreSQL restart (other flags override it)")
+	fl.StringVar(&f.o.Workload, "workload", chaos.WorkloadCount, "the jobs' workload: count (each job increments a counter), or keyed (jobs under per-key concurrency limits of 1 or 2, each attempt writing START and END rows; the keyed checker verifies the limits)")
 	fl.Uint64Var(&f.o.Seed, "seed", 0, "seed of the fault schedule and the workload (default random)")
 	fl.DurationVar(&f.o.Duration, "duration", d.Duration, "length of the faulty phase")
 	fl.IntVar(&f.o.Workers, "workers", d.Workers, "worker processes")
@@ -71,6 +80,9 @@ gives the same fault schedule. Exits 1 on any anomaly.`,
 // (a negative interval or skew): a value given must mean what it says.
 func (f *chaosFlags) check(cmd *cobra.Command) error {
 	fl := cmd.Flags()
+	if w := f.o.Workload; w != chaos.WorkloadCount && w != chaos.WorkloadKeyed {
+		return usage("--workload must be %s or %s", chaos.WorkloadCount, chaos.WorkloadKeyed)
+	}
 	for _, c := range []struct {
 		name     string
 		bad      bool

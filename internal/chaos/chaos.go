@@ -55,6 +55,10 @@ type Options struct {
 	Keys int
 	// Leases is the number of singleton leases.
 	Leases int
+	// Workload is the jobs' workload: WorkloadCount (the default) or
+	// WorkloadKeyed (jobs under per-key concurrency limits, checked by the
+	// keyed checker besides the job checkers).
+	Workload string
 	// JobTTL is the job lease; LeaseTTL the singleton leases' TTL.
 	JobTTL, LeaseTTL time.Duration
 	// Mean intervals between faults of each kind; 0 disables a kind.
@@ -119,6 +123,7 @@ func (o *Options) fill() error {
 	o.JobTTL = cmp.Or(o.JobTTL, d.JobTTL)
 	o.LeaseTTL = cmp.Or(o.LeaseTTL, d.LeaseTTL)
 	o.Drain = cmp.Or(o.Drain, d.Drain)
+	o.Workload = cmp.Or(o.Workload, WorkloadCount)
 	o.CheckTimeout = cmp.Or(o.CheckTimeout, linTimeout)
 	if o.Seed == 0 {
 		var b [8]byte
@@ -155,6 +160,8 @@ func (o *Options) fill() error {
 		return fmt.Errorf("duration: %s is under 5s: %w", o.Duration, fenced.ErrInvalid)
 	case o.JobTTL < 100*time.Millisecond || o.LeaseTTL < 100*time.Millisecond:
 		return fmt.Errorf("ttl: job and lease TTLs must be at least 100ms: %w", fenced.ErrInvalid)
+	case o.Workload != WorkloadCount && o.Workload != WorkloadKeyed:
+		return fmt.Errorf("workload: %q is neither %s nor %s: %w", o.Workload, WorkloadCount, WorkloadKeyed, fenced.ErrInvalid)
 	case o.RestartPostgres && len(o.Failover) > 0:
 		return fmt.Errorf("restart and failover: choose one fault for the middle of the run: %w", fenced.ErrInvalid)
 	}
@@ -253,6 +260,9 @@ func (r *run) setup(ctx context.Context) error {
 			return fmt.Errorf("create the workload's tables: %w", err)
 		}
 	}
+	if r.o.Workload == WorkloadKeyed {
+		return declareKeyedLimits(ctx, r.c)
+	}
 	return nil
 }
 
@@ -275,7 +285,7 @@ func (r *run) teardown() {
 // execute runs the workload under faults, drains, stops and checks.
 func (r *run) execute(ctx context.Context) (*Report, error) {
 	o := r.o
-	r.logf("seed %d, %d workers, %s, schema %s, histories in %s", o.Seed, o.Workers, o.Duration, r.schema, r.dir)
+	r.logf("workload %s, seed %d, %d workers, %s, schema %s, histories in %s", o.Workload, o.Seed, o.Workers, o.Duration, r.schema, r.dir)
 	for i := range o.Workers {
 		if err := r.start(i); err != nil {
 			r.stopAll()
@@ -316,7 +326,7 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 
-	rep := &Report{Seed: o.Seed, Seconds: faultyFor.Seconds(), Workers: o.Workers, Enqueued: enq.n.Load(),
+	rep := &Report{Workload: o.Workload, Seed: o.Seed, Seconds: faultyFor.Seconds(), Workers: o.Workers, Enqueued: enq.n.Load(),
 		Pauses: n.count[faultPause], Kills: n.count[faultKill], ConnKills: n.count[faultConnKill],
 		Restarts: n.count[faultRestart], FaultsMissed: n.fails[faultPause] + n.fails[faultKill] + n.fails[faultConnKill] + n.fails[faultRestart] + n.fails[faultFailover]}
 	r.mu.Lock()
@@ -413,9 +423,9 @@ func reproduce(o *Options) string {
 		p.RawQuery = q.Encode()
 		u = p.String()
 	}
-	s := fmt.Sprintf("fenced --db '%s' chaos --seed %d --duration %s --workers %d --rate %d --job-ttl %s"+
+	s := fmt.Sprintf("fenced --db '%s' chaos --workload %s --seed %d --duration %s --workers %d --rate %d --job-ttl %s"+
 		" --pause-every %s --kill-every %s --conn-kill-every %s --clock-skew %s",
-		u, o.Seed, o.Duration, o.Workers, o.JobsPerSecond, o.JobTTL, o.PauseEvery, o.KillEvery, o.ConnKillEvery, o.ClockSkew)
+		u, o.Workload, o.Seed, o.Duration, o.Workers, o.JobsPerSecond, o.JobTTL, o.PauseEvery, o.KillEvery, o.ConnKillEvery, o.ClockSkew)
 	if o.RestartPostgres {
 		s += " --restart-postgres"
 	}

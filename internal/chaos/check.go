@@ -53,6 +53,11 @@ func check(ctx context.Context, r *run, rep *Report, enqueued []int64) error {
 	checkLeaseFences(h.ops, rep)
 	checkJobFences(h.jobs, rep)
 	checkLinearizable(r, h.ops, rep)
+	if r.o.Workload == WorkloadKeyed {
+		if err := checkKeyed(ctx, r, rep); err != nil {
+			return err
+		}
+	}
 	return checkJobs(ctx, r, h, rep, enqueued)
 }
 

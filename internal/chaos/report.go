@@ -15,6 +15,7 @@ const maxAnomalies = 50
 // Report is the outcome of a chaos run: what ran, what was injected, and
 // what the checkers found.
 type Report struct {
+	Workload  string  `json:"workload"`
 	Seed      uint64  `json:"seed"`
 	Seconds   float64 `json:"duration_s"` // the faulty phase
 	Workers   int     `json:"workers"`    // worker processes at any time
@@ -46,6 +47,13 @@ type Report struct {
 	Crashes       int     `json:"crashes"`             // workers that exited on their own
 	Deliberate    int     `json:"deliberate_failures"` // attempts the workload failed on purpose
 
+	// The keyed workload's ledger: attempts in it, those of them with no
+	// END row, and the most attempts of one key whose intervals
+	// overlapped, by the key's limit.
+	KeyedAttempts int            `json:"keyed_attempts,omitempty"`
+	KeyedUnended  int            `json:"keyed_attempts_without_end,omitempty"`
+	KeyedPeak     map[string]int `json:"keyed_peak_overlap,omitempty"`
+
 	StaleRejected int            `json:"stale_writes_rejected"`
 	Stale         map[string]int `json:"stale_by_kind"`
 
@@ -74,6 +82,9 @@ const (
 	anomalyCounter    = "counter"         // a counter not equal to its ledger, a lost update
 	anomalyAttempt    = "attempt-fence"   // attempt fences not increasing
 	anomalyJobFence   = "job-fence"       // one job's fence used by two worker processes
+	anomalyKeyOverlap = "key-overlap"     // more attempts of a key overlapped than its limit
+	anomalyKeyLate    = "key-late-write"  // an attempt wrote after a later one took its key's last slot
+	anomalyKeyedRow   = "keyed-row"       // a keyed ledger row off its job's key, or an END without its effect
 )
 
 func (r *Report) anomaly(kind, format string, args ...any) {
@@ -97,10 +108,16 @@ func (r *Report) JSON() []byte {
 func (r *Report) WriteTable(w io.Writer) {
 	row := func(k string, v any) { fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("  %-26s %v", k, v), " ")) }
 	fmt.Fprintln(w, "== chaos run")
+	if r.Workload != "" {
+		row("workload", r.Workload)
+	}
 	row("seed", r.Seed)
 	row("duration (faulty phase)", fmt.Sprintf("%.1fs", r.Seconds))
 	row("worker processes", fmt.Sprintf("%d at a time, %d started", r.Workers, r.Processes))
 	row("jobs", fmt.Sprintf("%d (%d succeeded, %d failed), %d attempts", r.Jobs, r.Succeeded, r.Failed, r.Attempts))
+	if r.KeyedAttempts > 0 {
+		row("keyed attempts", fmt.Sprintf("%d (%d without END), peak overlap on a key %s", r.KeyedAttempts, r.KeyedUnended, kinds(r.KeyedPeak)))
+	}
 	row("operations", fmt.Sprintf("%d (%d lease/resource calls, %d job attempt writes)", r.Operations, r.LeaseOps, r.JobWrites))
 	row("unknown outcomes", r.Unknown)
 	row("pauses past the TTL", r.Pauses)

@@ -116,6 +116,7 @@ func runWorker(ctx context.Context, a workerArgs) error {
 	}
 	h := &jobHandler{rec: rec, rng: rand.New(rand.NewPCG(a.seed, 1))}
 	w.Handle(JobKind, h.handle)
+	w.Handle(KeyedKind, h.handleKeyed)
 	if err := w.Start(context.Background()); err != nil {
 		return err
 	}

@@ -39,6 +39,9 @@ func schemaSQL(o *Options) []string {
 	for i := range o.Keys {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_counters VALUES ('%s', 0)`, counterKey(i)))
 	}
+	if o.Workload == WorkloadKeyed {
+		qs = append(qs, keyedSchemaSQL()...)
+	}
 	for i := range o.Leases {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_lease_counters VALUES ('%s', 0)`, leaseName(i)))
 	}
@@ -78,6 +81,10 @@ func (e *enqueuer) run(ctx context.Context, r *run) {
 		}
 		ps := make([]fenced.EnqueueParams, per)
 		for i := range ps {
+			if r.o.Workload == WorkloadKeyed {
+				ps[i] = keyedParams(rng)
+				continue
+			}
 			ps[i] = fenced.EnqueueParams{Kind: JobKind, Queue: queue, MaxAttempts: jobAttempts,
 				Args: jobArgs{Key: counterKey(rng.IntN(r.o.Keys))}}
 		}

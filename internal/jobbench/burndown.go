@@ -20,7 +20,7 @@ var stallAfter = 2 * fenced.DefaultJobTTL
 // burnDown inserts o.Jobs jobs, then works them all.
 func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 	n := int64(b.o.Jobs)
-	in := newInserter(b.db.c, b.o.Queue)
+	in := b.newInserter()
 	rep := b.report("insert", n, in.done.Load, nil)
 	t0 := time.Now()
 	err := in.insert(ctx, b.o.Jobs)

@@ -13,7 +13,7 @@ const producerNap = 50 * time.Millisecond
 // continuous fills the backlog, then works for o.Duration while a producer
 // keeps the backlog topped up.
 func (b *bench) continuous(ctx context.Context) (*Result, error) {
-	in := newInserter(b.db.c, b.o.Queue)
+	in := b.newInserter()
 	rep := b.report("insert", int64(b.o.Backlog), in.done.Load, nil)
 	err := in.insert(ctx, b.o.Backlog)
 	rep.stop()

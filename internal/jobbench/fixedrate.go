@@ -32,7 +32,7 @@ func (w Window) String() string {
 // records the throughput of every o.Window. Offered above capacity, it shows
 // whether the queue keeps working at its capacity as the backlog grows.
 func (b *bench) fixedRate(ctx context.Context) (*Result, error) {
-	in := newInserter(b.db.c, b.o.Queue)
+	in := b.newInserter()
 	lat := &latencies{}
 	ws, err := b.startWorkersWith(ctx, func(ctx context.Context, r *fenced.JobRun) error {
 		if r.AttemptedAt != nil {

@@ -10,17 +10,21 @@ import (
 )
 
 // inserter enqueues no-op jobs in batches of InsertBatch, each job's args
-// numbering it ({"num": n}, as River's benchmark does).
+// numbering it ({"num": n}, as River's benchmark does). With keys, job n
+// carries the concurrency key k<n mod keys>; with sequences, the sequence
+// key s<n mod sequences>.
 type inserter struct {
-	c     *fenced.Client
-	queue string
-	batch []fenced.EnqueueParams
-	next  int
-	done  atomic.Int64 // jobs inserted so far
+	c               *fenced.Client
+	queue           string
+	keys, sequences int
+	batch           []fenced.EnqueueParams
+	next            int
+	done            atomic.Int64 // jobs inserted so far
 }
 
-func newInserter(c *fenced.Client, queue string) *inserter {
-	return &inserter{c: c, queue: queue, batch: make([]fenced.EnqueueParams, InsertBatch)}
+func (b *bench) newInserter() *inserter {
+	return &inserter{c: b.db.c, queue: b.o.Queue, keys: b.o.Keys, sequences: b.o.Sequences,
+		batch: make([]fenced.EnqueueParams, InsertBatch)}
 }
 
 // insert enqueues n jobs, a batch per statement.
@@ -41,6 +45,12 @@ func (in *inserter) insertBatch(ctx context.Context, k int) error {
 		in.next++
 		args := strconv.AppendInt([]byte(`{"num":`), int64(in.next), 10)
 		ps[i] = fenced.EnqueueParams{Kind: Kind, Queue: in.queue, Args: json.RawMessage(append(args, '}'))}
+		if in.keys > 0 {
+			ps[i].ConcurrencyKey = "k" + strconv.Itoa(in.next%in.keys)
+		}
+		if in.sequences > 0 {
+			ps[i].SequenceKey = "s" + strconv.Itoa(in.next%in.sequences)
+		}
 	}
 	if _, err := in.c.EnqueueMany(ctx, nil, ps); err != nil {
 		return err

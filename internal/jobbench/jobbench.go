@@ -77,6 +77,16 @@ type Options struct {
 	PoolConns int
 	// FetchBatch caps the jobs one claim takes. Default: the library's.
 	FetchBatch int
+	// Keys, when above zero, gives job n the concurrency key k<n mod Keys>.
+	Keys int
+	// KeyLimit, with Keys, is the per-key limit the run declares on its
+	// queue (SetJobLimit, the queue's default PerKey) before it starts, and
+	// removes (or puts back as it was) at the end. Zero: no limit declared,
+	// the keys are unlimited unless the queue has limits of its own.
+	KeyLimit int
+	// Sequences, when above zero, gives job n the sequence key
+	// s<n mod Sequences>: each sequence's jobs run one at a time in order.
+	Sequences int
 	// Queue is the queue the benchmark fills and works; it must hold no
 	// unfinished jobs when the run starts. Default DefaultQueue.
 	Queue string
@@ -153,6 +163,15 @@ func (o Options) validate() error {
 	if o.Work < 0 {
 		return fencedtype.Invalid("work", "%s is negative", o.Work)
 	}
+	if o.Keys < 0 || o.Sequences < 0 {
+		return fencedtype.Invalid("keys", "counts of keys and sequences must not be negative")
+	}
+	if o.KeyLimit < 0 || o.KeyLimit > fenced.MaxJobLimit || o.KeyLimit > 0 && o.Keys == 0 {
+		return fencedtype.Invalid("key limit", "%d: give 1 to %d, with keys", o.KeyLimit, fenced.MaxJobLimit)
+	}
+	if o.Wakeups > 0 && (o.Keys > 0 || o.Sequences > 0) {
+		return fencedtype.Invalid("wake-ups", "a wake-up run has no keys or sequences")
+	}
 	if o.FetchBatch < 0 || o.FetchBatch > fenced.MaxClaimBatch {
 		return fencedtype.Invalid("fetch batch", "%d is outside 1 to %d", o.FetchBatch, fenced.MaxClaimBatch)
 	}
@@ -161,7 +180,7 @@ func (o Options) validate() error {
 
 // Run runs one benchmark and returns its result. ctx ends it early (an
 // error).
-func Run(ctx context.Context, o Options) (*Result, error) {
+func Run(ctx context.Context, o Options) (res *Result, err error) {
 	o = o.withDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -175,7 +194,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	b := &bench{o: o, db: db}
-	var res *Result
+	if o.Keys > 0 || o.Sequences > 0 {
+		b.watch = newKeyWatch()
+	}
+	if o.KeyLimit > 0 {
+		scope, lerr := b.declareKeyLimit(ctx)
+		if lerr != nil {
+			return nil, lerr
+		}
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if rerr := scope.restore(cctx); rerr != nil && err == nil {
+				res, err = nil, rerr
+			}
+		}()
+	}
 	switch {
 	case o.Wakeups > 0:
 		res, err = b.wakeups(ctx)
@@ -196,11 +230,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	res.Keys, res.KeyLimit, res.Sequences = o.Keys, o.KeyLimit, o.Sequences
+	if b.watch != nil {
+		b.watch.fill(res)
+	}
 	return res, nil
 }
 
 // bench is one run in progress.
 type bench struct {
-	o  Options
-	db *benchDB
+	o     Options
+	db    *benchDB
+	watch *keyWatch // with keys or sequences
 }

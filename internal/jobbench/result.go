@@ -47,6 +47,16 @@ type Result struct {
 	// whole server's, so run it on a server of its own), in bytes; 0
 	// elsewhere.
 	WALPerJob float64 `json:"wal_bytes_per_job,omitempty"`
+	// The run's concurrency keys, their per-key limit and its sequences
+	// (Options), and what its handlers saw: the most jobs of one key and of
+	// one sequence running at once, and sequence jobs started before an
+	// earlier job of their sequence (expected at most KeyLimit, 1, 0).
+	Keys                  int   `json:"keys,omitempty"`
+	KeyLimit              int   `json:"key_limit,omitempty"`
+	Sequences             int   `json:"sequences,omitempty"`
+	MaxRunningPerKey      int   `json:"max_running_per_key,omitempty"`
+	MaxRunningPerSequence int   `json:"max_running_per_sequence,omitempty"`
+	SequenceOutOfOrder    int64 `json:"sequence_out_of_order,omitempty"`
 	// Attempts that did not succeed at once (expected 0 each).
 	Retried int64 `json:"retried"`
 	Stale   int64 `json:"stale"`
@@ -91,6 +101,12 @@ func (r *Result) String() string {
 	}
 	if r.PoolConns > 0 {
 		fmt.Fprintf(&b, " pool=%d", r.PoolConns)
+	}
+	if r.Keys > 0 {
+		fmt.Fprintf(&b, " keys=%d key-limit=%d (at most %d of a key at once)", r.Keys, r.KeyLimit, r.MaxRunningPerKey)
+	}
+	if r.Sequences > 0 {
+		fmt.Fprintf(&b, " sequences=%d (at most %d of a sequence at once, %d out of order)", r.Sequences, r.MaxRunningPerSequence, r.SequenceOutOfOrder)
 	}
 	if n := r.Retried + r.Stale + r.Lost; n > 0 {
 		fmt.Fprintf(&b, " (retried=%d stale=%d lost=%d)", r.Retried, r.Stale, r.Lost)

@@ -34,7 +34,7 @@ func (b *bench) wakeups(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	defer ws.stop()
-	in := newInserter(b.db.c, b.o.Queue)
+	in := b.newInserter()
 	start := time.Now()
 	for i := range b.o.Wakeups {
 		sleep(ctx, time.Duration(50+rand.IntN(50))*time.Millisecond)

@@ -24,6 +24,9 @@ func (b *bench) startWorkers(ctx context.Context) (workers, error) {
 // running handle.
 func (b *bench) startWorkersWith(ctx context.Context, handle fenced.Handler) (workers, error) {
 	o := b.o
+	if b.watch != nil {
+		handle = b.watch.wrap(handle)
+	}
 	ws := make(workers, 0, o.Instances)
 	for i := range o.Instances {
 		n := o.Concurrency / o.Instances
