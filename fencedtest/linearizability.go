@@ -26,7 +26,7 @@ const (
 	linClients      = 3
 	linRunFor       = 1500 * time.Millisecond
 	linUnknownEvery = 15 // about one call in this many gets a context that ends mid-call
-	linUnknownMax   = 4  // per worker: each ambiguous call widens the search
+	linUnknownMax   = 2  // per worker: each ambiguous call widens the search (4 a worker left a mutated history unchecked after 2 minutes on a loaded machine)
 	linCheckTimeout = 2 * time.Minute
 	linCounterDDL   = `CREATE TABLE fenced_test_lin (k VARCHAR(100) PRIMARY KEY, v BIGINT NOT NULL)`
 )
