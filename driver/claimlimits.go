@@ -74,7 +74,7 @@ const JobSequenceBlockedSQL = `(j.sequence_key IS NOT NULL AND EXISTS (SELECT 1 
 var JobClaimableSQL = claimable()
 
 func claimable() string {
-	if !enforceLimits {
+	if !LimitsEnforced {
 		return `1 = 1`
 	}
 	return `NOT ` + JobSequenceBlockedSQL + `
@@ -169,7 +169,7 @@ func AdmitClaims(cands []ClaimCandidate, load ClaimLoad, limit int) []int64 {
 		if len(out) == limit {
 			break
 		}
-		if !enforceLimits {
+		if !LimitsEnforced {
 			out = append(out, c.ID)
 			continue
 		}
@@ -203,7 +203,7 @@ func AdmitClaims(cands []ClaimCandidate, load ClaimLoad, limit int) []int64 {
 // this order, so two never wait for each other in a cycle. None in the
 // deliberately broken build (fenced_broken_limits).
 func LimitLockNames(queue string, cands []ClaimCandidate, global bool) []string {
-	if !enforceLimits {
+	if !LimitsEnforced {
 		return nil
 	}
 	var names []string

@@ -8,4 +8,4 @@ package driver
 // kind's or queue's limit and its sequence. The conformance suite's
 // concurrency-limit and sequence tests must fail under it (the racing
 // claimers' test included). Never ship a binary built with this tag.
-const enforceLimits = false
+const LimitsEnforced = false

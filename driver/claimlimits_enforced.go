@@ -2,6 +2,6 @@
 
 package driver
 
-// enforceLimits is true in every build but the deliberately broken one
-// (claimlimits_broken.go).
-const enforceLimits = true
+// LimitsEnforced is true in every build but the deliberately broken one
+// (claimlimits_broken.go), whose JobClaimableSQL filters nothing.
+const LimitsEnforced = true

@@ -8,6 +8,7 @@ import (
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -136,10 +137,7 @@ func newJobLimitListCmd(a *app) *cobra.Command {
 				return err
 			}
 			if asJSON {
-				if ls == nil {
-					ls = []fenced.JobLimit{}
-				}
-				return writeJSON(cmd.OutOrStdout(), ls)
+				return writeJSON(cmd.OutOrStdout(), wire.List(ls))
 			}
 			return writeLimitTable(cmd.OutOrStdout(), ls)
 		},

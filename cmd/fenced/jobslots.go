@@ -7,6 +7,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -45,10 +46,7 @@ due, HELD_BACK those the limit holds back (WAITING when the key is full).`,
 				return err
 			}
 			if asJSON {
-				if ks == nil {
-					ks = []fenced.KeySlots{}
-				}
-				return writeJSON(cmd.OutOrStdout(), ks)
+				return writeJSON(cmd.OutOrStdout(), wire.List(ks))
 			}
 			return writeSlotsTable(cmd.OutOrStdout(), ks)
 		},

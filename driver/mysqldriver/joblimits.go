@@ -66,7 +66,7 @@ func onKeyColumns(query string) string {
 // claimableSQL is driver.JobClaimableSQL on MySQL's key columns. The
 // deliberately broken build's filters nothing and has nothing to rewrite.
 var claimableSQL = func() string {
-	if driver.JobClaimableSQL == "1 = 1" {
+	if !driver.LimitsEnforced {
 		return driver.JobClaimableSQL
 	}
 	return onKeyColumns(driver.JobClaimableSQL)

@@ -194,53 +194,26 @@ func (d *Driver) slotWrite(ctx context.Context, op string, ref driver.SlotRef, q
 	return s, nil
 }
 
-// diagnoseSlot reads, through q, why a write on ref changed nothing: the
-// typed error of driver.DiagnoseSlot, or (second) the reads' own error.
+// slotQueries are this backend's statements of the shared semaphore reads.
+var slotQueries = sqldb.SlotQueries{
+	LastFence: semFenceSQL, SlotByFence: slotByFenceSQL, ScanSlot: scanSlot,
+	Get: getSemaphoreSQL, List: listSemaphoresSQL, ScanRow: scanSemaphoreRow,
+}
+
+// diagnoseSlot reads, through q, why a write on ref changed nothing
+// (sqldb.SlotQueries.DiagnoseSlot).
 func diagnoseSlot(ctx context.Context, q sqldb.Querier, ref driver.SlotRef) (refused, err error) {
-	byFence := func(fence int64) (*fencedtype.Slot, error) {
-		s, err := sqldb.One(ctx, q, scanSlot, slotByFenceSQL, ref.Name, fence)
-		if errors.Is(err, fencedtype.ErrNotFound) {
-			return nil, nil
-		}
-		return s, err
-	}
-	last, err := sqldb.One(ctx, q, sqldb.Value[int64], semFenceSQL, ref.Name)
-	if errors.Is(err, fencedtype.ErrNotFound) {
-		return driver.DiagnoseSlot(ref, false, 0, nil, nil), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	grant, err := byFence(ref.Fence)
-	var newest *fencedtype.Slot
-	if err == nil && grant == nil {
-		newest, err = byFence(last)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return driver.DiagnoseSlot(ref, true, last, grant, newest), nil
+	return slotQueries.DiagnoseSlot(ctx, q, ref)
 }
 
 // GetSemaphore implements driver.Driver.
 func (d *Driver) GetSemaphore(ctx context.Context, name string) (*fencedtype.Semaphore, error) {
-	rs, err := sqldb.All(ctx, d.db, scanSemaphoreRow, getSemaphoreSQL, name)
-	if err != nil {
-		return nil, fmt.Errorf("get semaphore %q: %w", name, err)
-	}
-	if len(rs) == 0 {
-		return nil, fencedtype.ErrNotFound
-	}
-	return driver.GroupSemaphores(rs)[0], nil
+	return slotQueries.GetSemaphore(ctx, d.db, name)
 }
 
 // ListSemaphores implements driver.Driver.
 func (d *Driver) ListSemaphores(ctx context.Context) ([]*fencedtype.Semaphore, error) {
-	rs, err := sqldb.All(ctx, d.db, scanSemaphoreRow, listSemaphoresSQL)
-	if err != nil {
-		return nil, fmt.Errorf("list semaphores: %w", err)
-	}
-	return driver.GroupSemaphores(rs), nil
+	return slotQueries.ListSemaphores(ctx, d.db)
 }
 
 // SlotTx implements driver.Driver. fn receives a driver.Tx whose underlying

@@ -35,9 +35,7 @@ func (b *bench) fixedRate(ctx context.Context) (*Result, error) {
 	in := b.newInserter()
 	lat := &latencies{}
 	ws, err := b.startWorkersWith(ctx, func(ctx context.Context, r *fenced.JobRun) error {
-		if r.AttemptedAt != nil {
-			lat.add(r.AttemptedAt.Sub(r.RunAt))
-		}
+		lat.record(r)
 		if b.o.Work > 0 {
 			sleep(ctx, b.o.Work)
 		}
@@ -162,6 +160,14 @@ type latencies struct {
 	mu sync.Mutex
 	d  []time.Duration
 	n  atomic.Int64
+}
+
+// record adds a job's enqueue→start delay: the start of its attempt minus
+// its run_at, both read from the database clock.
+func (l *latencies) record(r *fenced.JobRun) {
+	if r.AttemptedAt != nil {
+		l.add(r.AttemptedAt.Sub(r.RunAt))
+	}
 }
 
 // maxLatencySamples bounds the memory of a long run: past it, each new

@@ -21,9 +21,7 @@ func (b *bench) wakeups(ctx context.Context) (*Result, error) {
 	lat := &latencies{}
 	started := make(chan struct{}, 1)
 	ws, err := b.startWorkersWith(ctx, func(ctx context.Context, r *fenced.JobRun) error {
-		if r.AttemptedAt != nil {
-			lat.add(r.AttemptedAt.Sub(r.RunAt))
-		}
+		lat.record(r)
 		select {
 		case started <- struct{}{}:
 		default:

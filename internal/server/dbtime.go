@@ -51,3 +51,13 @@ func (s *Server) dbNow(ctx context.Context) time.Time {
 	}
 	return t.UTC()
 }
+
+// listTime is the database time of a list reply: the reading of the
+// statement that read the first item (decided), or, for an empty list, one
+// read now.
+func (s *Server) listTime(ctx context.Context, n int, decided func() time.Time) time.Time {
+	if n > 0 {
+		return decided().UTC()
+	}
+	return s.dbNow(ctx)
+}

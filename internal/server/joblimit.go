@@ -80,9 +80,6 @@ func (s *Server) listJobLimits(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ls == nil {
-		ls = []fenced.JobLimit{}
-	}
 	at := s.dbNow(r.Context())
-	return ok(limitsReply{ls, wire.Time(at)}, at), nil
+	return ok(limitsReply{wire.List(ls), wire.Time(at)}, at), nil
 }

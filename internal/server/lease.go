@@ -124,19 +124,18 @@ func (s *Server) listLeases(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	var t time.Time
-	if len(ls) > 0 {
-		t = ls[0].DecidedAt.UTC()
-	} else {
-		t = s.dbNow(r.Context())
-	}
+	t := s.listTime(r.Context(), len(ls), func() time.Time { return ls[0].DecidedAt })
 	return ok(leasesReply{wire.List(ls), wire.Time(t)}, t), nil
 }
 
 // leaseNotFound names the lease in a not-found.
-func leaseNotFound(r *http.Request, err error) error {
+func leaseNotFound(r *http.Request, err error) error { return namedNotFound("lease", r, err) }
+
+// namedNotFound names what the route's {name} is (a lease, a semaphore) in
+// a not-found; other errors pass unchanged.
+func namedNotFound(what string, r *http.Request, err error) error {
 	if errors.Is(err, fenced.ErrNotFound) {
-		return notFound("lease", r.PathValue("name"))
+		return notFound(what, r.PathValue("name"))
 	}
 	return err
 }

@@ -127,19 +127,9 @@ func (s *Server) listSemaphores(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	var t time.Time
-	if len(ss) > 0 {
-		t = ss[0].DecidedAt.UTC()
-	} else {
-		t = s.dbNow(r.Context())
-	}
+	t := s.listTime(r.Context(), len(ss), func() time.Time { return ss[0].DecidedAt })
 	return ok(semaphoresReply{wire.List(ss), wire.Time(t)}, t), nil
 }
 
 // semaphoreNotFound names the semaphore in a not-found.
-func semaphoreNotFound(r *http.Request, err error) error {
-	if errors.Is(err, fenced.ErrNotFound) {
-		return notFound("semaphore", r.PathValue("name"))
-	}
-	return err
-}
+func semaphoreNotFound(r *http.Request, err error) error { return namedNotFound("semaphore", r, err) }
