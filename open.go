@@ -47,7 +47,11 @@ func OpenDriver(ctx context.Context, url string) (driver.Driver, error) {
 	}
 	open, ok := driver.Lookup(scheme)
 	if ok {
-		return open(ctx, url)
+		d, err := open(ctx, url)
+		if err != nil {
+			return nil, err // a nil Driver, not a driver's typed nil
+		}
+		return d, nil
 	}
 	if dialect := dburl.Backend(url); dialect != "" {
 		return nil, fencedtype.Invalid("database url", "no %s backend is linked into this program: import _ %q (or %q for every backend)",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced"
+	_ "github.com/fenced/fenced/driver/pgdriver"
 	_ "github.com/fenced/fenced/driver/sqlitedriver"
 )
 
@@ -29,6 +30,12 @@ func TestOpenDispatchesBySchemeAndRefusesTheRest(t *testing.T) {
 		if _, err := fenced.Open(ctx, in, fenced.Config{}); !errors.Is(err, fenced.ErrInvalid) {
 			t.Errorf("Open(%q) err = %v, want invalid", in, err)
 		}
+	}
+	// A backend that refuses its URL gives no driver at all: not a nil
+	// pointer of its own type inside a non-nil interface, which a caller's
+	// "d != nil" cleanup would call Close on.
+	if d, err := fenced.OpenDriver(ctx, "postgres://127.0.0.1/db?pool_max_conns=many"); err == nil || d != nil {
+		t.Errorf("OpenDriver of a refused URL = %v, %v; want nil and an error", d, err)
 	}
 }
 
