@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver"
@@ -83,7 +84,10 @@ func withPoolSize(rawURL string, n int) string {
 		return rawURL
 	}
 	q.Set("pool_max_conns", strconv.Itoa(n))
-	u.RawQuery = q.Encode()
+	// Encode writes a space as "+", which the PostgreSQL driver's parse
+	// keeps as a plus (options=-c%20jit%3Doff would become "-c+jit=off");
+	// a literal plus is already "%2B" there.
+	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
 	return u.String()
 }
 
