@@ -40,6 +40,10 @@ const jobKeyLimitSQL = `COALESCE(
     ` + queueKeyLimitSQL + `,
     %s)`
 
+// JobKeyLimitSQL is the per-key limit that applies to the job row aliased
+// j with a concurrency key (jobKeyLimitSQL), 0 when none is declared.
+var JobKeyLimitSQL = fmt.Sprintf(jobKeyLimitSQL, "0")
+
 // keyOwnLimitSQL is the own limit of the concurrency key of the row aliased
 // j in its queue, NULL when none is declared.
 const keyOwnLimitSQL = `(SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
@@ -86,7 +90,7 @@ func claimable() string {
 // concurrency key, sequence key, the key's limit (0 none), the key's
 // running attempts, whether its sequence is blocked.
 var JobClaimLoadColumns = `j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''),
-    CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + fmt.Sprintf(jobKeyLimitSQL, "0") + ` END,
+    CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + JobKeyLimitSQL + ` END,
     CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + JobKeyRunningSQL + ` END,
     CASE WHEN ` + JobSequenceBlockedSQL + ` THEN 1 ELSE 0 END`
 
@@ -222,16 +226,28 @@ func LimitLockNames(queue string, cands []ClaimCandidate, global bool) []string 
 	return slices.Compact(names)
 }
 
-// LimitLockIDs turns lock names into 64-bit lock ids (FNV-1a), distinct and
-// sorted, for a backend whose locks are numbered (PostgreSQL's advisory
-// locks). Two names sharing an id share a lock: a claimer may wait more,
-// never less.
+// LimitLockBuckets is how many lock ids LimitLockIDs maps names onto.
+// PostgreSQL keeps every advisory lock in its shared lock table, sized
+// max_locks_per_transaction × max_connections (6,400 by default): a claim of
+// a thousand jobs of a thousand keys, one lock each, would let a few
+// concurrent claimers fill it ("out of shared memory"). With buckets a
+// claim holds at most this many, whatever its keys.
+const LimitLockBuckets = 256
+
+// limitLockSpace is the high half of every lock id: fenced's limits in
+// PostgreSQL's one 64-bit advisory lock space.
+const limitLockSpace = int64(0x66656e63) << 32 // "fenc"
+
+// LimitLockIDs turns lock names into lock ids, distinct and sorted, for a
+// backend whose locks are numbered (PostgreSQL's advisory locks): the
+// FNV-1a hash of a name picks one of LimitLockBuckets ids. Names sharing a
+// bucket share its lock: a claimer may wait more, never less.
 func LimitLockIDs(names []string) []int64 {
 	ids := make([]int64, 0, len(names))
 	for _, n := range names {
 		h := fnv.New64a()
 		h.Write([]byte("fenced-limit\x1f" + n))
-		ids = append(ids, int64(h.Sum64()))
+		ids = append(ids, limitLockSpace|int64(h.Sum64()%LimitLockBuckets))
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids)

@@ -3,6 +3,7 @@
 package driver
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -36,7 +37,8 @@ func TestAdmitClaims(t *testing.T) {
 	}
 }
 
-// LimitLockNames are distinct and sorted; LimitLockIDs likewise.
+// LimitLockNames are distinct and sorted; LimitLockIDs likewise, and never
+// more than LimitLockBuckets however many names.
 func TestLimitLockNames(t *testing.T) {
 	cands := []ClaimCandidate{{ConcurrencyKey: "b", SequenceKey: "x"}, {ConcurrencyKey: "a"}, {ConcurrencyKey: "b"}}
 	names := LimitLockNames("q", cands, true)
@@ -45,7 +47,18 @@ func TestLimitLockNames(t *testing.T) {
 		t.Fatalf("names = %q, want %q", names, want)
 	}
 	ids := LimitLockIDs(names)
-	if len(ids) != 4 || !slices.IsSorted(ids) {
+	if len(ids) < 1 || len(ids) > 4 || !slices.IsSorted(ids) {
 		t.Fatalf("ids = %v", ids)
+	}
+	if again := LimitLockIDs(names); !slices.Equal(again, ids) {
+		t.Fatalf("ids = %v, then %v", ids, again)
+	}
+	many := make([]string, 10000)
+	for i := range many {
+		many[i] = fmt.Sprintf("k\x1fq\x1fcustomer:%d", i)
+	}
+	ids = LimitLockIDs(many)
+	if len(ids) != LimitLockBuckets || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+		t.Fatalf("10000 names: %d ids (want %d), sorted %v", len(ids), LimitLockBuckets, slices.IsSorted(ids))
 	}
 }

@@ -21,8 +21,9 @@ import (
 
 // Driver implements driver.Driver on a pgx pool.
 type Driver struct {
-	pool  *pool
-	owned bool
+	pool    *pool
+	owned   bool
+	limited limitedQueues // queues whose claims go the limited way
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -92,8 +92,25 @@ var (
 )
 
 // ClaimJobs implements driver.JobDriver: claimJobsSQL, and when it found
-// the claim gated by keys or limits, claimLimitedJobs.
+// the claim gated by keys or limits, claimLimitedJobs. A queue whose last
+// claim went the limited way goes there at once (limitedQueues).
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
+	var jobs []*fencedtype.Job
+	gated, err := d.limited.has(p.Queue), error(nil)
+	if !gated {
+		jobs, gated, err = d.claimJobs(ctx, p)
+	}
+	if err == nil && gated {
+		jobs, err = d.claimLimitedJobs(ctx, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
+	}
+	return jobs, nil
+}
+
+// claimJobs runs claimJobsSQL: the claimed jobs, or gated.
+func (d *Driver) claimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, bool, error) {
 	args := []any{p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()}
 	query := claimJobsAnyKindSQL
 	switch len(p.Kinds) {
@@ -112,13 +129,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		j.State = fencedtype.JobState(state)
 		return &j, err
 	})
-	if err == nil && gated {
-		jobs, err = d.claimLimitedJobs(ctx, p)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
-	}
-	return jobs, nil
+	return jobs, gated, err
 }
 
 // collectRows is pgx.CollectRows of a query's result, passing on the

@@ -3,6 +3,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
@@ -10,11 +11,12 @@ import (
 )
 
 // claimLimitedPickSQL picks and locks the candidates of a limited claim:
-// eligible queued jobs in claim order whose key is not full and whose
-// sequence is not blocked by the snapshot of this statement
-// (driver.JobClaimableSQL), skipping rows other claimers hold. %s is the
-// kind filter ($3). Parameters: $1 queue, $2 window.
+// eligible queued jobs in claim order whose sequence is not blocked by the
+// snapshot of this statement and whose concurrency key is not among the
+// full ones, skipping rows other claimers hold. %s is the kind filter ($3),
+// %s the pre-filter (claimablePG). Parameters: $1 queue, $2 window.
 const claimLimitedPickSQL = `
+WITH full_keys AS (` + fullKeysSQL + `)
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j
 WHERE j.state = 'queued' AND j.queue = $1 AND j.run_at <= clock_timestamp()%s
     AND %s
@@ -22,11 +24,39 @@ ORDER BY j.priority, j.run_at, j.id
 LIMIT $2
 FOR UPDATE OF j SKIP LOCKED`
 
+// fullKeysSQL lists the concurrency keys of queue $1 whose running attempts
+// reach their limit: the key's own limit, or else, when the queue declares
+// a default, the largest default of the queue and of its kinds (the most a
+// candidate of any kind may be allowed). Read once per pick (the running
+// rows of the queue, by their index) and used as a hashed set, it costs a
+// candidate no subquery of its own; the admission reads each candidate's
+// exact limit after the locks. (driver.JobKeyLimitSQL is that exact limit.)
+const fullKeysSQL = `
+    SELECT r.concurrency_key FROM fenced_jobs r
+    WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+    GROUP BY r.concurrency_key
+    HAVING count(*) >= COALESCE(
+        (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
+            WHERE l.queue = $1 AND l.kind = '' AND l.concurrency_key = r.concurrency_key),
+        (SELECT CASE WHEN bool_or(l.kind = '') THEN max(l.per_key_limit) END FROM fenced_job_limits l
+            WHERE l.queue = $1 AND l.concurrency_key = '' AND l.per_key_limit > 0))`
+
+// claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
+// full keys as a set). Read before the locks, it only saves picking jobs
+// that cannot be admitted. The deliberately broken build filters nothing.
+func claimablePG() string {
+	if !driver.LimitsEnforced {
+		return `1 = 1`
+	}
+	return `NOT ` + driver.JobSequenceBlockedSQL + `
+    AND (j.concurrency_key IS NULL OR j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys))`
+}
+
 // The limited pick of each kind filter.
 var (
-	claimLimitedPickAnyKindSQL = fmt.Sprintf(claimLimitedPickSQL, "", driver.JobClaimableSQL)
-	claimLimitedPickOneKindSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = $3", driver.JobClaimableSQL)
-	claimLimitedPickOfKindsSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = ANY($3::text[])", driver.JobClaimableSQL)
+	claimLimitedPickAnyKindSQL = fmt.Sprintf(claimLimitedPickSQL, "", claimablePG())
+	claimLimitedPickOneKindSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = $3", claimablePG())
+	claimLimitedPickOfKindsSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = ANY($3::text[])", claimablePG())
 )
 
 // claimLimitLocksSQL takes the transaction-scoped advisory locks of a
@@ -36,27 +66,61 @@ var (
 const claimLimitLocksSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS k`
 
 // claimLimitLoadSQL reads the locked candidates ($1) afresh, after the
-// locks: each one's key limit, its key's running attempts and whether its
-// sequence is blocked, in claim order.
-var claimLimitLoadSQL = `SELECT ` + driver.JobClaimLoadColumns + `
-FROM fenced_jobs j WHERE j.id = ANY($1) AND j.state = 'queued'
-ORDER BY j.priority, j.run_at, j.id`
+// locks: each one's key limit and whether its sequence is blocked. Their
+// keys' running attempts are claimLimitRunningSQL's, merged by the caller:
+// a join of the two would be planned on the table's statistics, which a
+// queue's churn leaves stale, and a nested loop over them costs more than
+// the claim.
+var claimLimitLoadSQL = `
+SELECT j.id, CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + driver.JobKeyLimitSQL + ` END,
+    CASE WHEN ` + driver.JobSequenceBlockedSQL + ` THEN 1 ELSE 0 END
+FROM fenced_jobs j WHERE j.id = ANY($1::bigint[])`
 
-// claimLimitedStartSQL starts the admitted candidates, rows the claim holds
-// locked. Parameters: $1 queue, $2 owner, $3 the ids, $4 ttl_us (as
-// jobStartSet numbers them).
+// claimLimitRunningSQL counts the running attempts of each concurrency key
+// of $2 in queue $1. Expired attempts not yet recovered count
+// (driver.JobKeyRunningSQL).
+const claimLimitRunningSQL = `
+SELECT r.concurrency_key, count(*) FROM fenced_jobs r
+WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key = ANY($2::text[])
+GROUP BY r.concurrency_key`
+
+// claimLimitedStartSQL starts the admitted candidates, queued rows of queue
+// $1 the claim holds locked since its pick: they are found by their
+// primary key alone (a state condition would invite a partial index).
+// Parameters: $1 queue, $2 owner, $3 the ids, $4 ttl_us (as jobStartSet
+// numbers them).
 const claimLimitedStartSQL = `
 UPDATE fenced_jobs j SET ` + jobStartSet + `
-WHERE j.id = ANY($3::bigint[]) AND j.queue = $1 AND j.state = 'queued'
+WHERE j.id = ANY($3::bigint[]) AND j.queue = $1
 RETURNING ` + jobColumns
+
+// limitedQueues remembers the queues whose last claim went the limited way,
+// so that their next claim skips the single statement (which would only
+// find the gate again) and goes straight to claimLimitedJobs. A limited
+// claim that picked no keyed job in a queue with no global limit forgets
+// the queue. Only a matter of speed: both ways enforce every limit.
+type limitedQueues struct{ m sync.Map }
+
+func (l *limitedQueues) has(queue string) bool { _, ok := l.m.Load(queue); return ok }
+
+func (l *limitedQueues) set(queue string, limited bool) {
+	if limited {
+		l.m.Store(queue, struct{}{})
+	} else {
+		l.m.Delete(queue)
+	}
+}
 
 // claimLimitedJobs is the claim of a queue gated by keys or limits (see
 // driver/claimlimits.go): one READ COMMITTED transaction that picks and
 // locks candidates, takes the advisory locks of their keys in order, reads
 // their load in a new statement (a snapshot taken after the locks, so it
 // sees every attempt a claimer that held them before committed), admits
-// and starts. A deadlock (possible only with another user of advisory locks
-// whose id collides) is retried.
+// and starts. Its statements go in three batches, one round trip each
+// beside the BEGIN and the COMMIT; JIT compilation is off for the
+// transaction (the pick's estimated cost invites it, and it costs more
+// than the statements). A deadlock (possible only with another user of
+// advisory locks whose id collides) is retried.
 func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, driver.ClaimWindow(p.Limit)}
 	switch len(p.Kinds) {
@@ -74,49 +138,49 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 			return err
 		}
 		defer tx.Rollback(context.WithoutCancel(ctx))
-		rows, err := tx.Query(ctx, pick, args...)
-		cands, err := collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
-			var c driver.ClaimCandidate
-			return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)
-		})
-		if err != nil || len(cands) == 0 {
-			return err
-		}
-		var load driver.ClaimLoad
-		if err := readClaimGlobals(ctx, tx, p.Queue, &load, false); err != nil {
+		var b pgx.Batch
+		b.Queue(`SET LOCAL jit = off`)
+		b.Queue(pick, args...)
+		b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
+		br := tx.SendBatch(ctx, &b)
+		cands, load, err := readPick(br)
+		if err = closeBatch(br, err); err != nil || len(cands) == 0 {
+			if err == nil {
+				d.limited.set(p.Queue, load.HasGlobal())
+			}
 			return err
 		}
 		locks := driver.LimitLockIDs(driver.LimitLockNames(p.Queue, cands, load.HasGlobal()))
-		if len(locks) > 0 {
-			if _, err := tx.Exec(ctx, claimLimitLocksSQL, locks); err != nil {
-				return err
-			}
-		}
-		ids := make([]int64, len(cands))
+		d.limited.set(p.Queue, len(locks) > 0)
+		ids, keys := make([]int64, len(cands)), make([]string, 0, len(cands))
 		for i, c := range cands {
 			ids[i] = c.ID
-		}
-		rows, err = tx.Query(ctx, claimLimitLoadSQL, ids)
-		cands, err = collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
-			return driver.ScanClaimCandidate(r)
-		})
-		if err != nil {
-			return err
-		}
-		if load.HasGlobal() {
-			if err := readClaimGlobals(ctx, tx, p.Queue, &load, true); err != nil {
-				return err
+			if c.ConcurrencyKey != "" {
+				keys = append(keys, c.ConcurrencyKey)
 			}
 		}
-		admitted := driver.AdmitClaims(cands, load, p.Limit)
-		if len(admitted) == 0 {
-			return tx.Commit(ctx)
+		b = pgx.Batch{}
+		if len(locks) > 0 {
+			b.Queue(claimLimitLocksSQL, locks)
 		}
-		if jobs, err = collectJobs(tx.Query(ctx, claimLimitedStartSQL, p.Queue, p.Owner, admitted, p.TTL.Microseconds())); err != nil {
+		b.Queue(claimLimitRunningSQL, p.Queue, keys)
+		b.Queue(claimLimitLoadSQL, ids)
+		if load.HasGlobal() {
+			b.Queue(driver.JobRunningByKindSQL, p.Queue)
+		}
+		br = tx.SendBatch(ctx, &b)
+		err = readLoad(br, len(locks) > 0, cands, &load)
+		if err = closeBatch(br, err); err != nil {
 			return err
 		}
-		if len(jobs) != len(admitted) {
-			return fmt.Errorf("started %d of %d admitted jobs", len(jobs), len(admitted))
+		admitted := driver.AdmitClaims(cands, load, p.Limit)
+		if len(admitted) > 0 {
+			if jobs, err = collectJobs(tx.Query(ctx, claimLimitedStartSQL, p.Queue, p.Owner, admitted, p.TTL.Microseconds())); err != nil {
+				return err
+			}
+			if len(jobs) != len(admitted) {
+				return fmt.Errorf("started %d of %d admitted jobs", len(jobs), len(admitted))
+			}
 		}
 		if err := tx.Commit(ctx); err != nil {
 			return unknownOutcome(err)
@@ -130,15 +194,81 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 	return jobs, nil
 }
 
-// readClaimGlobals reads the queue's global limits into load, or, with
-// running, the queue's running jobs by kind.
-func readClaimGlobals(ctx context.Context, tx pgx.Tx, queue string, load *driver.ClaimLoad, running bool) error {
-	query := driver.JobGlobalLimitsSQL
-	add := load.AddGlobal
-	if running {
-		query, add = driver.JobRunningByKindSQL, load.AddRunning
+// readPick reads the first batch's replies: the SET, the picked candidates
+// and the queue's global limits.
+func readPick(br pgx.BatchResults) ([]driver.ClaimCandidate, driver.ClaimLoad, error) {
+	var load driver.ClaimLoad
+	if _, err := br.Exec(); err != nil {
+		return nil, load, err
 	}
-	rows, err := tx.Query(ctx, query, queue)
+	rows, err := br.Query()
+	cands, err := collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
+		var c driver.ClaimCandidate
+		return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)
+	})
+	if err != nil {
+		return nil, load, err
+	}
+	err = readClaimGlobals(br, load.AddGlobal)
+	return cands, load, err
+}
+
+// readLoad reads the second batch's replies into cands and load: the
+// locks when taken, the running attempts of the keys, each candidate's key
+// limit and sequence, and, when the queue has a global limit, its running
+// jobs by kind.
+func readLoad(br pgx.BatchResults, locked bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
+	if locked {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	running := map[string]int{}
+	if err := readClaimGlobals(br, func(key string, n int) { running[key] = n }); err != nil {
+		return err
+	}
+	byID := make(map[int64]*driver.ClaimCandidate, len(cands))
+	for i := range cands {
+		c := &cands[i]
+		c.KeyRunning = running[c.ConcurrencyKey]
+		byID[c.ID] = c
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var id int64
+	var limit, blocked int
+	n, err := pgx.ForEachRow(rows, []any{&id, &limit, &blocked}, func() error {
+		c := byID[id]
+		if c == nil {
+			return fmt.Errorf("load of job %d, not a candidate", id)
+		}
+		c.KeyLimit, c.Blocked = limit, blocked != 0
+		return nil
+	})
+	if err == nil && int(n.RowsAffected()) != len(cands) {
+		err = fmt.Errorf("load of %d of %d candidates", n.RowsAffected(), len(cands))
+	}
+	if err != nil || !load.HasGlobal() {
+		return err
+	}
+	return readClaimGlobals(br, load.AddRunning)
+}
+
+// closeBatch closes a batch's results, keeping err when there is one.
+func closeBatch(br pgx.BatchResults, err error) error {
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readClaimGlobals reads the next reply of br, rows of (name, count), into
+// add: the queue's global limits, its running jobs by kind, or its keys'
+// running attempts.
+func readClaimGlobals(br pgx.BatchResults, add func(string, int)) error {
+	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
