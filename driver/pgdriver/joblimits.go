@@ -16,7 +16,8 @@ import (
 // full ones, skipping rows other claimers hold. %s is the kind filter ($3),
 // %s the pre-filter (claimablePG). Parameters: $1 queue, $2 window.
 const claimLimitedPickSQL = `
-WITH full_keys AS (` + fullKeysSQL + `)
+WITH RECURSIVE ` + sequenceHeadsSQL + `,
+full_keys AS (` + fullKeysSQL + `)
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j
 WHERE j.state = 'queued' AND j.queue = $1 AND j.run_at <= clock_timestamp()%s
     AND %s
@@ -41,14 +42,73 @@ const fullKeysSQL = `
         (SELECT CASE WHEN bool_or(l.kind = '') THEN max(l.per_key_limit) END FROM fenced_job_limits l
             WHERE l.queue = $1 AND l.concurrency_key = '' AND l.per_key_limit > 0))`
 
+// sequenceHeadsSQL finds the head of each sequence of queue $1: its
+// queued job of the lowest id, the only one of its jobs that may be
+// unblocked (any later queued job waits for it). sequence_keys walks the
+// distinct keys of open sequences in fenced_jobs_sequence, one index
+// descent per key (a loose index scan), up to sequenceHeadsMax of them;
+// sequence_heads is each key's first queued job. The pick then tests a
+// sequenced job against this set, hashed, instead of probing its sequence
+// for each: a long sequence's blocked jobs cost a lookup each, not an index
+// search. When a queue has more open sequences than the walk takes
+// (sequence_heads_all false), a sequenced job outside the set is tested as
+// before (driver.JobSequenceBlockedSQL), so none is skipped.
+const sequenceHeadsSQL = `sequence_keys(k, n) AS (
+    (SELECT s.sequence_key, 1 FROM fenced_jobs s
+        WHERE s.queue = $1 AND s.sequence_key IS NOT NULL AND s.state IN ('queued', 'running', 'failed')
+        ORDER BY s.sequence_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT s.sequence_key FROM fenced_jobs s
+            WHERE s.queue = $1 AND s.sequence_key > sequence_keys.k AND s.state IN ('queued', 'running', 'failed')
+            ORDER BY s.sequence_key LIMIT 1), sequence_keys.n + 1
+    FROM sequence_keys WHERE sequence_keys.k IS NOT NULL AND sequence_keys.n <= ` + sequenceHeadsMax + `
+),
+sequence_heads AS (
+    SELECT (SELECT h.id FROM fenced_jobs h
+            WHERE h.queue = $1 AND h.sequence_key = sequence_keys.k AND h.state = 'queued'
+            ORDER BY h.id LIMIT 1) AS id
+    FROM sequence_keys WHERE sequence_keys.k IS NOT NULL AND sequence_keys.n <= ` + sequenceHeadsMax + `
+),
+sequence_heads_all AS (
+    SELECT NOT EXISTS (SELECT 1 FROM sequence_keys WHERE k IS NOT NULL AND n > ` + sequenceHeadsMax + `) AS yes
+),
+` + runningSequencesSQL
+
+// runningSequencesSQL lists the sequences of queue $1 with a running job:
+// read once, from the running rows, and used as a hashed set by
+// sequenceBlockedPG.
+const runningSequencesSQL = `running_sequences AS (
+    SELECT DISTINCT r.sequence_key FROM fenced_jobs r
+    WHERE r.state = 'running' AND r.queue = $1 AND r.sequence_key IS NOT NULL
+)`
+
+// sequenceBlockedPG is driver.JobSequenceBlockedSQL for the job row aliased
+// j with a sequence key, in two parts an index serves: its sequence has a
+// running job (running_sequences), or an earlier job of it (a range of
+// fenced_jobs_sequence below j's id) is queued, running, or failed without
+// sequence_continue_on_failed. The single probe of the shared form must
+// read the whole open sequence to rule out a running job after j.
+const sequenceBlockedPG = `(j.sequence_key IN (SELECT sequence_key FROM running_sequences)
+        OR EXISTS (SELECT 1 FROM fenced_jobs s
+            WHERE s.queue = j.queue AND s.sequence_key = j.sequence_key AND s.state IN ('queued', 'running', 'failed')
+            AND s.id < j.id AND (s.state <> 'failed' OR NOT s.sequence_continue_on_failed)))`
+
+// sequenceHeadsMax is how many sequences a pick's walk takes: two index
+// descents each, on every limited claim of the queue.
+const sequenceHeadsMax = "500"
+
 // claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
-// full keys as a set). Read before the locks, it only saves picking jobs
-// that cannot be admitted. The deliberately broken build filters nothing.
+// sequence heads and the full keys as sets). Read before the locks, it only
+// saves picking jobs that cannot be admitted: a sequenced job passes only
+// if it is a head (or the walk did not take every sequence) and its
+// sequence is not blocked. The deliberately broken build filters nothing.
 func claimablePG() string {
 	if !driver.LimitsEnforced {
 		return `1 = 1`
 	}
-	return `NOT ` + driver.JobSequenceBlockedSQL + `
+	return `(j.sequence_key IS NULL OR (
+        (j.id IN (SELECT id FROM sequence_heads WHERE id IS NOT NULL) OR NOT (SELECT yes FROM sequence_heads_all))
+        AND NOT ` + sequenceBlockedPG + `))
     AND (j.concurrency_key IS NULL OR j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys))`
 }
 
@@ -65,16 +125,17 @@ var (
 // takes each as it comes. Held until the transaction ends.
 const claimLimitLocksSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS k`
 
-// claimLimitLoadSQL reads the locked candidates ($1) afresh, after the
-// locks: each one's key limit and whether its sequence is blocked. Their
+// claimLimitLoadSQL reads the locked candidates ($2, of queue $1) afresh,
+// after the locks: each one's key limit and whether its sequence is blocked. Their
 // keys' running attempts are claimLimitRunningSQL's, merged by the caller:
 // a join of the two would be planned on the table's statistics, which a
 // queue's churn leaves stale, and a nested loop over them costs more than
 // the claim.
 var claimLimitLoadSQL = `
+WITH ` + runningSequencesSQL + `
 SELECT j.id, CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + driver.JobKeyLimitSQL + ` END,
-    CASE WHEN ` + driver.JobSequenceBlockedSQL + ` THEN 1 ELSE 0 END
-FROM fenced_jobs j WHERE j.id = ANY($1::bigint[])`
+    CASE WHEN j.sequence_key IS NOT NULL AND ` + sequenceBlockedPG + ` THEN 1 ELSE 0 END
+FROM fenced_jobs j WHERE j.id = ANY($2::bigint[])`
 
 // claimLimitRunningSQL counts the running attempts of each concurrency key
 // of $2 in queue $1. Expired attempts not yet recovered count
@@ -164,7 +225,7 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 			b.Queue(claimLimitLocksSQL, locks)
 		}
 		b.Queue(claimLimitRunningSQL, p.Queue, keys)
-		b.Queue(claimLimitLoadSQL, ids)
+		b.Queue(claimLimitLoadSQL, p.Queue, ids)
 		if load.HasGlobal() {
 			b.Queue(driver.JobRunningByKindSQL, p.Queue)
 		}
