@@ -17,6 +17,13 @@ import (
 // leader, a leader change, a member down) is made again.
 const retryFor = 30 * time.Second
 
+// errNotPrimary is the message of the server's lease.ErrNotPrimary: a
+// member that believes it leads but cannot confirm it (it was paused or cut
+// off while the others elected a new leader) refuses to renew an etcd lease
+// with it, for the client to try another member. It has no rpctypes error
+// and reaches the client as a gRPC status of code Unknown.
+const errNotPrimary = "not a primary lessor"
+
 // transient reports whether err says the cluster could not serve a request
 // now, so that it may serve it again soon.
 func transient(err error) bool {
@@ -26,7 +33,8 @@ func transient(err error) bool {
 			return true
 		}
 	}
-	return status.Code(err) == codes.Unavailable
+	s, _ := status.FromError(err)
+	return s.Code() == codes.Unavailable || s.Code() == codes.Unknown && s.Message() == errNotPrimary
 }
 
 // retry calls f until it succeeds, fails for good, or ctx or retryFor ends.
