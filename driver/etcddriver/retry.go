@@ -39,13 +39,17 @@ func transient(err error) bool {
 
 // retry calls f until it succeeds, fails for good, or ctx or retryFor ends.
 // Only for what is safe to repeat: reads, granting an etcd lease (an
-// unused one runs out by its TTL), renewing one.
+// unused one runs out by its TTL), renewing one, and a deciding Txn the
+// cluster refused before proposing it. An *fencedtype.UnknownOutcomeError
+// is final, whatever the error it wraps: the Txn may yet be applied (a
+// leader deposed while frozen times out what it proposed), and made again
+// it could be applied twice (a resource write's version bumped twice).
 func retry(ctx context.Context, f func() error) error {
 	end := time.Now().Add(retryFor)
 	wait := 20 * time.Millisecond
 	for {
 		err := f()
-		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(end) {
+		if err == nil || errors.Is(err, fencedtype.ErrUnknownOutcome) || !transient(err) || ctx.Err() != nil || time.Now().After(end) {
 			return err
 		}
 		select {
