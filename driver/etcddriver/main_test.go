@@ -17,6 +17,7 @@ import (
 var cluster *testetcd.Cluster
 
 func TestMain(m *testing.M) {
+	testetcd.MaybeRunMember() // a member of pause_test.go's cluster runs here
 	dir, err := os.MkdirTemp("", "fenced-etcd-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -17,6 +17,13 @@ import (
 // leader, a leader change, a member down) is made again.
 const retryFor = 30 * time.Second
 
+// errNotPrimary is the message of the server's lease.ErrNotPrimary: a
+// member that believes it leads but cannot confirm it (it was paused or cut
+// off while the others elected a new leader) refuses to renew an etcd lease
+// with it, for the client to try another member. It has no rpctypes error
+// and reaches the client as a gRPC status of code Unknown.
+const errNotPrimary = "not a primary lessor"
+
 // transient reports whether err says the cluster could not serve a request
 // now, so that it may serve it again soon.
 func transient(err error) bool {
@@ -26,18 +33,23 @@ func transient(err error) bool {
 			return true
 		}
 	}
-	return status.Code(err) == codes.Unavailable
+	s, _ := status.FromError(err)
+	return s.Code() == codes.Unavailable || s.Code() == codes.Unknown && s.Message() == errNotPrimary
 }
 
 // retry calls f until it succeeds, fails for good, or ctx or retryFor ends.
 // Only for what is safe to repeat: reads, granting an etcd lease (an
-// unused one runs out by its TTL), renewing one.
+// unused one runs out by its TTL), renewing one, and a deciding Txn the
+// cluster refused before proposing it. An *fencedtype.UnknownOutcomeError
+// is final, whatever the error it wraps: the Txn may yet be applied (a
+// leader deposed while frozen times out what it proposed), and made again
+// it could be applied twice (a resource write's version bumped twice).
 func retry(ctx context.Context, f func() error) error {
 	end := time.Now().Add(retryFor)
 	wait := 20 * time.Millisecond
 	for {
 		err := f()
-		if err == nil || !transient(err) || ctx.Err() != nil || time.Now().After(end) {
+		if err == nil || errors.Is(err, fencedtype.ErrUnknownOutcome) || !transient(err) || ctx.Err() != nil || time.Now().After(end) {
 			return err
 		}
 		select {

@@ -1,7 +1,9 @@
-// Package testetcd runs a real etcd cluster inside the test process: three
-// embedded members (go.etcd.io/etcd/server/v3/embed) on loopback ports
-// picked free at start, their data in a temporary directory. Nothing is
-// downloaded and no process is started.
+// Package testetcd runs a real etcd cluster for tests: embedded members
+// (go.etcd.io/etcd/server/v3/embed) on loopback ports picked free at start,
+// their data in a temporary directory. Start runs them inside the test
+// process; StartProcesses runs each in a process of its own, the test
+// binary started again (see MaybeRunMember), so that a member can be
+// paused. Nothing is downloaded.
 package testetcd
 
 import (
@@ -45,24 +47,13 @@ type member struct {
 // Start starts an n-member cluster with its data under dir and waits until
 // every member serves.
 func Start(dir string, n int) (*Cluster, error) {
-	c := &Cluster{dir: dir}
-	var initial []string
-	for i := range n {
-		peer, err := freeURL()
-		if err != nil {
-			return nil, err
-		}
-		cli, err := freeURL()
-		if err != nil {
-			return nil, err
-		}
-		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(dir, fmt.Sprintf("m%d", i)), peer: peer, cli: cli}
-		c.members = append(c.members, m)
-		initial = append(initial, m.name+"="+peer.String())
+	members, err := newMembers(dir, n)
+	if err != nil {
+		return nil, err
 	}
+	c := &Cluster{dir: dir, members: members}
 	errs := make(chan error, n)
 	for _, m := range c.members {
-		m.initialSet = strings.Join(initial, ",")
 		go func() { errs <- m.start(embed.ClusterStateFlagNew) }()
 	}
 	for range n {
@@ -74,6 +65,30 @@ func Start(dir string, n int) (*Cluster, error) {
 	return c, nil
 }
 
+// newMembers names n members, m0…, with their directories under dir and
+// free loopback ports.
+func newMembers(dir string, n int) ([]*member, error) {
+	var members []*member
+	var initial []string
+	for i := range n {
+		peer, err := freeURL()
+		if err != nil {
+			return nil, err
+		}
+		cli, err := freeURL()
+		if err != nil {
+			return nil, err
+		}
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(dir, fmt.Sprintf("m%d", i)), peer: peer, cli: cli}
+		members = append(members, m)
+		initial = append(initial, m.name+"="+peer.String())
+	}
+	for _, m := range members {
+		m.initialSet = strings.Join(initial, ",")
+	}
+	return members, nil
+}
+
 func freeURL() (url.URL, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -83,15 +98,25 @@ func freeURL() (url.URL, error) {
 	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
 }
 
-func (m *member) start(state string) error {
+// config is member m's configuration, the same in the test process and in
+// a process of its own.
+func (m *member) config(state string) *embed.Config {
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir = m.name, m.dir
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{m.peer}, []url.URL{m.peer}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{m.cli}, []url.URL{m.cli}
 	cfg.InitialCluster, cfg.ClusterState, cfg.InitialClusterToken = m.initialSet, state, "fenced-test"
 	cfg.TickMs, cfg.ElectionMs = TickMs, ElectionMs
-	cfg.LogLevel, cfg.LogOutputs = "error", []string{filepath.Join(m.dir + ".log")}
+	cfg.LogLevel, cfg.LogOutputs = "error", []string{m.logFile()}
 	cfg.UnsafeNoFsync = true // a test cluster on a shared machine; raft still replicates every write
+	return cfg
+}
+
+// logFile is where member m logs, next to its data directory.
+func (m *member) logFile() string { return m.dir + ".log" }
+
+func (m *member) start(state string) error {
+	cfg := m.config(state)
 	if err := os.MkdirAll(filepath.Dir(m.dir), 0o700); err != nil {
 		return err
 	}
@@ -123,10 +148,13 @@ func (c *Cluster) Endpoints() []string {
 
 // URL is an etcd:// database URL of every member with a prefix of its own
 // ("t-" and random hex), so each caller sees an empty keyspace.
-func (c *Cluster) URL() string {
+func (c *Cluster) URL() string { return prefixedURL(c.Endpoints()) }
+
+// prefixedURL is an etcd:// URL of endpoints with a fresh random prefix.
+func prefixedURL(endpoints []string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return "etcd://" + strings.Join(c.Endpoints(), ",") + "/t-" + hex.EncodeToString(b[:])
+	return "etcd://" + strings.Join(endpoints, ",") + "/t-" + hex.EncodeToString(b[:])
 }
 
 // Leader is the index of the member that leads now, -1 when none does.
