@@ -193,8 +193,8 @@ const (
 // openRoute reports whether a route is served without a token and from
 // any client: the health check, which load balancers probe without
 // credentials, and the OpenAPI document, which describes the API and holds
-// nothing that is not in the public documentation. Neither reads or writes
-// leases, resources or jobs.
+// nothing that is not in the public documentation. Neither changes
+// anything.
 func openRoute(route string) bool { return route == routeHealth || route == routeOpenAPI }
 
 // route finds the handler of r and the label its logs and metrics carry:
