@@ -39,7 +39,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Short: "Serve leases, resources and jobs over HTTP/JSON",
 		Long: `Serve fenced over HTTP/JSON under /v1 for workers in any language: leases,
 the fenced resource store and the job queue (claims long-poll), with
-/healthz (open), /metrics (Prometheus) and an HTML dashboard at / (queues,
+/healthz (open), /v1/openapi.json (open: the API's OpenAPI 3.1
+document), /metrics (Prometheus) and an HTML dashboard at / (queues,
 overdue and failed jobs, leases, stale writes rejected). Every answer the
 database decided carries its clock reading in the X-Fenced-DB-Time header
 and as "db_time".

@@ -167,7 +167,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route, h := s.route(r)
 	defer func() { s.observe(r, rec, route, time.Since(start)) }()
 
-	if route != routeHealth {
+	if !openRoute(route) {
 		if e := s.authorize(r); e != nil {
 			s.writeError(rec, r, e)
 			return
@@ -181,12 +181,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(rec, r)
 }
 
-// Route labels that are not patterns.
+// Routes served without authentication (openRoute), and route labels
+// that are not patterns.
 const (
 	routeHealth    = "GET /healthz"
+	routeOpenAPI   = "GET /v1/openapi.json"
 	routeDashboard = "dashboard"
 	routeUnmatched = "unmatched"
 )
+
+// openRoute reports whether a route is served without a token and from
+// any client: the health check, which load balancers probe without
+// credentials, and the OpenAPI document, which describes the API and holds
+// nothing that is not in the public documentation. Neither changes
+// anything.
+func openRoute(route string) bool { return route == routeHealth || route == routeOpenAPI }
 
 // route finds the handler of r and the label its logs and metrics carry:
 // the ServeMux pattern, "dashboard", or "unmatched" (never the raw path, so
@@ -246,53 +255,73 @@ func (s *Server) stamped(h http.Handler) http.Handler {
 	})
 }
 
-// routes registers the API; each pattern is also the route's metric label.
+// apiRoute is one route of the API: its ServeMux pattern (also its metric
+// label and, as "METHOD PATH", an operation of the OpenAPI document), the
+// function that answers it, and whether it reads a query string (every
+// other route refuses one).
+type apiRoute struct {
+	pattern string
+	h       func(*Server, *http.Request) (*reply, error)
+	query   bool
+}
+
+// apiRoutes is every route routes registers besides GET /metrics (a
+// Prometheus handler, not JSON): the one list the ServeMux and the test of
+// the OpenAPI document (openapi_test.go) both read.
+var apiRoutes = []apiRoute{
+	{pattern: routeHealth, h: (*Server).health, query: true},
+	{pattern: routeOpenAPI, h: (*Server).openAPI},
+
+	{pattern: "POST /v1/leases/{name}/acquire", h: (*Server).acquire},
+	{pattern: "POST /v1/leases/{name}/renew", h: (*Server).renew},
+	{pattern: "POST /v1/leases/{name}/release", h: (*Server).release},
+	{pattern: "GET /v1/leases/{name}", h: (*Server).getLease},
+	{pattern: "GET /v1/leases", h: (*Server).listLeases},
+
+	{pattern: "POST /v1/semaphores/{name}/acquire", h: (*Server).acquireSlot},
+	{pattern: "POST /v1/semaphores/{name}/renew", h: (*Server).renewSlot},
+	{pattern: "POST /v1/semaphores/{name}/release", h: (*Server).releaseSlot},
+	{pattern: "GET /v1/semaphores/{name}", h: (*Server).getSemaphore},
+	{pattern: "GET /v1/semaphores", h: (*Server).listSemaphores},
+
+	{pattern: "PUT /v1/resources/{key}", h: (*Server).putResource},
+	{pattern: "GET /v1/resources/{key}", h: (*Server).getResource},
+
+	{pattern: "POST /v1/jobs", h: (*Server).enqueue},
+	{pattern: "GET /v1/jobs", h: (*Server).listJobs, query: true},
+	{pattern: "GET /v1/jobs/{id}", h: (*Server).getJob},
+	{pattern: "POST /v1/queues/{queue}/claim", h: (*Server).claim},
+	{pattern: "POST /v1/jobs/{id}/heartbeat", h: (*Server).heartbeat},
+	{pattern: "POST /v1/jobs/{id}/complete", h: (*Server).complete},
+	{pattern: "POST /v1/jobs/{id}/fail", h: (*Server).fail},
+	{pattern: "POST /v1/jobs/{id}/snooze", h: (*Server).snooze},
+	{pattern: "POST /v1/jobs/{id}/progress", h: (*Server).progress},
+	{pattern: "POST /v1/jobs/{id}/cancel", h: (*Server).cancel},
+
+	{pattern: "GET /v1/limits", h: (*Server).listJobLimits},
+	{pattern: "GET /v1/queues/{queue}/limits", h: (*Server).listJobLimits},
+	{pattern: "GET /v1/slots", h: (*Server).listKeySlots},
+	{pattern: "GET /v1/queues/{queue}/slots", h: (*Server).listKeySlots},
+	{pattern: "PUT /v1/queues/{queue}/limit", h: (*Server).setJobLimit},
+	{pattern: "DELETE /v1/queues/{queue}/limit", h: (*Server).deleteJobLimit},
+	{pattern: "PUT /v1/queues/{queue}/kinds/{kind}/limit", h: (*Server).setJobLimit},
+	{pattern: "DELETE /v1/queues/{queue}/kinds/{kind}/limit", h: (*Server).deleteJobLimit},
+	{pattern: "PUT /v1/queues/{queue}/keys/{key}/limit", h: (*Server).setJobLimit},
+	{pattern: "DELETE /v1/queues/{queue}/keys/{key}/limit", h: (*Server).deleteJobLimit},
+}
+
+// routes registers apiRoutes and GET /metrics; each pattern is also the
+// route's metric label.
 func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
-	handle := func(pattern string, h func(*http.Request) (*reply, error)) {
-		if pattern != "GET /v1/jobs" && pattern != "GET /healthz" {
+	for _, rt := range apiRoutes {
+		h := func(r *http.Request) (*reply, error) { return rt.h(s, r) }
+		if !rt.query {
 			h = withoutQuery(h)
 		}
-		m.Handle(pattern, s.endpoint(h))
+		m.Handle(rt.pattern, s.endpoint(h))
 	}
-	handle("GET /healthz", s.health)
 	m.Handle("GET /metrics", s.stamped(s.metrics.handler(s.log)))
-
-	handle("POST /v1/leases/{name}/acquire", s.acquire)
-	handle("POST /v1/leases/{name}/renew", s.renew)
-	handle("POST /v1/leases/{name}/release", s.release)
-	handle("GET /v1/leases/{name}", s.getLease)
-	handle("GET /v1/leases", s.listLeases)
-
-	handle("POST /v1/semaphores/{name}/acquire", s.acquireSlot)
-	handle("POST /v1/semaphores/{name}/renew", s.renewSlot)
-	handle("POST /v1/semaphores/{name}/release", s.releaseSlot)
-	handle("GET /v1/semaphores/{name}", s.getSemaphore)
-	handle("GET /v1/semaphores", s.listSemaphores)
-
-	handle("PUT /v1/resources/{key}", s.putResource)
-	handle("GET /v1/resources/{key}", s.getResource)
-
-	handle("POST /v1/jobs", s.enqueue)
-	handle("GET /v1/jobs", s.listJobs)
-	handle("GET /v1/jobs/{id}", s.getJob)
-	handle("POST /v1/queues/{queue}/claim", s.claim)
-	handle("POST /v1/jobs/{id}/heartbeat", s.heartbeat)
-	handle("POST /v1/jobs/{id}/complete", s.complete)
-	handle("POST /v1/jobs/{id}/fail", s.fail)
-	handle("POST /v1/jobs/{id}/snooze", s.snooze)
-	handle("POST /v1/jobs/{id}/progress", s.progress)
-	handle("POST /v1/jobs/{id}/cancel", s.cancel)
-
-	handle("GET /v1/limits", s.listJobLimits)
-	handle("GET /v1/queues/{queue}/limits", s.listJobLimits)
-	handle("GET /v1/slots", s.listKeySlots)
-	handle("GET /v1/queues/{queue}/slots", s.listKeySlots)
-	for _, scope := range []string{"/v1/queues/{queue}/limit", "/v1/queues/{queue}/kinds/{kind}/limit",
-		"/v1/queues/{queue}/keys/{key}/limit"} {
-		handle("PUT "+scope, s.setJobLimit)
-		handle("DELETE "+scope, s.deleteJobLimit)
-	}
 	return m
 }
 
