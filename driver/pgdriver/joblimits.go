@@ -125,17 +125,11 @@ var (
 // takes each as it comes. Held until the transaction ends.
 const claimLimitLocksSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS k`
 
-// claimLimitLoadSQL reads the locked candidates ($2, of queue $1) afresh,
-// after the locks: each one's key limit and whether its sequence is blocked. Their
-// keys' running attempts are claimLimitRunningSQL's, merged by the caller:
-// a join of the two would be planned on the table's statistics, which a
-// queue's churn leaves stale, and a nested loop over them costs more than
-// the claim.
-var claimLimitLoadSQL = `
+// claimLimitBlockedSQL reads, after the locks, which of the locked
+// sequenced candidates ($2, of queue $1) are blocked by their sequence.
+var claimLimitBlockedSQL = `
 WITH ` + runningSequencesSQL + `
-SELECT j.id, CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + driver.JobKeyLimitSQL + ` END,
-    CASE WHEN j.sequence_key IS NOT NULL AND ` + sequenceBlockedPG + ` THEN 1 ELSE 0 END
-FROM fenced_jobs j WHERE j.id = ANY($2::bigint[])`
+SELECT j.id FROM fenced_jobs j WHERE j.id = ANY($2::bigint[]) AND ` + sequenceBlockedPG
 
 // claimLimitRunningSQL counts the running attempts of each concurrency key
 // of $2 in queue $1. Expired attempts not yet recovered count
@@ -172,18 +166,54 @@ func (l *limitedQueues) set(queue string, limited bool) {
 	}
 }
 
-// claimLimitedJobs is the claim of a queue gated by keys or limits (see
-// driver/claimlimits.go): one READ COMMITTED transaction that picks and
-// locks candidates, takes the advisory locks of their keys in order, reads
-// their load in a new statement (a snapshot taken after the locks, so it
-// sees every attempt a claimer that held them before committed), admits
-// and starts. Its statements go in three batches, one round trip each
-// beside the BEGIN and the COMMIT; JIT compilation is off for the
-// transaction (the pick's estimated cost invites it, and it costs more
-// than the statements). A deadlock (possible only with another user of
-// advisory locks whose id collides) is retried.
+// claimLimitedJobs is the claim of a queue gated by keys or limits: up to
+// limitedRounds limited claims (claimLimitedRound), each picking a window
+// of p.Limit+16 candidates, while a round took a full window and started
+// some of it but fewer jobs than are still wanted. The admitted keys are
+// running when the next round picks, so its pre-filter passes over the
+// ones now full: the rounds reach past a window's repeated keys without
+// every claim picking (and locking) twice as many rows as it wants.
 func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
-	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, driver.ClaimWindow(p.Limit)}
+	var jobs []*fencedtype.Job
+	want := p.Limit
+	for round := 1; ; round++ {
+		p.Limit = want - len(jobs)
+		got, picked, err := d.claimLimitedRound(ctx, p)
+		if err != nil {
+			if len(jobs) > 0 { // started and committed: they are the caller's
+				break
+			}
+			return nil, err
+		}
+		jobs = append(jobs, got...)
+		if round == limitedRounds || len(got) == 0 || len(jobs) >= want || picked < limitedWindow(p.Limit) {
+			break
+		}
+	}
+	driver.SortClaimed(jobs)
+	return jobs, nil
+}
+
+// limitedRounds bounds the limited claims of one ClaimJobs.
+const limitedRounds = 4
+
+// limitedWindow is how many candidates a limited round picks for limit
+// jobs.
+func limitedWindow(limit int) int { return limit + 16 }
+
+// claimLimitedRound is one limited claim (see driver/claimlimits.go): one
+// READ COMMITTED transaction that picks and locks candidates, takes the
+// advisory locks of their keys in order, reads their load in new
+// statements (a snapshot taken after the locks, so it sees every attempt a
+// claimer that held them before committed), admits and starts. Its
+// statements go in three batches, one round trip each beside the BEGIN and
+// the COMMIT; JIT compilation is off for the transaction (the pick's
+// estimated cost invites it, and it costs more than the statements). A
+// deadlock (possible only with another user of advisory locks whose id
+// collides) is retried. It returns the jobs it started and how many
+// candidates it picked.
+func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, int, error) {
+	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, limitedWindow(p.Limit)}
 	switch len(p.Kinds) {
 	case 0:
 	case 1:
@@ -192,8 +222,9 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 		pick, args = claimLimitedPickOfKindsSQL, append(args, p.Kinds)
 	}
 	var jobs []*fencedtype.Job
+	var picked int
 	err := retryDeadlock(ctx, func() error {
-		jobs = nil
+		jobs, picked = nil, 0
 		tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
 			return err
@@ -205,6 +236,7 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 		b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
 		br := tx.SendBatch(ctx, &b)
 		cands, load, err := readPick(br)
+		picked = len(cands)
 		if err = closeBatch(br, err); err != nil || len(cands) == 0 {
 			if err == nil {
 				d.limited.set(p.Queue, load.HasGlobal())
@@ -213,24 +245,21 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 		}
 		locks := driver.LimitLockIDs(driver.LimitLockNames(p.Queue, cands, load.HasGlobal()))
 		d.limited.set(p.Queue, len(locks) > 0)
-		ids, keys := make([]int64, len(cands)), make([]string, 0, len(cands))
-		for i, c := range cands {
-			ids[i] = c.ID
-			if c.ConcurrencyKey != "" {
-				keys = append(keys, c.ConcurrencyKey)
-			}
-		}
+		keys, sequenced := candidateKeys(cands)
 		b = pgx.Batch{}
 		if len(locks) > 0 {
 			b.Queue(claimLimitLocksSQL, locks)
 		}
 		b.Queue(claimLimitRunningSQL, p.Queue, keys)
-		b.Queue(claimLimitLoadSQL, p.Queue, ids)
+		b.Queue(driver.KeyLimitsSQL, p.Queue, keys)
+		if len(sequenced) > 0 {
+			b.Queue(claimLimitBlockedSQL, p.Queue, sequenced)
+		}
 		if load.HasGlobal() {
 			b.Queue(driver.JobRunningByKindSQL, p.Queue)
 		}
 		br = tx.SendBatch(ctx, &b)
-		err = readLoad(br, len(locks) > 0, cands, &load)
+		err = readLoad(br, len(locks) > 0, len(sequenced) > 0, cands, &load)
 		if err = closeBatch(br, err); err != nil {
 			return err
 		}
@@ -249,10 +278,9 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	driver.SortClaimed(jobs)
-	return jobs, nil
+	return jobs, picked, nil
 }
 
 // readPick reads the first batch's replies: the SET, the picked candidates
@@ -274,11 +302,27 @@ func readPick(br pgx.BatchResults) ([]driver.ClaimCandidate, driver.ClaimLoad, e
 	return cands, load, err
 }
 
-// readLoad reads the second batch's replies into cands and load: the
-// locks when taken, the running attempts of the keys, each candidate's key
-// limit and sequence, and, when the queue has a global limit, its running
-// jobs by kind.
-func readLoad(br pgx.BatchResults, locked bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
+// candidateKeys are the distinct concurrency keys of cands and the ids of
+// those with a sequence key.
+func candidateKeys(cands []driver.ClaimCandidate) (keys []string, sequenced []int64) {
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if c.ConcurrencyKey != "" && !seen[c.ConcurrencyKey] {
+			seen[c.ConcurrencyKey] = true
+			keys = append(keys, c.ConcurrencyKey)
+		}
+		if c.SequenceKey != "" {
+			sequenced = append(sequenced, c.ID)
+		}
+	}
+	return keys, sequenced
+}
+
+// readLoad reads the second batch's replies into cands and load: the locks
+// when taken, the running attempts of the keys, the limits that apply to
+// them, the blocked sequenced candidates when there are any, and, when the
+// queue has a global limit, its running jobs by kind.
+func readLoad(br pgx.BatchResults, locked, sequenced bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
 	if locked {
 		if _, err := br.Exec(); err != nil {
 			return err
@@ -288,31 +332,35 @@ func readLoad(br pgx.BatchResults, locked bool, cands []driver.ClaimCandidate, l
 	if err := readClaimGlobals(br, func(key string, n int) { running[key] = n }); err != nil {
 		return err
 	}
-	byID := make(map[int64]*driver.ClaimCandidate, len(cands))
-	for i := range cands {
-		c := &cands[i]
-		c.KeyRunning = running[c.ConcurrencyKey]
-		byID[c.ID] = c
-	}
+	var limits driver.KeyLimits
 	rows, err := br.Query()
 	if err != nil {
 		return err
 	}
-	var id int64
-	var limit, blocked int
-	n, err := pgx.ForEachRow(rows, []any{&id, &limit, &blocked}, func() error {
-		c := byID[id]
-		if c == nil {
-			return fmt.Errorf("load of job %d, not a candidate", id)
-		}
-		c.KeyLimit, c.Blocked = limit, blocked != 0
-		return nil
-	})
-	if err == nil && int(n.RowsAffected()) != len(cands) {
-		err = fmt.Errorf("load of %d of %d candidates", n.RowsAffected(), len(cands))
-	}
-	if err != nil || !load.HasGlobal() {
+	var kind, key string
+	var limit int
+	if _, err := pgx.ForEachRow(rows, []any{&kind, &key, &limit}, func() error { limits.Add(kind, key, limit); return nil }); err != nil {
 		return err
+	}
+	blocked := map[int64]bool{}
+	if sequenced {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		var id int64
+		if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { blocked[id] = true; return nil }); err != nil {
+			return err
+		}
+	}
+	for i := range cands {
+		c := &cands[i]
+		c.KeyLimit = limits.Limit(c.Kind, c.ConcurrencyKey)
+		c.KeyRunning = running[c.ConcurrencyKey]
+		c.Blocked = blocked[c.ID]
+	}
+	if !load.HasGlobal() {
+		return nil
 	}
 	return readClaimGlobals(br, load.AddRunning)
 }
