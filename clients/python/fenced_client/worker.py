@@ -4,8 +4,9 @@ Register one handler per kind (``@worker.handler("email")`` or a dict), then
 ``worker.run()``. The worker claims only the registered kinds -- the claim
 names them, so a job of another kind stays queued for a worker that runs
 it -- and runs each job's handler in a thread pool of ``concurrency``
-threads. A background thread heartbeats every running attempt every
-``heartbeat_every`` seconds (default: a third of ``lease_ms``). When a
+threads. A background thread heartbeats each running attempt
+``heartbeat_every`` seconds after its claim and after each heartbeat
+(default: a third of ``lease_ms``). When a
 heartbeat is refused as stale (the lease expired, recovery took the job back,
 perhaps to another worker) or says the job was asked to cancel, the worker
 sets that attempt's ``JobContext.stopped`` event: the handler should stop
@@ -25,6 +26,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -59,6 +61,7 @@ class JobContext:
         self.stopped = threading.Event()
         self.stop_reason: Optional[str] = None
         self._lock = threading.Lock()
+        self._next_beat = 0.0  # time.monotonic() of the next heartbeat
 
     @property
     def id(self) -> int:
@@ -157,6 +160,7 @@ class Worker:
         self._cond = threading.Condition()
         self._running: Dict[int, JobContext] = {}
         self._stopping = threading.Event()
+        self._hb_wake = threading.Event()
         self._stats = WorkerStats()
         self._started = False
 
@@ -250,14 +254,17 @@ class Worker:
                     continue
                 for job in jobs:
                     ctx = JobContext(self.client, job)
+                    ctx._next_beat = time.monotonic() + self.heartbeat_every
                     with self._cond:
                         self._running[job.id] = ctx
                         self._stats.claimed += 1
                     claimed += 1
+                    self._hb_wake.set()
                     pool.submit(self._run_one, ctx)
         finally:
             pool.shutdown(wait=True)
             hb_stop.set()
+            self._hb_wake.set()
             hb.join()
         return self.stats
 
@@ -312,21 +319,29 @@ class Worker:
             self._count("errors")
 
     def _heartbeats(self, done: threading.Event) -> None:
-        """Every heartbeat_every seconds, heartbeat each running attempt that
-        is not stopped as stale."""
-        while not done.wait(self.heartbeat_every):
+        """Heartbeat each running attempt heartbeat_every seconds after its
+        claim and after its last heartbeat, until it ends or is found stale."""
+        while not done.is_set():
             for ctx in self.running():
-                if ctx.stop_reason == "stale":
+                if ctx.stop_reason == "stale" or ctx._next_beat > time.monotonic():
                     continue
-                try:
-                    hb = self.client.jobs.heartbeat(ctx.id, ctx.fence, self.lease_ms)
-                except (StaleError, NotFoundError) as e:
-                    self.log.warning("job %d: heartbeat refused, the attempt is lost: %s", ctx.id, e)
-                    ctx.stop("stale")
-                    continue
-                except FencedError as e:
-                    self.log.warning("job %d: heartbeat failed, retrying: %s", ctx.id, e)
-                    continue
-                if hb.cancel_requested and not ctx.stopped.is_set():
-                    self.log.info("job %d: cancel requested", ctx.id)
-                    ctx.stop("cancelled")
+                self._beat(ctx)
+                ctx._next_beat = time.monotonic() + self.heartbeat_every
+            waiting = [c._next_beat for c in self.running() if c.stop_reason != "stale"]
+            pause = (min(waiting) - time.monotonic()) if waiting else self.heartbeat_every
+            self._hb_wake.wait(max(pause, 0.001))
+            self._hb_wake.clear()
+
+    def _beat(self, ctx: JobContext) -> None:
+        try:
+            hb = self.client.jobs.heartbeat(ctx.id, ctx.fence, self.lease_ms)
+        except (StaleError, NotFoundError) as e:
+            self.log.warning("job %d: heartbeat refused, the attempt is lost: %s", ctx.id, e)
+            ctx.stop("stale")
+            return
+        except FencedError as e:
+            self.log.warning("job %d: heartbeat failed, retrying: %s", ctx.id, e)
+            return
+        if hb.cancel_requested and not ctx.stopped.is_set():
+            self.log.info("job %d: cancel requested", ctx.id)
+            ctx.stop("cancelled")
