@@ -155,14 +155,14 @@ class Worker:
         self.wait_ms = wait_ms
         self.log = logger or log
         self._handlers: Dict[str, Handler] = {}
-        for kind, fn in (handlers or {}).items():
-            self.register(kind, fn)
+        self._started = False
         self._cond = threading.Condition()
         self._running: Dict[int, JobContext] = {}
         self._stopping = threading.Event()
         self._hb_wake = threading.Event()
         self._stats = WorkerStats()
-        self._started = False
+        for kind, fn in (handlers or {}).items():
+            self.register(kind, fn)
 
     # Registration.
 
