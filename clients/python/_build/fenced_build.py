@@ -14,6 +14,7 @@ import hashlib
 import io
 import os
 import re
+import sys
 import tarfile
 import zipfile
 from typing import Any, Dict, List, Optional, Tuple
@@ -25,22 +26,22 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 def _project() -> Dict[str, Any]:
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        raw = f.read()
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ImportError:
-        project: Dict[str, Any] = {}
-        section = ""
-        for line in raw.decode("utf-8").splitlines():
-            m = re.match(r"\s*\[([^\]]+)\]\s*$", line)
-            if m:
-                section = m.group(1).strip()
-                continue
-            m = re.match(r'\s*([A-Za-z-]+)\s*=\s*"([^"]*)"\s*$', line)
-            if m and section == "project":
-                project[m.group(1)] = m.group(2)
-        return project
-    return dict(tomllib.loads(raw.decode("utf-8"))["project"])
+        text = f.read().decode("utf-8")
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        return dict(tomllib.loads(text)["project"])
+    project: Dict[str, Any] = {}
+    section = ""
+    for line in text.splitlines():
+        m = re.match(r"\s*\[([^\]]+)\]\s*$", line)
+        if m:
+            section = m.group(1).strip()
+            continue
+        m = re.match(r'\s*([A-Za-z-]+)\s*=\s*"([^"]*)"\s*$', line)
+        if m and section == "project":
+            project[m.group(1)] = m.group(2)
+    return project
 
 
 def _names() -> Tuple[Dict[str, Any], str, str]:

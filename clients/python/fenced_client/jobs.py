@@ -10,7 +10,6 @@ of the old attempt then raises :class:`StaleError` and changes nothing.
 
 from __future__ import annotations
 
-
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence

@@ -5,11 +5,10 @@ second)."""
 from __future__ import annotations
 
 import threading
-import time
 import unittest
 from typing import Any, Dict, List, Optional
 
-from fenced_client import Job, JobContext, JobStateError, NotFoundError, StaleError, Worker
+from fenced_client import JobContext, JobStateError, NotFoundError, StaleError, Worker
 
 from live import client, eventually, unique
 
@@ -23,10 +22,11 @@ class JobTest(unittest.TestCase):
         return self.c.jobs.get(job_id).job.state
 
     def test_enqueue_claim_complete(self) -> None:
-        j = self.c.jobs.enqueue("email", {"to": "ann"}, queue=self.queue, idempotency_key="k1", max_attempts=3)
+        key = unique("welcome-ann")  # idempotency keys are server-wide, not per queue
+        j = self.c.jobs.enqueue("email", {"to": "ann"}, queue=self.queue, idempotency_key=key, max_attempts=3)
         self.assertEqual((j.kind, j.args, j.queue, j.state, j.existing, j.max_attempts),
                          ("email", {"to": "ann"}, self.queue, "queued", False, 3))
-        again = self.c.jobs.enqueue("email", {"to": "ann"}, queue=self.queue, idempotency_key="k1")
+        again = self.c.jobs.enqueue("email", {"to": "ann"}, queue=self.queue, idempotency_key=key)
         self.assertEqual((again.id, again.existing), (j.id, True))
         other = self.c.jobs.enqueue("sms", queue=self.queue)
         self.assertEqual(other.args, {})
@@ -144,8 +144,8 @@ class WorkerTest(unittest.TestCase):
         b = self.c.jobs.get(bad.id).job
         self.assertEqual(b.state, "failed")
         self.assertIn("ValueError: cannot upper 'x'", b.error)
-        h = self.c.jobs.get(other.id)
-        self.assertEqual((h.job.state, h.job.attempt, h.attempts), ("queued", 0, []))
+        untouched = self.c.jobs.get(other.id)
+        self.assertEqual((untouched.job.state, untouched.job.attempt, untouched.attempts), ("queued", 0, []))
         s = w.stats
         self.assertEqual((s.claimed, s.completed, s.failed, s.stale, s.errors), (5, 4, 1, 0, 0))
         self.assertEqual(sorted(seen), ["add"] * 3 + ["upper"] * 2)
