@@ -154,14 +154,15 @@ class WorkerTest(unittest.TestCase):
         return self.c.jobs.get(job_id).job.state
 
     def test_heartbeats_keep_a_long_job(self) -> None:
-        """The handler runs 2.5 s under a 1 s lease: only the heartbeats
-        (every 0.25 s) keep recovery (every second) from taking it back."""
-        w = Worker(self.c, self.queue, lease_ms=1000, heartbeat_every=0.25, wait_ms=500)
+        """The handler runs 3 s under a 1.5 s lease: only the heartbeats
+        (every 0.3 s) keep the attempt current; without them it would be
+        stale from 1.5 s on, and recovered within a second after."""
+        w = Worker(self.c, self.queue, lease_ms=1500, heartbeat_every=0.3, wait_ms=500)
         stopped: List[bool] = []
 
         @w.handler("slow")
         def slow(ctx: JobContext) -> str:
-            stopped.append(ctx.stopped.wait(2.5))
+            stopped.append(ctx.stopped.wait(3.0))
             ctx.progress(stage="done")
             return "slept"
 
@@ -173,12 +174,13 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual((h.job.state, h.job.attempt, h.job.output, len(h.attempts)), ("succeeded", 1, "slept", 1))
 
     def test_stale_attempt_stops_the_handler(self) -> None:
-        """The worker heartbeats only after 4 s, past its 300 ms lease:
-        recovery takes the job back and B claims it; the heartbeat is refused
-        as stale, the handler sees ``stopped`` (reason stale), and the
-        worker's completion is refused and counted stale, never as
-        success. B's completion stands."""
-        w = Worker(self.c, self.queue, owner="A", lease_ms=300, heartbeat_every=4.0, wait_ms=500)
+        """The worker heartbeats only after 1 s, past its 300 ms lease: the
+        heartbeat is refused as stale (the lease expired, and recovery may
+        have given the job to B already), the handler sees ``stopped``
+        (reason stale), and the worker's completion is refused and counted
+        stale, never as success. B claims the job after recovery, and B's
+        completion stands."""
+        w = Worker(self.c, self.queue, owner="A", lease_ms=300, heartbeat_every=1.0, wait_ms=500)
         seen: Dict[str, Any] = {}
         started = threading.Event()
 
