@@ -1,17 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fenced/fenced/internal/testdb"
 )
@@ -22,53 +17,6 @@ import (
 // completion after a takeover is refused with 409 stale_fence, on a queue
 // of its own that it leaves with nothing queued or running; against a
 // server that wants a token it does not have, it exits 1 saying so.
-
-// python3 finds the interpreter: the test is skipped without one, except
-// under CI=true where that fails it.
-func python3(t *testing.T) string {
-	t.Helper()
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("python3 is required under CI=true: %v", err)
-		}
-		t.Skipf("python3 not found: %v", err)
-	}
-	return py
-}
-
-// pyRun is one run of python3 with args and the environment env (besides
-// this process's): its stdout, stderr and exit code.
-type pyRun struct {
-	stdout, stderr string
-	code           int
-}
-
-// runPython runs python3 with args in a temporary directory and returns
-// how it went; it must end within a minute.
-func runPython(t *testing.T, env []string, args ...string) pyRun {
-	t.Helper()
-	py := python3(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, py, args...)
-	cmd.Dir = t.TempDir() // no __pycache__ next to the script
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "FENCED_TOKEN=", "FENCED_URL=")
-	cmd.Env = append(cmd.Env, env...)
-	var stderr syncBuf
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var exit *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("python3 %s did not end within a minute\nstdout: %s\nstderr: %s", strings.Join(args, " "), out, stderr.String())
-	case errors.As(err, &exit):
-		return pyRun{string(out), stderr.String(), exit.ExitCode()}
-	case err != nil:
-		t.Fatalf("python3 %s: %v", strings.Join(args, " "), err)
-	}
-	return pyRun{string(out), stderr.String(), 0}
-}
 
 // workerScript is the absolute path of examples/python/worker.py.
 func workerScript(t *testing.T) string {

@@ -1,0 +1,295 @@
+"""Jobs: a fenced job queue.
+
+A job is enqueued ``queued``; a claim makes it ``running`` under a lease of
+``lease_ms`` with the attempt's fence. The worker heartbeats to extend the
+lease, and ends the attempt with complete, fail or snooze -- each naming the
+fence. Once the lease expires the server's maintenance takes the job back
+(recovery) and another worker may claim it with the next fence; every write
+of the old attempt then raises :class:`StaleError` and changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
+
+from ._wire import db_time, format_time, parse_time, seg
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["Job", "JobAttempt", "JobHistory", "JobPage", "Heartbeat", "JobWrite", "Jobs", "DEFAULT_LEASE_MS"]
+
+DEFAULT_LEASE_MS = 30000
+
+
+@dataclass
+class Job:
+    """A job as the server holds it. ``args``, ``output`` and ``progress`` are
+    decoded JSON. ``attempt`` counts the attempts started (the running one
+    included); ``fence`` is the last attempt's, which a claim grants and
+    every write of that attempt must carry. ``existing`` is set on an
+    enqueue that matched an earlier job's idempotency key."""
+
+    id: int
+    kind: str
+    args: Any = None
+    queue: str = "default"
+    priority: int = 0
+    state: str = "queued"
+    attempt: int = 0
+    max_attempts: int = 0
+    fence: int = 0
+    owner: str = ""
+    run_at: Optional[datetime] = None
+    lease_expires_at: Optional[datetime] = None
+    cancel_requested: bool = False
+    output: Any = None
+    error: str = ""
+    progress: Any = None
+    idempotency_key: str = ""
+    concurrency_key: str = ""
+    sequence_key: str = ""
+    sequence_continue_on_failed: bool = False
+    created_at: Optional[datetime] = None
+    attempted_at: Optional[datetime] = None
+    finished_at: Optional[datetime] = None
+    existing: bool = False
+    db_time: Optional[datetime] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_json(cls, b: Mapping[str, Any]) -> "Job":
+        return cls(
+            id=int(b["id"]),
+            kind=str(b.get("kind", "")),
+            args=b.get("args"),
+            queue=str(b.get("queue", "")),
+            priority=int(b.get("priority", 0)),
+            state=str(b.get("state", "")),
+            attempt=int(b.get("attempt", 0)),
+            max_attempts=int(b.get("max_attempts", 0)),
+            fence=int(b.get("fence", 0)),
+            owner=str(b.get("owner", "")),
+            run_at=parse_time(b.get("run_at")),
+            lease_expires_at=parse_time(b.get("lease_expires_at")),
+            cancel_requested=bool(b.get("cancel_requested", False)),
+            output=b.get("output"),
+            error=str(b.get("error") or ""),
+            progress=b.get("progress"),
+            idempotency_key=str(b.get("idempotency_key") or ""),
+            concurrency_key=str(b.get("concurrency_key") or ""),
+            sequence_key=str(b.get("sequence_key") or ""),
+            sequence_continue_on_failed=bool(b.get("sequence_continue_on_failed", False)),
+            created_at=parse_time(b.get("created_at")),
+            attempted_at=parse_time(b.get("attempted_at")),
+            finished_at=parse_time(b.get("finished_at")),
+            existing=bool(b.get("existing", False)),
+            db_time=db_time(b),
+            raw=dict(b),
+        )
+
+
+@dataclass
+class JobAttempt:
+    """One attempt of a job: its fence and owner, when it started and ended,
+    its outcome and error."""
+
+    attempt: int
+    fence: int
+    owner: str
+    started_at: Optional[datetime]
+    ended_at: Optional[datetime]
+    outcome: str
+    error: str
+
+    @classmethod
+    def from_json(cls, b: Mapping[str, Any]) -> "JobAttempt":
+        return cls(attempt=int(b.get("attempt", 0)), fence=int(b.get("fence", 0)), owner=str(b.get("owner", "")),
+                   started_at=parse_time(b.get("started_at")), ended_at=parse_time(b.get("ended_at")),
+                   outcome=str(b.get("outcome") or ""), error=str(b.get("error") or ""))
+
+
+@dataclass
+class JobHistory:
+    """A job and its attempts, oldest first."""
+
+    job: Job
+    attempts: List[JobAttempt]
+
+
+@dataclass
+class JobPage:
+    """One page of a job list; ``next_after`` is the ``after`` of the next
+    page, None on the last."""
+
+    jobs: List[Job]
+    next_after: Optional[int]
+
+
+@dataclass
+class Heartbeat:
+    """A heartbeat's answer: the attempt's new lease expiry and whether the
+    job was asked to cancel (the handler should stop; its final fail ends
+    the job cancelled)."""
+
+    id: int
+    fence: int
+    lease_expires_at: Optional[datetime]
+    cancel_requested: bool
+    db_time: Optional[datetime] = None
+
+
+@dataclass
+class JobWrite:
+    """The answer of a complete, fail, snooze or progress: the attempt it
+    applied to and the database time it was decided at."""
+
+    id: int
+    fence: int
+    db_time: Optional[datetime] = None
+
+
+def _write(b: Mapping[str, Any]) -> JobWrite:
+    return JobWrite(id=int(b.get("id", 0)), fence=int(b.get("fence", 0)), db_time=db_time(b))
+
+
+class Jobs:
+    """The job API of a :class:`Client` (``client.jobs``)."""
+
+    def __init__(self, client: "Client") -> None:
+        self._c = client
+
+    def enqueue(
+        self,
+        kind: str,
+        args: Any = None,
+        *,
+        queue: Optional[str] = None,
+        priority: Optional[int] = None,
+        run_at: Optional[datetime] = None,
+        delay_ms: Optional[int] = None,
+        max_attempts: Optional[int] = None,
+        idempotency_key: Optional[str] = None,
+        concurrency_key: Optional[str] = None,
+        sequence_key: Optional[str] = None,
+        sequence_continue_on_failed: bool = False,
+    ) -> Job:
+        """Enqueue a job of ``kind`` with ``args`` (any JSON value; None is
+        ``{}``) in ``queue`` (default ``"default"``). ``priority`` 0 runs
+        first; ``run_at`` or ``delay_ms`` (not both) hold it back;
+        ``max_attempts`` defaults to the server's. With ``idempotency_key``
+        an enqueue that matches an earlier job returns that job with
+        ``existing`` set. ``concurrency_key`` and ``sequence_key`` are the
+        server's per-key limits and ordering (docs/design.md §6.10)."""
+        body: Dict[str, Any] = {"kind": kind, "args": {} if args is None else args}
+        if run_at is not None:
+            body["run_at"] = format_time(run_at)
+        for k, v in (("queue", queue), ("priority", priority), ("delay_ms", delay_ms),
+                     ("max_attempts", max_attempts), ("idempotency_key", idempotency_key),
+                     ("concurrency_key", concurrency_key), ("sequence_key", sequence_key)):
+            if v is not None:
+                body[k] = v
+        if sequence_continue_on_failed:
+            body["sequence_continue_on_failed"] = True
+        return Job.from_json(self._c.request("POST", "/v1/jobs", body))
+
+    def get(self, job_id: int) -> JobHistory:
+        """The job and its attempts; :class:`NotFoundError` when there is no
+        such job."""
+        b = self._c.request("GET", "/v1/jobs/%d" % job_id)
+        job = Job.from_json(dict(b["job"], db_time=b.get("db_time")))
+        return JobHistory(job=job, attempts=[JobAttempt.from_json(a) for a in b.get("attempts") or []])
+
+    def list(self, *, state: Optional[str] = None, queue: Optional[str] = None, kind: Optional[str] = None,
+             limit: Optional[int] = None, after: Optional[int] = None) -> JobPage:
+        """One page of jobs by id, filtered by state, queue and kind; pass the
+        page's ``next_after`` as ``after`` for the next one."""
+        b = self._c.request("GET", "/v1/jobs", query={"state": state, "queue": queue, "kind": kind,
+                                                       "limit": limit, "after": after})
+        nxt = b.get("next_after")
+        return JobPage(jobs=[Job.from_json(j) for j in b.get("jobs") or []], next_after=None if nxt is None else int(nxt))
+
+    def iter(self, *, state: Optional[str] = None, queue: Optional[str] = None,
+             kind: Optional[str] = None) -> Iterator[Job]:
+        """Every job matching the filters, page after page."""
+        after: Optional[int] = None
+        while True:
+            page = self.list(state=state, queue=queue, kind=kind, after=after)
+            yield from page.jobs
+            if page.next_after is None:
+                return
+            after = page.next_after
+
+    def claim(self, queue: str, owner: str, *, kinds: Optional[Iterable[str]] = None, limit: int = 1,
+              lease_ms: int = DEFAULT_LEASE_MS, wait_ms: int = 0) -> List[Job]:
+        """Claim up to ``limit`` runnable jobs of ``queue`` for ``owner``, each
+        running under a lease of ``lease_ms`` with its new fence. With
+        ``kinds``, only jobs of those kinds are claimed (a job of another kind
+        stays queued for a worker that runs it); without, every kind. When
+        none is runnable the server waits up to ``wait_ms`` (it caps the wait,
+        at 30 s by default) for one; an empty list means none came."""
+        body: Dict[str, Any] = {"owner": owner, "limit": limit, "lease_ms": lease_ms, "wait_ms": wait_ms}
+        if kinds is not None:
+            ks: Sequence[str] = sorted(set(kinds))
+            if ks:
+                body["kinds"] = list(ks)
+        b = self._c.request("POST", "/v1/queues/%s/claim" % seg(queue), body,
+                            timeout=self._c.timeout + wait_ms / 1000.0)
+        t = b.get("db_time")
+        return [Job.from_json(dict(j, db_time=t)) for j in b.get("jobs") or []]
+
+    def heartbeat(self, job_id: int, fence: int, lease_ms: int = DEFAULT_LEASE_MS) -> Heartbeat:
+        """Extend the attempt's lease to ``lease_ms`` from the database's now.
+        Raises :class:`StaleError` when the attempt is no longer current (its
+        lease expired and recovery took the job back, or it ended)."""
+        b = self._c.request("POST", "/v1/jobs/%d/heartbeat" % job_id, {"fence": fence, "lease_ms": lease_ms})
+        return Heartbeat(id=int(b.get("id", job_id)), fence=int(b.get("fence", fence)),
+                         lease_expires_at=parse_time(b.get("lease_expires_at")),
+                         cancel_requested=bool(b.get("cancel_requested", False)), db_time=db_time(b))
+
+    def progress(self, job_id: int, fence: int, stage: Optional[str] = None,
+                 counters: Optional[Mapping[str, int]] = None) -> JobWrite:
+        """Record the attempt's progress (a stage name, integer counters); the
+        job shows the last report while it runs. :class:`StaleError` when the
+        attempt is no longer current."""
+        body: Dict[str, Any] = {"fence": fence}
+        if stage is not None:
+            body["stage"] = stage
+        if counters is not None:
+            body["counters"] = dict(counters)
+        return _write(self._c.request("POST", "/v1/jobs/%d/progress" % job_id, body))
+
+    def complete(self, job_id: int, fence: int, output: Any = None) -> JobWrite:
+        """End the attempt as succeeded with ``output`` (any JSON value; None
+        stores none). Raises :class:`StaleError` when the attempt is no
+        longer current -- the job is someone else's now: never treat that as
+        success."""
+        return _write(self._c.request("POST", "/v1/jobs/%d/complete" % job_id, {"fence": fence, "output": output}))
+
+    def fail(self, job_id: int, fence: int, error: str, *, retry_in_ms: Optional[int] = None,
+             discard: bool = False) -> JobWrite:
+        """End the attempt as failed with ``error``: the job is queued again
+        after ``retry_in_ms`` (default: the server's backoff) unless it is out
+        of attempts, ``discard`` is set, or it was asked to cancel (then it
+        ends cancelled). :class:`StaleError` when no longer current."""
+        body: Dict[str, Any] = {"fence": fence, "error": error}
+        if retry_in_ms is not None:
+            body["retry_in_ms"] = retry_in_ms
+        if discard:
+            body["discard"] = True
+        return _write(self._c.request("POST", "/v1/jobs/%d/fail" % job_id, body))
+
+    def snooze(self, job_id: int, fence: int, delay_ms: int) -> JobWrite:
+        """End the attempt without a failure; the job runs again after
+        ``delay_ms``. :class:`StaleError` when no longer current."""
+        return _write(self._c.request("POST", "/v1/jobs/%d/snooze" % job_id, {"fence": fence, "delay_ms": delay_ms}))
+
+    def cancel(self, job_id: int) -> Job:
+        """Cancel a queued job at once, or ask a running one to stop (its
+        worker learns it at its next heartbeat). :class:`JobStateError` when
+        the job already finished."""
+        return Job.from_json(self._c.request("POST", "/v1/jobs/%d/cancel" % job_id, {}))
+
+

@@ -1,0 +1,237 @@
+"""The job queue, a takeover's stale completion, and the worker, against a
+live fenced serve (whose maintenance recovers expired attempts every
+second)."""
+
+from __future__ import annotations
+
+import threading
+import unittest
+from typing import Any, Dict, List, Optional
+
+from fenced_client import JobContext, JobStateError, NotFoundError, StaleError, Worker
+
+from live import client, eventually, unique
+
+
+class JobTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.c = client()
+        self.queue = unique("q")
+
+    def state(self, job_id: int) -> str:
+        return self.c.jobs.get(job_id).job.state
+
+    def test_enqueue_claim_complete(self) -> None:
+        key = unique("welcome-ann")  # idempotency keys are server-wide, not per queue
+        j = self.c.jobs.enqueue("email", {"to": "ann"}, queue=self.queue, idempotency_key=key, max_attempts=3)
+        self.assertEqual((j.kind, j.args, j.queue, j.state, j.existing, j.max_attempts),
+                         ("email", {"to": "ann"}, self.queue, "queued", False, 3))
+        again = self.c.jobs.enqueue("email", {"to": "ann"}, queue=self.queue, idempotency_key=key)
+        self.assertEqual((again.id, again.existing), (j.id, True))
+        other = self.c.jobs.enqueue("sms", queue=self.queue)
+        self.assertEqual(other.args, {})
+        got = self.c.jobs.claim(self.queue, "w1", kinds=["email"], limit=10, lease_ms=30000)
+        self.assertEqual([x.id for x in got], [j.id])
+        (job,) = got
+        self.assertEqual((job.state, job.attempt, job.owner), ("running", 1, "w1"))
+        hb = self.c.jobs.heartbeat(job.id, job.fence, lease_ms=30000)
+        self.assertEqual((hb.id, hb.fence, hb.cancel_requested), (job.id, job.fence, False))
+        self.c.jobs.progress(job.id, job.fence, stage="sending", counters={"sent": 1})
+        self.assertEqual(self.c.jobs.get(job.id).job.progress["stage"], "sending")
+        done = self.c.jobs.complete(job.id, job.fence, {"sent": True})
+        self.assertEqual((done.id, done.fence), (job.id, job.fence))
+        h = self.c.jobs.get(job.id)
+        self.assertEqual((h.job.state, h.job.output, len(h.attempts)), ("succeeded", {"sent": True}, 1))
+        self.assertEqual(h.attempts[0].fence, job.fence)
+        page = self.c.jobs.list(queue=self.queue, state="queued")
+        self.assertEqual([x.id for x in page.jobs], [other.id])
+        self.assertEqual(sorted(x.id for x in self.c.jobs.iter(queue=self.queue)), sorted([j.id, other.id]))
+        self.assertEqual(self.c.jobs.cancel(other.id).state, "cancelled")
+        with self.assertRaises(JobStateError) as conflict:
+            self.c.jobs.cancel(j.id)
+        self.assertEqual((conflict.exception.status, conflict.exception.code), (409, "conflict"))
+        with self.assertRaises(NotFoundError):
+            self.c.jobs.get(10**12)
+
+    def test_fail_and_snooze(self) -> None:
+        j = self.c.jobs.enqueue("flaky", queue=self.queue, max_attempts=5)
+        (a1,) = self.c.jobs.claim(self.queue, "w1")
+        self.c.jobs.fail(a1.id, a1.fence, "boom", retry_in_ms=0)
+        h = self.c.jobs.get(j.id)
+        self.assertEqual((h.job.state, h.job.error, h.attempts[0].error), ("queued", "boom", "boom"))
+        (a2,) = eventually("the retry is claimable", lambda: self.c.jobs.claim(self.queue, "w1"))
+        self.assertEqual(a2.fence, a1.fence + 1)
+        with self.assertRaises(StaleError):
+            self.c.jobs.complete(a1.id, a1.fence)  # the first attempt's fence
+        self.c.jobs.snooze(a2.id, a2.fence, delay_ms=0)
+        (a3,) = eventually("the snoozed job is claimable", lambda: self.c.jobs.claim(self.queue, "w1"))
+        self.c.jobs.fail(a3.id, a3.fence, "give up", discard=True)
+        self.assertEqual(self.state(j.id), "failed")
+
+    def test_stale_completion_after_takeover(self) -> None:
+        """A claims with a short lease and stalls without heartbeats; the
+        server's recovery takes the job back and B claims it with the next
+        fence; A's completion is refused as stale and changes nothing, B's
+        stands."""
+        j = self.c.jobs.enqueue("report", {"n": 1}, queue=self.queue)
+        (a,) = self.c.jobs.claim(self.queue, "A", lease_ms=200)
+        b_jobs = eventually("recovery gives the job to B",
+                            lambda: self.c.jobs.claim(self.queue, "B", lease_ms=30000, wait_ms=1000))
+        (b,) = b_jobs
+        self.assertEqual((b.id, b.fence, b.attempt, b.owner), (j.id, a.fence + 1, 2, "B"))
+        with self.assertRaises(StaleError) as stale:
+            self.c.jobs.complete(a.id, a.fence, {"by": "A"})
+        e = stale.exception
+        self.assertEqual((e.status, e.code, e.kind, e.name), (409, "stale_fence", "job", str(j.id)))
+        self.assertEqual((e.your_fence, e.current_fence, e.current_owner), (a.fence, b.fence, "B"))
+        with self.assertRaises(StaleError):
+            self.c.jobs.heartbeat(a.id, a.fence)
+        with self.assertRaises(StaleError):
+            self.c.jobs.fail(a.id, a.fence, "late")
+        self.assertEqual(self.state(j.id), "running")  # A's writes changed nothing
+        self.c.jobs.complete(b.id, b.fence, {"by": "B"})
+        h = self.c.jobs.get(j.id)
+        self.assertEqual((h.job.state, h.job.output, h.job.fence), ("succeeded", {"by": "B"}, b.fence))
+
+
+class WorkerTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.c = client()
+        self.queue = unique("wq")
+
+    def run_until(self, w: Worker, what: str, done: Any, timeout: float = 20.0) -> None:
+        t = w.start()
+        try:
+            eventually(what, done, timeout=timeout)
+        finally:
+            w.stop()
+            t.join(30)
+        self.assertFalse(t.is_alive(), "the worker did not stop")
+
+    def test_two_kinds_and_not_a_third(self) -> None:
+        w = Worker(self.c, self.queue, owner="py-two-kinds", concurrency=3, lease_ms=5000, wait_ms=500)
+        seen: List[str] = []
+        lock = threading.Lock()
+
+        @w.handler("add")
+        def add(ctx: JobContext) -> Any:
+            with lock:
+                seen.append("add")
+            return {"sum": ctx.args["a"] + ctx.args["b"], "fence": ctx.fence}
+
+        def upper(ctx: JobContext) -> Any:
+            with lock:
+                seen.append("upper")
+            if ctx.args.get("fail"):
+                raise ValueError("cannot upper %r" % ctx.args["s"])
+            return ctx.args["s"].upper()
+
+        w.register("upper", upper)
+        self.assertEqual(w.kinds, ["add", "upper"])
+        other = self.c.jobs.enqueue("invoice", {"order": 1}, queue=self.queue)  # first in claim order
+        adds = [self.c.jobs.enqueue("add", {"a": i, "b": 10}, queue=self.queue) for i in range(3)]
+        up = self.c.jobs.enqueue("upper", {"s": "abc"}, queue=self.queue)
+        bad = self.c.jobs.enqueue("upper", {"s": "x", "fail": True}, queue=self.queue, max_attempts=1)
+
+        def finished() -> bool:
+            return all(self.state(j.id) in ("succeeded", "failed") for j in adds + [up, bad])
+
+        self.run_until(w, "the add and upper jobs end", finished)
+        for i, j in enumerate(adds):
+            h = self.c.jobs.get(j.id).job
+            self.assertEqual((h.state, h.output, h.owner), ("succeeded", {"sum": i + 10, "fence": h.fence}, "py-two-kinds"))
+        self.assertEqual(self.c.jobs.get(up.id).job.output, "ABC")
+        b = self.c.jobs.get(bad.id).job
+        self.assertEqual(b.state, "failed")
+        self.assertIn("ValueError: cannot upper 'x'", b.error)
+        untouched = self.c.jobs.get(other.id)
+        self.assertEqual((untouched.job.state, untouched.job.attempt, untouched.attempts), ("queued", 0, []))
+        s = w.stats
+        self.assertEqual((s.claimed, s.completed, s.failed, s.stale, s.errors), (5, 4, 1, 0, 0))
+        self.assertEqual(sorted(seen), ["add"] * 3 + ["upper"] * 2)
+
+    def state(self, job_id: int) -> str:
+        return self.c.jobs.get(job_id).job.state
+
+    def test_heartbeats_keep_a_long_job(self) -> None:
+        """The handler runs 3 s under a 1.5 s lease: only the heartbeats
+        (every 0.3 s) keep the attempt current; without them it would be
+        stale from 1.5 s on, and recovered within a second after."""
+        w = Worker(self.c, self.queue, lease_ms=1500, heartbeat_every=0.3, wait_ms=500)
+        stopped: List[bool] = []
+
+        @w.handler("slow")
+        def slow(ctx: JobContext) -> str:
+            stopped.append(ctx.stopped.wait(3.0))
+            ctx.progress(stage="done")
+            return "slept"
+
+        j = self.c.jobs.enqueue("slow", queue=self.queue)
+        stats = w.run(max_jobs=1)
+        self.assertEqual(stopped, [False])
+        self.assertEqual((stats.completed, stats.stale), (1, 0))
+        h = self.c.jobs.get(j.id)
+        self.assertEqual((h.job.state, h.job.attempt, h.job.output, len(h.attempts)), ("succeeded", 1, "slept", 1))
+
+    def test_stale_attempt_stops_the_handler(self) -> None:
+        """The worker heartbeats only after 1 s, past its 300 ms lease: the
+        heartbeat is refused as stale (the lease expired, and recovery may
+        have given the job to B already), the handler sees ``stopped``
+        (reason stale), and the worker's completion is refused and counted
+        stale, never as success. B claims the job after recovery, and B's
+        completion stands."""
+        w = Worker(self.c, self.queue, owner="A", lease_ms=300, heartbeat_every=1.0, wait_ms=500)
+        seen: Dict[str, Any] = {}
+        started = threading.Event()
+
+        @w.handler("report")
+        def report(ctx: JobContext) -> Any:
+            seen["fence"] = ctx.fence
+            started.set()
+            seen["stopped"] = ctx.stopped.wait(20)
+            seen["reason"] = ctx.stop_reason
+            return {"by": "A"}
+
+        j = self.c.jobs.enqueue("report", queue=self.queue)
+        t = threading.Thread(target=lambda: seen.setdefault("stats", w.run(max_jobs=1)))
+        t.start()
+        try:
+            self.assertTrue(started.wait(15), "the worker never ran the job")
+            (b,) = eventually("recovery gives the job to B",
+                              lambda: self.c.jobs.claim(self.queue, "B", lease_ms=30000, wait_ms=500))
+        finally:
+            t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertEqual((seen["stopped"], seen["reason"]), (True, "stale"))
+        self.assertEqual(b.fence, seen["fence"] + 1)
+        stats = seen["stats"]
+        self.assertEqual((stats.completed, stats.failed, stats.stale), (0, 0, 1))
+        self.assertEqual(self.state(j.id), "running")
+        self.c.jobs.complete(b.id, b.fence, {"by": "B"})
+        h = self.c.jobs.get(j.id).job
+        self.assertEqual((h.state, h.output, h.owner), ("succeeded", {"by": "B"}, "B"))
+
+    def test_cancel_stops_the_handler(self) -> None:
+        w = Worker(self.c, self.queue, lease_ms=5000, heartbeat_every=0.2, wait_ms=500)
+        started = threading.Event()
+        reason: List[Optional[str]] = []
+
+        @w.handler("long")
+        def long(ctx: JobContext) -> None:
+            started.set()
+            ctx.stopped.wait(20)
+            reason.append(ctx.stop_reason)
+            ctx.raise_if_stopped()
+
+        j = self.c.jobs.enqueue("long", queue=self.queue)
+        t = w.start(max_jobs=1)
+        self.assertTrue(started.wait(15))
+        self.assertTrue(self.c.jobs.cancel(j.id).cancel_requested)
+        t.join(30)
+        self.assertEqual(reason, ["cancelled"])
+        self.assertEqual(w.stats.cancelled, 1)
+        self.assertEqual(self.state(j.id), "cancelled")
+
+
+if __name__ == "__main__":
+    unittest.main()
