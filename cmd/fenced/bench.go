@@ -27,7 +27,11 @@ completion guarded by it, the attempt recorded in the history.
 
 Burn-down (the default) inserts --jobs jobs, a thousand per statement, timed
 on their own; then starts workers running --workers jobs at once and times
-them from their start until every job succeeded. With --duration, a producer
+them from their start until every job succeeded. On PostgreSQL it adds the
+database work per job while the workers worked: the WAL written, the
+statements and round trips the pool sent, and, when the database has the
+pg_walinspect extension, the WAL's row writes (HOT updates among them),
+row locks and index inserts. The WAL is the whole server's. With --duration, a producer
 keeps a backlog of jobs inserted while the workers work, and the run reports
 the jobs worked and inserted a second over that time. With --rate as well,
 a producer offers that many jobs a second whatever the backlog (above the

@@ -15,7 +15,7 @@ func TestBenchBurnDown(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 		last := lines[len(lines)-1]
-		if !regexp.MustCompile(`^bench: burn-down 300 jobs in [0-9.]+s = [0-9]+ jobs/s \(insert [0-9]+ jobs/s\)(, WAL [0-9]+ bytes/job)? backend=(sqlite|postgres) workers=30`).MatchString(last) {
+		if !regexp.MustCompile(`^bench: burn-down 300 jobs in [0-9.]+s = [0-9]+ jobs/s \(insert [0-9]+ jobs/s\)(, WAL [0-9]+ bytes/job, [0-9]+ statements in [0-9]+ round trips \([0-9.]+ a job\)(, [0-9.]+ row writes/job \([0-9.]+ HOT\), [0-9.]+ row locks, [0-9.]+ index inserts)?)? backend=(sqlite|postgres) workers=30`).MatchString(last) {
 			t.Fatalf("summary %q", last)
 		}
 		for _, l := range lines[:len(lines)-1] { // progress, one plain line each: not a terminal

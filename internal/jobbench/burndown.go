@@ -30,7 +30,7 @@ func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("insert: %w", err)
 	}
 
-	wal0 := b.db.walPosition(ctx)
+	mark0 := b.db.mark(ctx)
 	ws, err := b.startWorkers(ctx)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 	start := time.Now()
 	rep = b.report("work", n, func() int64 { return ws.stats().Succeeded }, nil)
 	end, err := waitWorked(ctx, ws, n)
-	wal1 := b.db.walPosition(ctx)
+	mark1 := b.db.mark(ctx)
 	rep.stop()
 	ws.stop()
 	if err != nil {
@@ -49,7 +49,8 @@ func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 	res.JobsPerSec = rate(n, res.Seconds)
 	res.Inserted, res.InsertSeconds = n, insertTime.Seconds()
 	res.InsertPerSec = rate(n, res.InsertSeconds)
-	res.WALPerJob = walPerJob(wal0, wal1, n)
+	res.WALPerJob = walPerJob(mark0.wal, mark1.wal, n)
+	res.DBWork = b.db.dbWork(ctx, mark0, mark1, n)
 	return res, nil
 }
 

@@ -29,6 +29,7 @@ type benchDB struct {
 	backend string // "postgres", "mysql" or "sqlite"
 	pool    int    // PostgreSQL or MySQL pool size; 0 on SQLite
 	tmpDir  string
+	stmts   *statementCounter // the PostgreSQL pool's statements; nil elsewhere
 }
 
 // openDB opens and migrates the database; an empty url makes a fresh SQLite
@@ -48,7 +49,7 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 		rawURL = withPoolSize(rawURL, poolConns)
 	}
 	var err error
-	if db.d, err = fenced.OpenDriver(ctx, rawURL); err != nil {
+	if db.d, err = db.open(ctx, rawURL); err != nil {
 		db.close()
 		return nil, err
 	}
@@ -71,6 +72,25 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 		return nil, err
 	}
 	return db, nil
+}
+
+// open opens the driver; on PostgreSQL with a statement counter on its
+// pool.
+func (db *benchDB) open(ctx context.Context, rawURL string) (driver.Driver, error) {
+	if dburl.Backend(rawURL) != "postgres" {
+		return fenced.OpenDriver(ctx, rawURL)
+	}
+	cfg, err := pgdriver.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	db.stmts = &statementCounter{}
+	cfg.ConnConfig.Tracer = db.stmts
+	d, err := pgdriver.OpenConfig(ctx, cfg)
+	if err != nil {
+		return nil, err // a nil Driver, not a typed nil
+	}
+	return d, nil
 }
 
 // withPoolSize sets pool_max_conns to n unless the URL sets it or n is 0.

@@ -118,6 +118,14 @@ func TestBurnDownCleansUpOnlyItsJobs(t *testing.T) {
 			if db.backend != "postgres" && res.WALPerJob != 0 {
 				t.Fatalf("WAL per job %.0f on %s; want none reported", res.WALPerJob, db.backend)
 			}
+			// 500 jobs take at least one claim and one end statement;
+			// claims and ends are batched, so fewer than one of each a job.
+			if w := res.DBWork; db.backend == "postgres" && (w == nil || w.Statements*500 < 2 || w.RoundTrips > w.Statements || w.Statements > 4) {
+				t.Fatalf("database work %+v on PostgreSQL", w)
+			}
+			if db.backend != "postgres" && res.DBWork != nil {
+				t.Fatalf("database work %+v on %s; want none reported", res.DBWork, db.backend)
+			}
 			if n := counts(t, url, DefaultQueue); len(n) != 0 {
 				t.Fatalf("the benchmark's jobs were left behind: %v", n)
 			}

@@ -47,6 +47,8 @@ type Result struct {
 	// whole server's, so run it on a server of its own), in bytes; 0
 	// elsewhere.
 	WALPerJob float64 `json:"wal_bytes_per_job,omitempty"`
+	// DBWork is the rest of a PostgreSQL burn-down's database work per job.
+	DBWork *DBWork `json:"db_work,omitempty"`
 	// The run's concurrency keys, their per-key limit and its sequences
 	// (Options), and what its handlers saw: the most jobs of one key and of
 	// one sequence running at once, and sequence jobs started before an
@@ -79,6 +81,13 @@ func (r *Result) String() string {
 			r.Jobs, r.Seconds, r.JobsPerSec, r.InsertPerSec)
 		if r.WALPerJob > 0 {
 			fmt.Fprintf(&b, ", WAL %.0f bytes/job", r.WALPerJob)
+		}
+		if w := r.DBWork; w != nil {
+			n := float64(r.Jobs)
+			fmt.Fprintf(&b, ", %.0f statements in %.0f round trips (%.3f a job)", w.Statements*n, w.RoundTrips*n, w.Statements)
+			if w.WALRecords {
+				fmt.Fprintf(&b, ", %.2f row writes/job (%.2f HOT), %.2f row locks, %.2f index inserts", w.RowWrites, w.HOTUpdates, w.RowLocks, w.IndexInserts)
+			}
 		}
 	case Wakeup:
 		fmt.Fprintf(&b, "bench: wake-up of an idle worker, %d single jobs", r.Jobs)
