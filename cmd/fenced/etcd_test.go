@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -109,6 +111,16 @@ func TestEtcdServe(t *testing.T) {
 	s.want(501, "GET", "/v1/semaphores", "")
 	if code, out, _ := s.call("GET", "/healthz", ""); code != 200 || out["status"] != "ok" {
 		t.Fatalf("healthz: %d %v", code, out) // no db_time: etcd has no clock to read
+	}
+	// The dashboard shows the etcd lease, and no job tables.
+	resp, err := http.Get(s.base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "report") || !strings.Contains(string(page), "w1") {
+		t.Fatalf("dashboard on etcd: %d\n%s", resp.StatusCode, page)
 	}
 	s.stop()
 	contains(t, "stderr", s.stderr.String(), "no job maintenance")
