@@ -129,6 +129,7 @@ func TestChaosRefusesValuesItWouldIgnore(t *testing.T) {
 		{"--workers", "0"}, {"--rate", "0"}, {"--rate", "-1"}, {"--duration", "0"}, {"--job-ttl", "0"},
 		{"--pause-every", "-1s"}, {"--kill-every", "-1s"}, {"--conn-kill-every", "-1s"}, {"--clock-skew", "-1s"},
 		{"--workload", "nope"}, {"--workload", ""},
+		{"--restart-command", "pg_ctl -D /x restart"}, // without a restart to run it
 	} {
 		r := c.fails(2, append([]string{"chaos"}, args...)...)
 		contains(t, "stderr", r.stderr, args[0])

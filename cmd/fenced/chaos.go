@@ -17,6 +17,7 @@ type chaosFlags struct {
 	report   string
 	asJSON   bool
 	failover string
+	restart  string
 }
 
 func newChaosCmd(a *app) *cobra.Command {
@@ -67,6 +68,7 @@ gives the same fault schedule. Exits 1 on any anomaly.`,
 	fl.DurationVar(&f.o.KillEvery, "kill-every", d.KillEvery, "mean interval between kills (0: none)")
 	fl.DurationVar(&f.o.ConnKillEvery, "conn-kill-every", d.ConnKillEvery, "mean interval between connection kills (0: none)")
 	fl.BoolVar(&f.o.RestartPostgres, "restart-postgres", false, "restart PostgreSQL once, halfway (pg_ctlcluster)")
+	fl.StringVar(&f.restart, "restart-command", "", "restart PostgreSQL with this command instead of pg_ctlcluster (e.g. 'pg_ctl -D DIR -m fast restart' for a cluster of its own)")
 	fl.StringVar(&f.failover, "failover", "", "instead, run this command once, halfway, to kill the primary of an HA cluster (e.g. 'scripts/ha-cluster kill-primary DIR'); --db names every host with target_session_attrs=read-write")
 	fl.DurationVar(&f.o.ClockSkew, "clock-skew", d.ClockSkew, "largest offset of a worker's clock, either way")
 	fl.StringVar(&f.o.Dir, "dir", "", "keep histories and worker logs in this directory")
@@ -125,6 +127,10 @@ func (a *app) chaos(cmd *cobra.Command, f *chaosFlags) error {
 		o.RestartPostgres = changed(fl.Changed("restart-postgres"), o.RestartPostgres, l.RestartPostgres)
 	}
 	o.Failover = strings.Fields(f.failover)
+	o.RestartCommand = strings.Fields(f.restart)
+	if len(o.RestartCommand) > 0 && !o.RestartPostgres {
+		return usage("--restart-command needs --restart-postgres (or --long)")
+	}
 	o.URL = a.databaseURL()
 	if o.URL == "" {
 		return usage("chaos needs a PostgreSQL database: --db postgres://… or FENCED_DATABASE_URL")
