@@ -14,12 +14,12 @@ type QueuePause = fencedtype.QueuePause
 // job of the queue (the claim statement itself checks for the pause), so
 // workers and long-polling claims get nothing from it and wait as on an
 // empty queue. Jobs already running keep running, heartbeating and ending
-// with their fences; jobs can still be enqueued into the queue. Pausing a
-// paused queue changes nothing: both return the pause as stored, with the
-// time of the first.
-func (c *Client) PauseQueue(ctx context.Context, queue string) (*QueuePause, error) {
+// with their fences; jobs can still be enqueued into the queue. It returns
+// the pause as stored and whether this call paused the queue: pausing a
+// paused queue changes nothing and returns the first pause, with false.
+func (c *Client) PauseQueue(ctx context.Context, queue string) (*QueuePause, bool, error) {
 	if err := validQueue(queue); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	return c.d.PauseQueue(ctx, queue)
 }

@@ -127,14 +127,52 @@ func runPauseQueue(t *testing.T, b Backend) {
 		if first.Queue != "q" || first.PausedAt.IsZero() {
 			t.Fatalf("pause = %+v", first)
 		}
-		again := e.pause(t, "q")
-		if *again != *first {
-			t.Fatalf("pausing again = %+v, want the first pause %+v", again, first)
+		again, stored, err := e.c.PauseQueue(ctx(t), "q")
+		wantNoErr(t, err, "pause again")
+		if stored || *again != *first {
+			t.Fatalf("pausing again = %+v, stored %v; want the first pause %+v, not stored", again, stored, first)
 		}
 		e.wantPauses(t, "q")
 		e.enqueue(t, fenced.EnqueueParams{Kind: "A", Queue: "q"})
 		if got := e.claim(t, "q", "W", 10, long); len(got) != 0 {
 			t.Fatalf("claimed %v from a queue paused twice", ids(got))
+		}
+	})
+	t.Run("ConcurrentPausesStoreOne", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		for round := range 5 {
+			queue := fmt.Sprint("q", round)
+			var wg sync.WaitGroup
+			var stored atomic.Int64
+			pauses := make([]*fenced.QueuePause, 4)
+			for i := range pauses {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p, s, err := e.c.PauseQueue(ctx(t), queue)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					pauses[i] = p
+					if s {
+						stored.Add(1)
+					}
+				}()
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			if stored.Load() != 1 {
+				t.Fatalf("round %d: %d of 4 concurrent pauses stored one, want exactly 1", round, stored.Load())
+			}
+			for _, p := range pauses {
+				if *p != *pauses[0] {
+					t.Fatalf("round %d: concurrent pauses returned %+v and %+v", round, p, pauses[0])
+				}
+			}
 		}
 	})
 	t.Run("NoClaimStartedAfterThePauseTakesAJob", func(t *testing.T) {
@@ -208,7 +246,7 @@ func runPauseQueue(t *testing.T, b Backend) {
 		// Worker polls once an hour, so only a wake-up claims again.
 		cd := &claimCounter{Driver: e.d}
 		c := fenced.New(cd, fenced.Config{})
-		_, err := c.PauseQueue(ctx(t), fenced.DefaultQueue)
+		_, _, err := c.PauseQueue(ctx(t), fenced.DefaultQueue)
 		wantNoErr(t, err, "pause")
 		var ran atomic.Int64
 		w, err := c.NewWorker(fenced.WorkerConfig{PollInterval: time.Hour})
@@ -275,7 +313,7 @@ func runResumeQueue(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		for _, q := range []string{"", "-bad", "a b", string(make([]byte, 101))} {
-			_, err := e.c.PauseQueue(ctx(t), q)
+			_, _, err := e.c.PauseQueue(ctx(t), q)
 			wantInvalid(t, "pause "+q, err)
 			_, err = e.c.ResumeQueue(ctx(t), q)
 			wantInvalid(t, "resume "+q, err)
@@ -301,12 +339,13 @@ func runListQueuePauses(t *testing.T, b Backend) {
 	e.wantPauses(t, "a", "c")
 }
 
+// pause pauses queue, which must not be paused yet.
 func (e *env) pause(t *testing.T, queue string) *fenced.QueuePause {
 	t.Helper()
-	p, err := e.c.PauseQueue(ctx(t), queue)
+	p, stored, err := e.c.PauseQueue(ctx(t), queue)
 	wantNoErr(t, err, "pause queue")
-	if p.Queue != queue {
-		t.Fatalf("pause of %q = %+v", queue, p)
+	if p.Queue != queue || !stored {
+		t.Fatalf("pause of %q = %+v, stored %v; want it stored", queue, p, stored)
 	}
 	return p
 }

@@ -106,8 +106,8 @@ func (d *Driver) ListKeySlots(context.Context, string) ([]fencedtype.KeySlots, e
 }
 
 // PauseQueue implements driver.JobDriver: ErrJobsNotSupported.
-func (d *Driver) PauseQueue(context.Context, string) (*fencedtype.QueuePause, error) {
-	return nil, ErrJobsNotSupported
+func (d *Driver) PauseQueue(context.Context, string) (*fencedtype.QueuePause, bool, error) {
+	return nil, false, ErrJobsNotSupported
 }
 
 // ResumeQueue implements driver.JobDriver: ErrJobsNotSupported.

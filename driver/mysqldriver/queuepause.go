@@ -17,10 +17,11 @@ import (
 // committed before the claim began.
 const queueNotPausedMySQL = `NOT EXISTS (SELECT 1 FROM fenced_queue_pauses p FORCE INDEX (PRIMARY) WHERE p.queue = ?)`
 
-// pauseQueueSQL stores a pause unless there is one (an existing row is
-// left as it is).
-const pauseQueueSQL = `INSERT INTO fenced_queue_pauses (queue, paused_at) VALUES (?, ` + now + `)
-ON DUPLICATE KEY UPDATE paused_at = paused_at`
+// pauseQueueSQL stores a pause unless there is one: an existing row is
+// left as it is, and the statement affects no row (the queue name is
+// validated before, so the only error IGNORE turns into a warning is the
+// duplicate key).
+const pauseQueueSQL = `INSERT IGNORE INTO fenced_queue_pauses (queue, paused_at) VALUES (?, ` + now + `)`
 
 // queuePausesSQL lists the pauses, of one queue when one is given.
 const queuePausesSQL = `SELECT queue, paused_at FROM fenced_queue_pauses WHERE ? = '' OR queue = ? ORDER BY queue`
@@ -34,19 +35,24 @@ func scanQueuePause(r sqldb.Scanner) (fencedtype.QueuePause, error) {
 
 // PauseQueue implements driver.JobDriver: the insert and its read back in
 // one transaction.
-func (d *Driver) PauseQueue(ctx context.Context, queue string) (*fencedtype.QueuePause, error) {
+func (d *Driver) PauseQueue(ctx context.Context, queue string) (*fencedtype.QueuePause, bool, error) {
 	var p fencedtype.QueuePause
-	err := d.inTx(ctx, func(tx *sql.Tx) (err error) {
-		if _, err := tx.ExecContext(ctx, pauseQueueSQL, queue); err != nil {
+	var n int64
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, pauseQueueSQL, queue)
+		if err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err != nil {
 			return err
 		}
 		p, err = sqldb.One(ctx, tx, scanQueuePause, queuePausesSQL, queue, queue)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pause queue %q: %w", queue, err)
+		return nil, false, fmt.Errorf("pause queue %q: %w", queue, err)
 	}
-	return &p, nil
+	return &p, n > 0, nil
 }
 
 // ResumeQueue implements driver.JobDriver. MySQL does not notify: workers

@@ -15,21 +15,23 @@ import (
 const queueNotPausedPG = `NOT EXISTS (SELECT 1 FROM fenced_queue_pauses WHERE queue = $1)`
 
 // pauseQueueSQL stores a pause unless there is one, and returns the stored
-// one either way: the upsert's no-op update returns the existing row (it
-// locks it until the statement's transaction ends, which is this
-// statement).
+// one either way: the upsert's no-op update returns the existing row, also
+// when a concurrent pause inserted it after this statement's snapshot.
+// A row the statement inserted has no xmax; one it updated carries its
+// own transaction id as xmax (the upsert's row lock).
 const pauseQueueSQL = `
 INSERT INTO fenced_queue_pauses AS p (queue, paused_at) VALUES ($1, clock_timestamp())
 ON CONFLICT (queue) DO UPDATE SET paused_at = p.paused_at
-RETURNING p.queue, p.paused_at`
+RETURNING p.queue, p.paused_at, p.xmax = 0`
 
 // PauseQueue implements driver.JobDriver.
-func (d *Driver) PauseQueue(ctx context.Context, queue string) (*fencedtype.QueuePause, error) {
+func (d *Driver) PauseQueue(ctx context.Context, queue string) (*fencedtype.QueuePause, bool, error) {
 	var p fencedtype.QueuePause
-	if err := d.pool.QueryRow(ctx, pauseQueueSQL, queue).Scan(&p.Queue, &p.PausedAt); err != nil {
-		return nil, fmt.Errorf("pause queue %q: %w", queue, err)
+	var stored bool
+	if err := d.pool.QueryRow(ctx, pauseQueueSQL, queue).Scan(&p.Queue, &p.PausedAt, &stored); err != nil {
+		return nil, false, fmt.Errorf("pause queue %q: %w", queue, err)
 	}
-	return &p, nil
+	return &p, stored, nil
 }
 
 // resumeQueueSQL deletes the pause and, when there was one, notifies the

@@ -30,7 +30,7 @@ func TestClaimPauseProbeRunsOncePerStatement(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c.PauseQueue(ctx, "paused"); err != nil {
+	if _, _, err := c.PauseQueue(ctx, "paused"); err != nil {
 		t.Fatal(err)
 	}
 	pool := c.Driver().(*pgdriver.Driver).Pool()

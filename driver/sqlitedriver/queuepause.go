@@ -15,12 +15,13 @@ import (
 // under the one write lock, so a pause that committed before it is seen.
 const queueNotPausedSQLite = `NOT EXISTS (SELECT 1 FROM fenced_queue_pauses WHERE queue = ?1)`
 
-// pauseQueueSQL stores a pause unless there is one, and returns the stored
-// one either way (the no-op update returns the existing row).
-const pauseQueueSQL = `
-INSERT INTO fenced_queue_pauses (queue, paused_us) VALUES (?1, ` + nowUS + `)
-ON CONFLICT (queue) DO UPDATE SET paused_us = paused_us
-RETURNING queue, paused_us`
+// pauseQueueSQL stores a pause unless there is one; the write transaction
+// then reads the pause as stored (queuePauseSQL).
+const (
+	pauseQueueSQL = `INSERT INTO fenced_queue_pauses (queue, paused_us) VALUES (?1, ` + nowUS + `)
+ON CONFLICT (queue) DO NOTHING`
+	queuePauseSQL = `SELECT queue, paused_us FROM fenced_queue_pauses WHERE queue = ?1`
+)
 
 func scanQueuePause(r sqldb.Scanner) (fencedtype.QueuePause, error) {
 	var p fencedtype.QueuePause
@@ -30,17 +31,22 @@ func scanQueuePause(r sqldb.Scanner) (fencedtype.QueuePause, error) {
 	return p, err
 }
 
-// PauseQueue implements driver.JobDriver.
-func (d *Driver) PauseQueue(ctx context.Context, queue string) (*fencedtype.QueuePause, error) {
+// PauseQueue implements driver.JobDriver: the insert and its read back in
+// one write transaction.
+func (d *Driver) PauseQueue(ctx context.Context, queue string) (*fencedtype.QueuePause, bool, error) {
 	var p fencedtype.QueuePause
+	var n int64
 	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
-		p, err = sqldb.One(ctx, tx, scanQueuePause, pauseQueueSQL, queue)
+		if n, err = sqldb.Exec(ctx, tx, pauseQueueSQL, queue); err != nil {
+			return err
+		}
+		p, err = sqldb.One(ctx, tx, scanQueuePause, queuePauseSQL, queue)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pause queue %q: %w", queue, err)
+		return nil, false, fmt.Errorf("pause queue %q: %w", queue, err)
 	}
-	return &p, nil
+	return &p, n > 0, nil
 }
 
 // ResumeQueue implements driver.JobDriver. SQLite does not notify:
