@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
@@ -82,5 +83,56 @@ func TestClaimPauseProbeRunsOncePerStatement(t *testing.T) {
 			}
 		}
 		t.Logf("%s on a paused queue:\n%s", s.name, text)
+	}
+}
+
+// TestResumeNotifiesOtherClients: a resume notifies the queue as an enqueue
+// does, so the idle worker of another Client, polling once an hour, runs
+// the queue's job at once.
+func TestResumeNotifiesOtherClients(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url := testdb.Postgres(t)
+	open := func() *fenced.Client {
+		c, err := fenced.Open(ctx, url, fenced.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	admin, workers := open(), open()
+	if _, err := admin.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := admin.PauseQueue(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := admin.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "held"}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := workers.NewWorker(fenced.WorkerConfig{Queues: map[string]int{"held": 1}, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	w.Handle("k", func(context.Context, *fenced.JobRun) error { close(done); return nil })
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	select {
+	case <-done:
+		t.Fatal("a job of a paused queue ran")
+	case <-time.After(300 * time.Millisecond): // the worker claimed nothing and waits
+	}
+	if resumed, err := admin.ResumeQueue(ctx, "held"); err != nil || !resumed {
+		t.Fatalf("resume = %v, %v", resumed, err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the other Client's worker was not woken by the resume")
 	}
 }
