@@ -79,6 +79,19 @@ type JobDriver interface {
 	// jobs, by queue and key (see fencedtype.KeySlots); only keyed jobs are
 	// read.
 	ListKeySlots(ctx context.Context, queue string) ([]fencedtype.KeySlots, error)
+
+	// PauseQueue stores a pause of queue, unless it is paused already, and
+	// returns the pause as stored (an earlier pause keeps its time) and
+	// whether this call stored it. Every claim statement that starts after
+	// it returns finds the pause and takes no job of the queue.
+	PauseQueue(ctx context.Context, queue string) (*fencedtype.QueuePause, bool, error)
+	// ResumeQueue deletes the pause of queue in one statement: true when
+	// the queue was paused, false when it was not (nothing changed). A
+	// backend that notifies (JobListener) notifies the queue when it
+	// resumes one, as an enqueue does.
+	ResumeQueue(ctx context.Context, queue string) (bool, error)
+	// ListQueuePauses lists the paused queues by name.
+	ListQueuePauses(ctx context.Context) ([]fencedtype.QueuePause, error)
 }
 
 // EnqueueParams are the inputs of one enqueued job.

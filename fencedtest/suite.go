@@ -129,6 +129,9 @@ func Run(t *testing.T, b Backend) {
 		{"DeleteJobLimit", runDeleteJobLimit},
 		{"ListJobLimits", runListJobLimits},
 		{"ListKeySlots", runListKeySlots},
+		{"PauseQueue", runPauseQueue},
+		{"ResumeQueue", runResumeQueue},
+		{"ListQueuePauses", runListQueuePauses},
 		{"DatabaseTime", runDatabaseTime},
 
 		{"Keeper", runKeeper},

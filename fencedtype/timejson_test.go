@@ -59,6 +59,7 @@ func TestEveryTimeFieldEncodesInTimeLayout(t *testing.T) {
 		Job{ID: 1, Kind: "k", Args: json.RawMessage(`{"a":1}`), State: JobRunning, RunAt: at, LeaseExpiresAt: &at,
 			CreatedAt: at, AttemptedAt: &at, FinishedAt: &at, LastError: "<b>", DecidedAt: at},
 		JobAttempt{Attempt: 1, Fence: 2, Owner: "w", StartedAt: at, EndedAt: &at, Outcome: OutcomeSucceeded},
+		QueuePause{Queue: "q", PausedAt: at},
 	} {
 		out, m := encode(t, v)
 		rt := reflect.TypeOf(v)

@@ -31,6 +31,8 @@ func TestBadInputCreatesNoDatabase(t *testing.T) {
 		{"job", "enqueue", "k", "--priority", "-1"},
 		{"job", "ls", "--limit", "1001"},
 		{"job", "ls", "--state", "bogus"},
+		{"queue", "pause", ""},
+		{"queue", "resume", "q!"},
 	} {
 		c := newCLI(t, "")
 		c.fails(2, args...)

@@ -104,3 +104,18 @@ func (d *Driver) ListJobLimits(context.Context, string) ([]fencedtype.JobLimit, 
 func (d *Driver) ListKeySlots(context.Context, string) ([]fencedtype.KeySlots, error) {
 	return nil, ErrJobsNotSupported
 }
+
+// PauseQueue implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) PauseQueue(context.Context, string) (*fencedtype.QueuePause, bool, error) {
+	return nil, false, ErrJobsNotSupported
+}
+
+// ResumeQueue implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) ResumeQueue(context.Context, string) (bool, error) {
+	return false, ErrJobsNotSupported
+}
+
+// ListQueuePauses implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) ListQueuePauses(context.Context) ([]fencedtype.QueuePause, error) {
+	return nil, ErrJobsNotSupported
+}

@@ -103,7 +103,8 @@ func diagnoseJob(ctx context.Context, q sqldb.Querier, ref fencedtype.JobRef) er
 }
 
 // jobPickSQL picks eligible jobs in claim order, skipping rows other
-// claimers have locked. Parameters: queue (twice), the kinds of the filter,
+// claimers have locked; none when the queue is paused (queueNotPausedMySQL).
+// Parameters: queue (three times), the kinds of the filter,
 // limit. The first %s names the index, the second is the kind filter: none;
 // one kind, read in claim order from the claim_kind index; or several, for
 // which the claim index is walked in claim order and other kinds are
@@ -118,7 +119,7 @@ const jobPickSQL = `
 SELECT id, concurrency_key IS NOT NULL OR sequence_key IS NOT NULL
     OR EXISTS (SELECT 1 FROM fenced_job_limits l WHERE l.queue = ? AND l.global_limit > 0)
 FROM fenced_jobs%s
-WHERE state = 'queued' AND queue = ? AND run_at <= ` + now + `%s
+WHERE ` + queueNotPausedMySQL + ` AND state = 'queued' AND queue = ? AND run_at <= ` + now + `%s
 ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
@@ -156,7 +157,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	var jobs []*fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		jobs = nil
-		pick := append(append([]any{p.Queue, p.Queue}, anys(p.Kinds)...), p.Limit)
+		pick := append(append([]any{p.Queue, p.Queue, p.Queue}, anys(p.Kinds)...), p.Limit)
 		type picked struct {
 			id    int64
 			gated bool

@@ -15,11 +15,12 @@ import (
 // eligible queued jobs in claim order whose key is not full and whose
 // sequence is not blocked as this statement reads them
 // (driver.JobClaimableSQL; its subqueries read without locking), skipping
-// rows other claimers hold. The first %s names the index, the second is the
-// kind filter. Parameters: queue, the kinds, window.
+// rows other claimers hold; none when the queue is paused
+// (queueNotPausedMySQL). The first %s names the index, the second is the
+// kind filter. Parameters: queue (twice), the kinds, window.
 const claimLimitedPickSQL = `
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j%s
-WHERE j.state = 'queued' AND j.queue = ? AND j.run_at <= ` + now + `%s
+WHERE ` + queueNotPausedMySQL + ` AND j.state = 'queued' AND j.queue = ? AND j.run_at <= ` + now + `%s
     AND %s
 ORDER BY j.priority, j.run_at, j.id
 LIMIT ?
@@ -123,7 +124,7 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 func (d *Driver) claimLimitedOnce(ctx context.Context, p driver.ClaimJobsParams) (jobs []*fencedtype.Job, missing []string, err error) {
 	err = d.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		jobs, missing = nil, nil
-		pick := append(append([]any{p.Queue}, anys(p.Kinds)...), driver.ClaimWindow(p.Limit))
+		pick := append(append([]any{p.Queue, p.Queue}, anys(p.Kinds)...), driver.ClaimWindow(p.Limit))
 		cands, err := sqldb.All(ctx, tx, func(r sqldb.Scanner) (driver.ClaimCandidate, error) {
 			var c driver.ClaimCandidate
 			return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)

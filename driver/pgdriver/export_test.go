@@ -2,3 +2,9 @@ package pgdriver
 
 // BackoffUS exposes backoffUS to the backend's external tests.
 var BackoffUS = backoffUS
+
+// The claim's statements, for plan tests.
+var (
+	ClaimJobsAnyKindSQL        = claimJobsAnyKindSQL
+	ClaimLimitedPickAnyKindSQL = claimLimitedPickAnyKindSQL
+)

@@ -52,6 +52,8 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 // order), or several ($5 an array: the claim index is walked in claim order
 // and other kinds are skipped).
 //
+// A paused queue (queueNotPausedPG, in the pick) yields no job.
+//
 // It claims only when no job it picked has a concurrency or sequence key
 // and the queue has no global limit (gated: a primary-key probe of
 // fenced_job_limits). Otherwise it starts nothing and returns the first job
@@ -61,6 +63,7 @@ const claimJobsSQL = `
 WITH picked AS (
     SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
     WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()%s
+        AND ` + queueNotPausedPG + `
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED

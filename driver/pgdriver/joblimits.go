@@ -13,13 +13,15 @@ import (
 // claimLimitedPickSQL picks and locks the candidates of a limited claim:
 // eligible queued jobs in claim order whose sequence is not blocked by the
 // snapshot of this statement and whose concurrency key is not among the
-// full ones, skipping rows other claimers hold. %s is the kind filter ($3),
+// full ones, skipping rows other claimers hold; none when the queue is
+// paused (queueNotPausedPG). %s is the kind filter ($3),
 // %s the pre-filter (claimablePG). Parameters: $1 queue, $2 window.
 const claimLimitedPickSQL = `
 WITH RECURSIVE ` + sequenceHeadsSQL + `,
 full_keys AS (` + fullKeysSQL + `)
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j
 WHERE j.state = 'queued' AND j.queue = $1 AND j.run_at <= clock_timestamp()%s
+    AND ` + queueNotPausedPG + `
     AND %s
 ORDER BY j.priority, j.run_at, j.id
 LIMIT $2

@@ -75,6 +75,8 @@ func diagnoseJob(ctx context.Context, tx *sql.Tx, ref fencedtype.JobRef) error {
 // several (?5 a JSON array: the claim index is walked in claim order and
 // other kinds are skipped).
 //
+// A paused queue (queueNotPausedSQLite, in the pick) yields no job.
+//
 // It claims only when no job it picked has a concurrency or sequence key
 // and the queue has no global limit (claimGatedSQL); otherwise it starts
 // nothing, and ClaimJobs goes the limited way.
@@ -82,6 +84,7 @@ const claimJobsSQL = `
 WITH picked AS (
     SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
     WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `%[1]s
+        AND ` + queueNotPausedSQLite + `
     ORDER BY priority, run_at_us, id
     LIMIT ?3)
 UPDATE fenced_jobs SET
@@ -104,6 +107,7 @@ const claimGatedCheckSQL = `
 WITH picked AS (
     SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
     WHERE state = 'queued' AND queue = ?1 AND run_at_us <= ` + nowUS + `%[1]s
+        AND ` + queueNotPausedSQLite + `
     ORDER BY priority, run_at_us, id
     LIMIT ?3)
 SELECT ` + claimGatedSQL

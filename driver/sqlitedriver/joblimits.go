@@ -14,11 +14,13 @@ import (
 
 // claimLimitedPickSQL picks the candidates of a limited claim: eligible
 // queued jobs in claim order whose key is not full and whose sequence is
-// not blocked (driver.JobClaimableSQL). %s is the kind filter (?3).
+// not blocked (driver.JobClaimableSQL); none when the queue is paused
+// (queueNotPausedSQLite). %s is the kind filter (?3).
 // Parameters: ?1 queue, ?2 window.
 const claimLimitedPickSQL = `
 SELECT j.id FROM fenced_jobs j
 WHERE j.state = 'queued' AND j.queue = ?1 AND j.run_at_us <= ` + nowUS + `%s
+    AND ` + queueNotPausedSQLite + `
     AND %s
 ORDER BY j.priority, j.run_at_us, j.id
 LIMIT ?2`

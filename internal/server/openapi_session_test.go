@@ -173,6 +173,29 @@ func TestOpenAPISession(t *testing.T) {
 		c.call(200, "DELETE", "/v1/queues/mail/limit", nil)
 		c.call(404, "DELETE", "/v1/queues/mail/limit", nil)
 
+		// Queues: pause (and again), a claim of the paused queue gets
+		// nothing, the list, resume (and again), a bad name.
+		c.call(201, "POST", "/v1/jobs", obj("kind", "k", "queue", "held"))
+		if p := c.call(200, "POST", "/v1/queues/held/pause", nil); p.body["paused"] != true || p.body["changed"] != true {
+			t.Fatalf("pause = %s", p.raw)
+		}
+		if p := c.call(200, "POST", "/v1/queues/held/pause", obj()); p.body["changed"] != false {
+			t.Fatalf("pause again = %s", p.raw)
+		}
+		e.decode(c.call(200, "POST", "/v1/queues/held/claim", obj("owner", "w")), &claimed)
+		if len(claimed.Jobs) != 0 {
+			t.Fatalf("claim of a paused queue = %+v", claimed)
+		}
+		c.call(200, "GET", "/v1/pauses", nil)
+		if p := c.call(200, "POST", "/v1/queues/held/resume", nil); p.body["paused"] != false || p.body["changed"] != true {
+			t.Fatalf("resume = %s", p.raw)
+		}
+		if p := c.call(200, "POST", "/v1/queues/held/resume", obj()); p.body["changed"] != false {
+			t.Fatalf("resume again = %s", p.raw)
+		}
+		c.call(400, "POST", "/v1/queues/-held/pause", nil)
+		c.call(400, "GET", "/v1/pauses?queue=held", nil)
+
 		if missed := c.unseen(); len(missed) > 0 {
 			t.Errorf("the session got no answer from:\n\t%s", strings.Join(missed, "\n\t"))
 		}

@@ -308,6 +308,10 @@ var apiRoutes = []apiRoute{
 	{pattern: "DELETE /v1/queues/{queue}/kinds/{kind}/limit", h: (*Server).deleteJobLimit},
 	{pattern: "PUT /v1/queues/{queue}/keys/{key}/limit", h: (*Server).setJobLimit},
 	{pattern: "DELETE /v1/queues/{queue}/keys/{key}/limit", h: (*Server).deleteJobLimit},
+
+	{pattern: "POST /v1/queues/{queue}/pause", h: (*Server).pauseQueue},
+	{pattern: "POST /v1/queues/{queue}/resume", h: (*Server).resumeQueue},
+	{pattern: "GET /v1/pauses", h: (*Server).listQueuePauses},
 }
 
 // routes registers apiRoutes and GET /metrics; each pattern is also the

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/wire"
+	"github.com/spf13/cobra"
+)
+
+func newQueueCmd(a *app) *cobra.Command {
+	cmd := group(&cobra.Command{
+		Use:   "queue",
+		Short: "Pause and resume job queues",
+		Long: `A paused queue is not claimed from: no claim that starts after "queue pause"
+returns takes a job of it (the claim statement checks the pause), so workers
+and the HTTP service's claims get nothing and wait as on an empty queue.
+Jobs already running keep running and finish with their fences; jobs can
+still be enqueued. "queue resume" makes the jobs claimable again.`,
+		Example: `  fenced queue pause mail
+  fenced queue ls
+  fenced queue resume mail`,
+	})
+	cmd.AddCommand(newQueuePauseCmd(a), newQueueResumeCmd(a), newQueueListCmd(a))
+	return cmd
+}
+
+// queueState is the state of one queue after a pause or a resume, as
+// --json prints it (the HTTP service's reply without db_time).
+type queueState struct {
+	Queue    string    `json:"queue"`
+	Paused   bool      `json:"paused"`
+	PausedAt wire.Time `json:"paused_at,omitzero"`
+	Changed  bool      `json:"changed"`
+}
+
+func newQueuePauseCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "pause QUEUE",
+		Short: "Pause a queue: claims take none of its jobs until it is resumed",
+		Long: `Pause a queue. Pausing a paused queue changes nothing and keeps the time of
+its first pause ("already paused"; --json: "changed": false).`,
+		Example: `  fenced queue pause mail
+  fenced queue pause mail --json`,
+		Args: exactArgs("QUEUE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			queue := args[0]
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, _, err := c.PauseQueue(ctx, queue)
+				return err
+			}); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			p, changed, err := c.PauseQueue(cmd.Context(), queue)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), queueState{p.Queue, true, wire.Time(p.PausedAt), changed})
+			}
+			what := "paused"
+			if !changed {
+				what = "already paused"
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "queue %s %s since %s\n",
+				display.Quote(p.Queue), what, fencedtype.FormatTime(p.PausedAt))
+			return err
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newQueueResumeCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "resume QUEUE",
+		Short: "Resume a paused queue: claims take its jobs again",
+		Long: `Resume a paused queue. Resuming a queue that is not paused changes nothing
+("was not paused"; --json: "changed": false). On PostgreSQL the idle workers
+of every process are woken; elsewhere they find the jobs at their next poll.`,
+		Example: `  fenced queue resume mail
+  fenced queue resume mail --json`,
+		Args: exactArgs("QUEUE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			queue := args[0]
+			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+				_, err := c.ResumeQueue(ctx, queue)
+				return err
+			}); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			resumed, err := c.ResumeQueue(cmd.Context(), queue)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), queueState{Queue: queue, Changed: resumed})
+			}
+			what := "resumed"
+			if !resumed {
+				what = "was not paused"
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "queue %s %s\n", display.Quote(queue), what)
+			return err
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+func newQueueListCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "ls",
+		Aliases: []string{"list"},
+		Short:   "List the paused queues",
+		Example: `  fenced queue ls
+  fenced queue ls --json`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			ps, err := c.ListQueuePauses(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), wire.List(ps))
+			}
+			return writePauseTable(cmd.OutOrStdout(), ps)
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
+// writePauseTable prints the paused queues, one a line.
+func writePauseTable(w io.Writer, ps []fenced.QueuePause) error {
+	rows := [][]string{{"QUEUE", "PAUSED_AT"}}
+	for _, p := range ps {
+		rows = append(rows, []string{display.Name(p.Queue), fencedtype.FormatTime(p.PausedAt)})
+	}
+	return display.Table{Rows: rows}.Write(w)
+}
