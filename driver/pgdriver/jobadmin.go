@@ -174,15 +174,45 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	return j, driver.WithRunningAttempt(j, attempts), nil
 }
 
+// listJobsSQL lists jobs within (after, before) by id; %s is the order.
+// Both bounds are plain comparisons (a missing BeforeID is passed as the
+// largest id), so the primary key index serves either order and a deep
+// page costs what the first does.
+const listJobsSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j
+WHERE ($1 = '' OR j.state = $1) AND ($2 = '' OR j.queue = $2) AND ($3 = '' OR j.kind = $3)
+    AND j.id > $4 AND j.id < $6
+ORDER BY j.id %s LIMIT $5`
+
+var (
+	listJobsAscSQL  = fmt.Sprintf(listJobsSQL, "ASC")
+	listJobsDescSQL = fmt.Sprintf(listJobsSQL, "DESC")
+)
+
 // ListJobs implements driver.JobDriver.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
-	jobs, err := collectJobs(d.pool.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j
-		WHERE ($1 = '' OR j.state = $1) AND ($2 = '' OR j.queue = $2) AND ($3 = '' OR j.kind = $3) AND j.id > $4
-		ORDER BY j.id LIMIT $5`, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
+	query := listJobsAscSQL
+	if p.Desc {
+		query = listJobsDescSQL
+	}
+	jobs, err := collectJobs(d.pool.Query(ctx, query, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit,
+		driver.BeforeBound(p.BeforeID)))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// DeleteJob implements driver.JobDriver. The attempt history goes with the
+// job (the fenced_jobs_delete_history trigger).
+func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM fenced_jobs WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete job %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fencedtype.ErrNotFound
+	}
+	return nil
 }
 
 // CountJobs implements driver.JobDriver.
