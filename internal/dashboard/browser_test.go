@@ -49,7 +49,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	dash = dashboard.New(srv.Client(), srv.Gatherer())
+	dash = dashboard.New(srv.Client(), srv.Gatherer(), dashboard.Options{})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Close(); ts.Close() })
 	return &env{t: t, c: c, url: ts.URL}
