@@ -114,7 +114,7 @@ func (t target) back(a *action) string {
 		return "/jobs/" + strconv.FormatInt(t.JobID, 10)
 	}
 	if q := t.Filter.Query(); q != "" {
-		return "/jobs?" + q
+		return "/jobs?" + string(q)
 	}
 	return "/jobs"
 }

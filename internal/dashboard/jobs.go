@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -46,8 +47,11 @@ func (f listFilter) values(extra ...string) url.Values {
 }
 
 // Query is the filter as a query string ("" for every job), with extra
-// name/value pairs.
-func (f listFilter) Query(extra ...string) string { return f.values(extra...).Encode() }
+// name/value pairs: a template.URL, as url.Values.Encode escapes it, so
+// that the template does not escape its = and & again.
+func (f listFilter) Query(extra ...string) template.URL {
+	return template.URL(f.values(extra...).Encode())
+}
 
 // String describes the filter for people and the log.
 func (f listFilter) String() string {
@@ -77,7 +81,7 @@ type jobsPage struct {
 	Jobs   []*fenced.Job
 	// Newer and Older are the query strings of the adjacent pages, ""
 	// when there is none.
-	Newer, Older string
+	Newer, Older template.URL
 	Actions      []*action // the bulk actions
 	BulkLimit    int
 }
@@ -119,7 +123,7 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 // page reads one page of f newest first: the first page, the one older
 // than before, or the one newer than after. Each is one list statement
 // of pageSize+1 rows (the extra row says whether there is another page).
-func (h *Handler) page(ctx context.Context, f listFilter, before, after int64) (jobs []*fenced.Job, newer, older string, err error) {
+func (h *Handler) page(ctx context.Context, f listFilter, before, after int64) (jobs []*fenced.Job, newer, older template.URL, err error) {
 	jf := f.jobFilter()
 	jf.Limit = pageSize + 1
 	if after > 0 {
