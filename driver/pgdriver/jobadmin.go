@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -174,28 +175,28 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	return j, driver.WithRunningAttempt(j, attempts), nil
 }
 
-// listJobsSQL lists jobs within (after, before) by id; %s is the order.
-// Both bounds are plain comparisons (a missing BeforeID is passed as the
-// largest id), so the primary key index serves either order and a deep
-// page costs what the first does.
-const listJobsSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j
-WHERE ($1 = '' OR j.state = $1) AND ($2 = '' OR j.queue = $2) AND ($3 = '' OR j.kind = $3)
-    AND j.id > $4 AND j.id < $6
-ORDER BY j.id %s LIMIT $5`
-
-var (
-	listJobsAscSQL  = fmt.Sprintf(listJobsSQL, "ASC")
-	listJobsDescSQL = fmt.Sprintf(listJobsSQL, "DESC")
-)
-
-// ListJobs implements driver.JobDriver.
+// ListJobs implements driver.JobDriver: one statement with a condition
+// for each filter given (so that a state's page reads the (state, id)
+// index) and the ids within (AfterID, BeforeID), a missing BeforeID passed
+// as the largest id: either order is an index range, and a deep page costs
+// what the first does.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
-	query := listJobsAscSQL
-	if p.Desc {
-		query = listJobsDescSQL
+	where := []string{"j.id > $1", "j.id < $2"}
+	args := []any{p.AfterID, driver.BeforeBound(p.BeforeID)}
+	for _, f := range []struct{ column, value string }{{"j.state", string(p.State)}, {"j.queue", p.Queue}, {"j.kind", p.Kind}} {
+		if f.value != "" {
+			args = append(args, f.value)
+			where = append(where, fmt.Sprintf("%s = $%d", f.column, len(args)))
+		}
 	}
-	jobs, err := collectJobs(d.pool.Query(ctx, query, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit,
-		driver.BeforeBound(p.BeforeID)))
+	order := "ASC"
+	if p.Desc {
+		order = "DESC"
+	}
+	args = append(args, p.Limit)
+	query := fmt.Sprintf(`SELECT %s FROM fenced_jobs j WHERE %s ORDER BY j.id %s LIMIT $%d`,
+		jobColumns, strings.Join(where, " AND "), order, len(args))
+	jobs, err := collectJobs(d.pool.Query(ctx, query, args...))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
