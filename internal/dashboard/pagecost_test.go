@@ -26,11 +26,11 @@ func TestPageCost(t *testing.T) {
 		t.Skip("set FENCED_PAGECOST=1 to measure")
 	}
 	for name, url := range map[string]func(testing.TB) string{"sqlite": testdb.SQLite, "postgres": testdb.Postgres} {
-		t.Run(name, func(t *testing.T) { pageCost(t, url(t)) })
+		t.Run(name, func(t *testing.T) { pageCost(t, name, url(t)) })
 	}
 }
 
-func pageCost(t *testing.T, dbURL string) {
+func pageCost(t *testing.T, name, dbURL string) {
 	ctx := context.Background()
 	c, err := fenced.Open(ctx, dbURL, fenced.Config{})
 	if err != nil {
@@ -75,7 +75,7 @@ func pageCost(t *testing.T, dbURL string) {
 			}
 		}
 	}
-	t.Logf("filled %d jobs in %s", n, time.Since(start).Round(time.Millisecond))
+	t.Logf("%s: filled %d jobs in %s", name, n, time.Since(start).Round(time.Millisecond))
 	counts, _ := c.CountJobs(ctx)
 	t.Logf("counts: %v", counts)
 
@@ -111,6 +111,6 @@ func pageCost(t *testing.T, dbURL string) {
 			took = append(took, time.Since(t0))
 		}
 		slices.Sort(took)
-		t.Logf("%-40s median %8s  max %8s", path, took[len(took)/2].Round(10*time.Microsecond), took[len(took)-1].Round(10*time.Microsecond))
+		t.Logf("%s %-40s median %8s  max %8s", name, path, took[len(took)/2].Round(10*time.Microsecond), took[len(took)-1].Round(10*time.Microsecond))
 	}
 }
