@@ -217,8 +217,11 @@ func clock(now time.Time, refresh bool) string {
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, title := http.StatusInternalServerError, "Database error"
-	if errors.Is(err, fenced.ErrInvalid) {
+	switch {
+	case errors.Is(err, fenced.ErrInvalid):
 		status, title = http.StatusBadRequest, "Invalid request"
+	case errors.Is(err, errors.ErrUnsupported): // etcd keeps leases and resources only
+		status, title = http.StatusNotImplemented, "No job queue"
 	}
 	h.render(w, r, status, "error", &errorPage{Title: title, Message: err.Error()})
 }
