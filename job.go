@@ -279,7 +279,8 @@ func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, erro
 // defaults to DefaultListLimit and is at most MaxListLimit.
 type JobFilter = fencedtype.JobFilter
 
-// ListJobs lists jobs in id order, a page at a time.
+// ListJobs lists jobs in id order (ascending, or descending with Desc), a
+// page at a time: keyset paging with AfterID / BeforeID.
 func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f.State != "" && !f.State.Valid() {
 		return nil, fencedtype.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
@@ -297,6 +298,9 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	}
 	if f.AfterID < 0 {
 		return nil, fencedtype.Invalid("after", "%d is negative", f.AfterID)
+	}
+	if f.BeforeID < 0 {
+		return nil, fencedtype.Invalid("before", "%d is negative", f.BeforeID)
 	}
 	if f.Kind != "" {
 		if err := validName("kind", f.Kind); err != nil {
@@ -325,6 +329,19 @@ func (c *Client) CancelJob(ctx context.Context, id int64) (*Job, error) {
 // MaxAttempts more attempts. Other states give ErrJobNotFinished.
 func (c *Client) RetryJob(ctx context.Context, id int64) (*Job, error) {
 	return c.jobAdmin(ctx, id, driver.JobDriver.RetryJob)
+}
+
+// DeleteJob deletes a job in any state, with its attempt history. A running
+// job's worker is not told: its next heartbeat, progress or end finds no
+// job (ErrNotFound), so it can write nothing more, and JobTx refuses it;
+// its handler runs on until that heartbeat. Meanwhile its attempt no
+// longer counts against a concurrency limit. Deleting a failed job unblocks
+// its sequence. A missing job gives ErrNotFound.
+func (c *Client) DeleteJob(ctx context.Context, id int64) error {
+	if id <= 0 {
+		return fencedtype.Invalid("job id", "%d is not positive", id)
+	}
+	return withJobID(id, c.d.DeleteJob(ctx, id))
 }
 
 func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDriver, context.Context, int64) (*fencedtype.Job, error)) (*Job, error) {

@@ -3,6 +3,7 @@ package driver
 import (
 	"cmp"
 	"context"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -50,9 +51,15 @@ type JobDriver interface {
 	CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error)
 	// RetryJob puts a failed or cancelled job back to queued.
 	RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error)
+	// DeleteJob deletes one job, in any state, with its attempt history;
+	// fencedtype.ErrNotFound when there is none. Job ids are never reused,
+	// so every later write of a deleted job's attempt (whose JobRef names
+	// the id) finds no row and fails with ErrNotFound.
+	DeleteJob(ctx context.Context, id int64) error
 	// GetJob reads one job with its attempt history.
 	GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error)
-	// ListJobs lists jobs by id.
+	// ListJobs lists jobs by id, ascending or (Desc) descending, within
+	// AfterID and BeforeID (0: unbounded), in one statement.
 	ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error)
 	// CountJobs counts jobs by queue and state.
 	CountJobs(ctx context.Context) ([]fencedtype.JobCount, error)
@@ -188,4 +195,14 @@ type JobListener interface {
 	// it missed before), then wake with a queue name whenever jobs were
 	// enqueued in it, until ctx ends or the connection fails.
 	ListenJobs(ctx context.Context, listening func(), wake func(queue string)) error
+}
+
+// BeforeBound is the upper id bound a list statement compares with: the
+// filter's BeforeID, or the largest id when it is 0 (no bound), so the
+// statement's condition is a plain comparison an index range serves.
+func BeforeBound(beforeID int64) int64 {
+	if beforeID <= 0 {
+		return math.MaxInt64
+	}
+	return beforeID
 }

@@ -144,3 +144,95 @@ func runListJobs(t *testing.T, b Backend) {
 		}
 	})
 }
+
+// runListJobsKeyset: pages newest first with BeforeID, and back with
+// AfterID, cover every job once while jobs are enqueued between pages.
+func runListJobsKeyset(t *testing.T, b Backend) {
+	t.Run("DescendingPagesNoGapsNoDuplicates", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		var want []int64
+		for range 7 {
+			want = append(want, e.enqueue(t, fenced.EnqueueParams{Kind: "k"}).ID)
+		}
+		e.enqueue(t, fenced.EnqueueParams{Kind: "other"})
+		seen := map[int64]bool{}
+		var order []int64
+		f := fenced.JobFilter{Kind: "k", Desc: true, Limit: 3}
+		for pages := 0; ; pages++ {
+			page, err := e.c.ListJobs(ctx(t), f)
+			wantNoErr(t, err, "page")
+			for _, j := range page {
+				if seen[j.ID] {
+					t.Fatalf("job %d listed twice", j.ID)
+				}
+				seen[j.ID] = true
+				order = append(order, j.ID)
+			}
+			if len(page) < f.Limit {
+				break
+			}
+			f.BeforeID = page[len(page)-1].ID
+			// Newer jobs do not shift the pages still to come.
+			e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		}
+		if len(order) != len(want) {
+			t.Fatalf("listed %v, want the %d first jobs %v", order, len(want), want)
+		}
+		for i, id := range order {
+			if id != want[len(want)-1-i] {
+				t.Fatalf("descending order %v, want %v reversed", order, want)
+			}
+		}
+		// The page just newer than a job: ascending from it.
+		newer, err := e.c.ListJobs(ctx(t), fenced.JobFilter{Kind: "k", AfterID: want[2], BeforeID: want[6], Limit: 10})
+		wantNoErr(t, err, "between")
+		if len(newer) != 3 || newer[0].ID != want[3] || newer[2].ID != want[5] {
+			t.Fatalf("between %d and %d: %+v", want[2], want[6], newer)
+		}
+		_, err = e.c.ListJobs(ctx(t), fenced.JobFilter{BeforeID: -1})
+		wantErrIs(t, err, fenced.ErrInvalid)
+	})
+}
+
+// runDeleteJob: a job is deleted in any state with its history; the owner
+// of a deleted running job can write nothing more, and the id is not
+// reused.
+func runDeleteJob(t *testing.T, b Backend) {
+	t.Run("DeletedRunningJobsOwnerIsRefused", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		q := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Delay: time.Hour})
+		wantNoErr(t, e.c.DeleteJob(ctx(t), q.ID), "delete queued")
+		_, _, err := e.c.GetJob(ctx(t), q.ID)
+		wantErrIs(t, err, fenced.ErrNotFound)
+		wantErrIs(t, e.c.DeleteJob(ctx(t), q.ID), fenced.ErrNotFound)
+
+		e.enqueue(t, fenced.EnqueueParams{Kind: "k", MaxAttempts: 3})
+		a := e.claimOne(t, "A", long)
+		wantNoErr(t, e.c.FailJob(ctx(t), a.Ref(), "boom", 0, false), "fail")
+		a = e.claimOne(t, "A", long)
+		if a.Attempt != 2 {
+			t.Fatalf("second claim = %+v", a)
+		}
+		wantNoErr(t, e.c.DeleteJob(ctx(t), a.ID), "delete running")
+		wantErrIs(t, e.c.CompleteJob(ctx(t), a.Ref(), "late"), fenced.ErrNotFound)
+		_, err = e.c.HeartbeatJob(ctx(t), a.Ref(), long)
+		wantErrIs(t, err, fenced.ErrNotFound)
+		_, err = e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{})
+		wantErrIs(t, err, fenced.ErrNotFound)
+		wantErrIs(t, e.c.JobTx(ctx(t), a.Ref(), func(fenced.Tx) error { return nil }), fenced.ErrNotFound)
+
+		// The highest id was deleted: the next job gets a new one, so
+		// the deleted job's (id, fence) can never name it.
+		n := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		if n.ID <= a.ID {
+			t.Fatalf("id %d reused after deleting %d", n.ID, a.ID)
+		}
+		c := e.claimOne(t, "B", long)
+		if _, attempts := e.job(t, c.ID); len(attempts) != 1 {
+			t.Fatalf("new job's history = %+v", attempts)
+		}
+		wantErrIs(t, e.c.DeleteJob(ctx(t), 0), fenced.ErrInvalid)
+	})
+}

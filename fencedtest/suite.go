@@ -123,6 +123,8 @@ func Run(t *testing.T, b Backend) {
 		{"RetryJob", runRetryJob},
 		{"GetJob", runGetJob},
 		{"ListJobs", runListJobs},
+		{"ListJobsKeyset", runListJobsKeyset},
+		{"DeleteJob", runDeleteJob},
 		{"RecoverJobs", runRecoverJobs},
 		{"DeleteFinishedJobs", runDeleteFinishedJobs},
 		{"SetJobLimit", runSetJobLimit},

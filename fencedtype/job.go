@@ -176,12 +176,19 @@ type JobCount struct {
 }
 
 // JobFilter selects jobs to list. Zero fields do not filter.
+//
+// AfterID and BeforeID bound the ids (exclusive) for keyset paging: a
+// page ascending continues with AfterID set to its last id, a page
+// descending with BeforeID set to its last id. Desc lists the newest
+// (highest id) first.
 type JobFilter struct {
-	State   JobState
-	Queue   string
-	Kind    string
-	AfterID int64 // the last id of the previous page
-	Limit   int   // the page size
+	State    JobState
+	Queue    string
+	Kind     string
+	AfterID  int64 // only ids above it: the last id of the previous page ascending
+	BeforeID int64 // only ids below it (0: no bound): the last id of the previous page descending
+	Desc     bool  // id descending (newest first) instead of ascending
+	Limit    int   // the page size
 }
 
 // EnqueueResult is one enqueued job.

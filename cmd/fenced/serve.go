@@ -34,6 +34,7 @@ const (
 func newServeCmd(a *app) *cobra.Command {
 	var addr, tokensFile, maxBody string
 	var noMaintenance bool
+	var sessionTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve leases, resources and jobs over HTTP/JSON",
@@ -41,7 +42,8 @@ func newServeCmd(a *app) *cobra.Command {
 the fenced resource store and the job queue (claims long-poll), with
 /healthz (open), /v1/openapi.json (open: the API's OpenAPI 3.1
 document), /metrics (Prometheus) and an HTML dashboard at / (queues,
-overdue and failed jobs, leases, stale writes rejected). Every answer the
+overdue and failed jobs, leases, stale writes rejected, a job browser with
+retry, cancel and delete). Every answer the
 database decided carries its clock reading in the X-Fenced-DB-Time header
 and as "db_time".
 Errors are JSON {"error": code, "message": …}: 400 invalid, 401/403, 404
@@ -50,7 +52,9 @@ not_found, 409 lease_held / stale_fence / conflict, 413 too_large.
 Bearer tokens come from --tokens-file (one per line, # comments) and
 FENCED_TOKENS (comma-separated); each is at least 16 characters. Without
 tokens fenced serves only a loopback address and refuses to start on any
-other (exit 2). Tokens are never logged.
+other (exit 2). Tokens are never logged. With tokens the dashboard asks a
+browser for one at /login and keeps it logged in with a session cookie
+for --session-ttl; API clients send the bearer token as before.
 
 The server also runs the job queue's maintenance — recovery of expired work
 and retention — unless --no-maintenance (run it in one place or several:
@@ -78,12 +82,17 @@ or a body), maintenance and shutdown.`,
 			if err := server.CheckListen(addr, len(tokens) > 0); err != nil {
 				return usage("%v", err)
 			}
+			if sessionTTL < time.Minute || sessionTTL > 30*24*time.Hour {
+				return usage("--session-ttl %s: want a duration from 1m to 720h", sessionTTL)
+			}
 			return a.serve(cmd.Context(), serveOptions{addr: addr, tokens: tokens,
-				maxBody: int64(limit), maintenance: !noMaintenance})
+				maxBody: int64(limit), maintenance: !noMaintenance, sessionTTL: sessionTTL})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
 	cmd.Flags().StringVar(&tokensFile, "tokens-file", "", "file of bearer tokens, one per line (also $"+envTokens+")")
+	cmd.Flags().DurationVar(&sessionTTL, "session-ttl", dashboard.DefaultSessionTTL,
+		"how long a dashboard login lasts (with tokens)")
 	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
 	cmd.Flags().StringVar(&maxBody, "max-body", fmt.Sprintf("%dMiB", server.DefaultMaxBody>>20),
 		"largest request body; the default fits the largest value (1 MiB) however JSON escapes it")
@@ -109,6 +118,7 @@ type serveOptions struct {
 	tokens      []string
 	maxBody     int64
 	maintenance bool
+	sessionTTL  time.Duration
 }
 
 // tokens reads the tokens of --tokens-file and $FENCED_TOKENS. Errors
@@ -164,7 +174,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer c.Close()
-	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub}
+	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub, DashboardLogin: true}
 	if o.maintenance && c.Driver().Dialect() == "etcd" {
 		// The maintenance recovers and deletes jobs; etcd keeps none.
 		o.maintenance = false
@@ -191,7 +201,11 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	dash = dashboard.New(srv.Client(), srv.Gatherer())
+	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL}
+	if srv.TokensSet() {
+		dopts.CheckToken = srv.ValidToken
+	}
+	dash = dashboard.New(srv.Client(), srv.Gatherer(), dopts)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}

@@ -60,6 +60,9 @@ func (d *Driver) RetryJob(context.Context, int64) (*fencedtype.Job, error) {
 	return nil, ErrJobsNotSupported
 }
 
+// DeleteJob implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) DeleteJob(context.Context, int64) error { return ErrJobsNotSupported }
+
 // GetJob implements driver.JobDriver: ErrJobsNotSupported.
 func (d *Driver) GetJob(context.Context, int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	return nil, nil, ErrJobsNotSupported

@@ -114,7 +114,7 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 // ListJobs implements driver.JobDriver. Each filter adds a fixed condition
 // with its own placeholder.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
-	where, args := []string{"j.id > ?"}, []any{p.AfterID}
+	where, args := []string{"j.id > ?", "j.id < ?"}, []any{p.AfterID, driver.BeforeBound(p.BeforeID)}
 	for _, f := range []struct{ cond, value string }{
 		{"j.state = ?", string(p.State)}, {"j.queue = ?", p.Queue}, {"j.kind = ?", p.Kind},
 	} {
@@ -122,12 +122,33 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 			where, args = append(where, f.cond), append(args, f.value)
 		}
 	}
-	query := `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE ` + strings.Join(where, " AND ") + ` ORDER BY j.id LIMIT ?`
+	order := ""
+	if p.Desc {
+		order = " DESC"
+	}
+	query := `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE ` + strings.Join(where, " AND ") + ` ORDER BY j.id` + order + ` LIMIT ?`
 	jobs, err := collectJobs(d.db.QueryContext(ctx, query, append(args, p.Limit)...))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// DeleteJob implements driver.JobDriver. The attempt history goes with the
+// job (ON DELETE CASCADE).
+func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
+	var n int64
+	err := d.inTx(ctx, func(tx *sql.Tx) (err error) {
+		n, err = execCount(ctx, tx, `DELETE FROM fenced_jobs WHERE id = ?`, id)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete job %d: %w", id, err)
+	}
+	if n == 0 {
+		return fencedtype.ErrNotFound
+	}
+	return nil
 }
 
 const countJobsSQL = `SELECT queue, state, COUNT(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -174,15 +175,45 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	return j, driver.WithRunningAttempt(j, attempts), nil
 }
 
-// ListJobs implements driver.JobDriver.
+// ListJobs implements driver.JobDriver: one statement with a condition
+// for each filter given (so that a state's page reads the (state, id)
+// index) and the ids within (AfterID, BeforeID), a missing BeforeID passed
+// as the largest id: either order is an index range, and a deep page costs
+// what the first does.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
-	jobs, err := collectJobs(d.pool.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j
-		WHERE ($1 = '' OR j.state = $1) AND ($2 = '' OR j.queue = $2) AND ($3 = '' OR j.kind = $3) AND j.id > $4
-		ORDER BY j.id LIMIT $5`, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit))
+	where := []string{"j.id > $1", "j.id < $2"}
+	args := []any{p.AfterID, driver.BeforeBound(p.BeforeID)}
+	for _, f := range []struct{ column, value string }{{"j.state", string(p.State)}, {"j.queue", p.Queue}, {"j.kind", p.Kind}} {
+		if f.value != "" {
+			args = append(args, f.value)
+			where = append(where, fmt.Sprintf("%s = $%d", f.column, len(args)))
+		}
+	}
+	order := "ASC"
+	if p.Desc {
+		order = "DESC"
+	}
+	args = append(args, p.Limit)
+	query := fmt.Sprintf(`SELECT %s FROM fenced_jobs j WHERE %s ORDER BY j.id %s LIMIT $%d`,
+		jobColumns, strings.Join(where, " AND "), order, len(args))
+	jobs, err := collectJobs(d.pool.Query(ctx, query, args...))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// DeleteJob implements driver.JobDriver. The attempt history goes with the
+// job (the fenced_jobs_delete_history trigger).
+func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM fenced_jobs WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete job %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fencedtype.ErrNotFound
+	}
+	return nil
 }
 
 // CountJobs implements driver.JobDriver.

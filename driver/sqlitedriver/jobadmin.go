@@ -176,17 +176,51 @@ func scanAttempt(row sqldb.Scanner) (fencedtype.JobAttempt, error) {
 	return a, err
 }
 
+// listJobsSQL lists jobs within (after, before) by id; %s is the order.
+// A missing BeforeID is passed as the largest id, so both bounds are
+// plain comparisons on the primary key.
 const listJobsSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
-WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR kind = ?3) AND id > ?4
-ORDER BY id LIMIT ?5`
+WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR kind = ?3) AND id > ?4 AND id < ?6
+ORDER BY id %s LIMIT ?5`
+
+var (
+	listJobsAscSQL  = fmt.Sprintf(listJobsSQL, "ASC")
+	listJobsDescSQL = fmt.Sprintf(listJobsSQL, "DESC")
+)
 
 // ListJobs implements driver.JobDriver.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
-	jobs, err := sqldb.All(ctx, d.db, scanJob, listJobsSQL, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit)
+	query := listJobsAscSQL
+	if p.Desc {
+		query = listJobsDescSQL
+	}
+	jobs, err := sqldb.All(ctx, d.db, scanJob, query, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit,
+		driver.BeforeBound(p.BeforeID))
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	return jobs, nil
+}
+
+// DeleteJob implements driver.JobDriver. The attempt history goes with the
+// job (ON DELETE CASCADE).
+func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
+	var n int64
+	err := d.writeTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM fenced_jobs WHERE id = ?1`, id)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("delete job %d: %w", id, err)
+	}
+	if n == 0 {
+		return fencedtype.ErrNotFound
+	}
+	return nil
 }
 
 const countJobsSQL = `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY queue, state ORDER BY queue, state`

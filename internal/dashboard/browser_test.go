@@ -24,12 +24,17 @@ import (
 
 // env is a served dashboard on SQLite, driven through the HTTP API.
 type env struct {
-	t   *testing.T
-	c   *fenced.Client
-	url string
+	t     *testing.T
+	c     *fenced.Client
+	url   string
+	token string // the bearer token of the API calls, "" without tokens
 }
 
-func setup(t *testing.T) *env {
+func setup(t *testing.T) *env { return setupWith(t, nil, dashboard.Options{}) }
+
+// setupWith serves the dashboard with tokens (then it asks browsers to
+// log in, as fenced serve does) and o.
+func setupWith(t *testing.T, tokens []string, o dashboard.Options) *env {
 	t.Helper()
 	ctx := context.Background()
 	c, err := fenced.Open(ctx, testdb.SQLite(t), fenced.Config{})
@@ -43,16 +48,22 @@ func setup(t *testing.T) *env {
 	// The dashboard needs the server's metrics, which exist once the
 	// server does: the same late binding as fenced serve.
 	var dash http.Handler
-	srv, err := server.New(c, server.Config{Dashboard: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		dash.ServeHTTP(w, r)
-	})})
+	srv, err := server.New(c, server.Config{Tokens: tokens, DashboardLogin: true,
+		Dashboard: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { dash.ServeHTTP(w, r) })})
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
-	dash = dashboard.New(srv.Client(), srv.Gatherer())
+	if srv.TokensSet() {
+		o.CheckToken = srv.ValidToken
+	}
+	dash = dashboard.New(srv.Client(), srv.Gatherer(), o)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Close(); ts.Close() })
-	return &env{t: t, c: c, url: ts.URL}
+	e := &env{t: t, c: c, url: ts.URL}
+	if len(tokens) > 0 {
+		e.token = tokens[0]
+	}
+	return e
 }
 
 // call sends a JSON request to the API and decodes the answer into out
@@ -62,6 +73,9 @@ func (e *env) call(method, path string, body any, want int, out any) {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest(method, e.url+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
@@ -246,8 +260,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	job := browse(t, bin, fmt.Sprintf("%s/jobs/%d", e.url, bad), "--dump-dom")
 	got := section(t, job, "attempts")
 	for _, want := range []string{
-		"1 1 worker-b", "retry " + failure + " (try 1)",
-		"2 2 worker-c", "failed " + failure + " (try 2)",
+		"Attempt 1 retry · fence 1 · owner worker-b", failure + " (try 1)",
+		"Attempt 2 failed · fence 2 · owner worker-c", failure + " (try 2)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the attempts read %q, want them to contain %q", got, want)

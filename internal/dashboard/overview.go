@@ -29,6 +29,7 @@ var states = []fenced.JobState{fenced.JobQueued, fenced.JobRunning, fenced.JobSu
 
 // overview is the data of /.
 type overview struct {
+	Chrome
 	Now      time.Time // the database clock, as read for this page
 	States   []fenced.JobState
 	Queues   []queueRow

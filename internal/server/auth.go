@@ -59,6 +59,14 @@ func (a *auth) valid(token string) bool {
 	return match == 1
 }
 
+// ValidToken reports, in constant time, whether token is one of the
+// server's tokens (the dashboard's login); false when there are none.
+func (s *Server) ValidToken(token string) bool { return s.auth.enabled() && s.auth.valid(token) }
+
+// TokensSet reports whether the server has tokens (and so whether the
+// dashboard must ask for one).
+func (s *Server) TokensSet() bool { return s.auth.enabled() }
+
 // authorize admits r or says why not. With tokens, r must carry one as
 // "Authorization: Bearer TOKEN" (401 otherwise). Without tokens only
 // loopback is served: the client must connect from a loopback address and

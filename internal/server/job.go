@@ -103,17 +103,20 @@ func (s *Server) getJob(r *http.Request) (*reply, error) {
 	return ok(jobHistoryReply{wire.JobHistoryFrom(j, attempts), wire.Time(j.DecidedAt)}, j.DecidedAt), nil
 }
 
-// jobsReply is a page of jobs. NextAfter is the "after" of the next page,
-// null when this page is the last (a full page may be followed by an
-// empty one).
+// jobsReply is a page of jobs. NextAfter is the "after" of the next page
+// in id order, null when this page is the last (a full page may be
+// followed by an empty one) or the order is desc; NextBefore is the
+// "before" of the next page in order=desc, absent when this page is the
+// last or the order is asc.
 type jobsReply struct {
-	Jobs      []*fenced.Job `json:"jobs"`
-	NextAfter *int64        `json:"next_after"`
-	DBTime    wire.Time     `json:"db_time,omitzero"`
+	Jobs       []*fenced.Job `json:"jobs"`
+	NextAfter  *int64        `json:"next_after"`
+	NextBefore *int64        `json:"next_before,omitempty"`
+	DBTime     wire.Time     `json:"db_time,omitzero"`
 }
 
-// listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after= → a page of jobs
-// in id order.
+// listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after=&before=&order=
+// → a page of jobs in id order (order=desc: newest first), keyset-paged.
 func (s *Server) listJobs(r *http.Request) (*reply, error) {
 	// Strictly: r.URL.Query() drops a pair it cannot parse (a bad escape,
 	// a ';'), which would list every job instead of the ones asked for.
@@ -136,7 +139,9 @@ func (s *Server) listJobs(r *http.Request) (*reply, error) {
 	}
 	if len(jobs) > 0 {
 		out.DBTime = wire.Time(jobs[0].DecidedAt)
-		if len(jobs) == limit {
+		if len(jobs) == limit && f.Desc {
+			out.NextBefore = &jobs[len(jobs)-1].ID
+		} else if len(jobs) == limit {
 			out.NextAfter = &jobs[len(jobs)-1].ID
 		}
 	} else {
@@ -168,8 +173,15 @@ func jobFilter(q url.Values) (fenced.JobFilter, error) {
 			f.Limit, err = strconv.Atoi(v[0])
 		case "after":
 			f.AfterID, err = strconv.ParseInt(v[0], 10, 64)
+		case "before":
+			f.BeforeID, err = strconv.ParseInt(v[0], 10, 64)
+		case "order":
+			if v[0] != "asc" && v[0] != "desc" {
+				return f, invalid(k, strconv.Quote(v[0])+" is not asc or desc")
+			}
+			f.Desc = v[0] == "desc"
 		default:
-			return f, invalid(k, "unknown parameter; want state, queue, kind, limit or after")
+			return f, invalid(k, "unknown parameter; want state, queue, kind, limit, after, before or order")
 		}
 		if err != nil {
 			return f, invalid(k, strconv.Quote(v[0])+" is not an integer")

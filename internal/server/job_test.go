@@ -199,6 +199,32 @@ func TestJobs(t *testing.T) {
 			if fmt.Sprint(ids) != "[1 2 3 4 5]" {
 				t.Fatalf("paged ids = %v", ids)
 			}
+			ids = nil
+			path = "/v1/jobs?queue=q&limit=2&order=desc"
+			for pages := 0; ; pages++ {
+				var page struct {
+					Jobs       []fenced.Job `json:"jobs"`
+					NextAfter  *int64       `json:"next_after"`
+					NextBefore *int64       `json:"next_before"`
+				}
+				e.decode(e.ok("GET", path, nil), &page)
+				for _, j := range page.Jobs {
+					ids = append(ids, j.ID)
+				}
+				if page.NextAfter != nil {
+					t.Fatalf("next_after in order=desc: %d", *page.NextAfter)
+				}
+				if page.NextBefore == nil {
+					break
+				}
+				if pages > 5 {
+					t.Fatal("the cursor does not end")
+				}
+				path = fmt.Sprintf("/v1/jobs?queue=q&limit=2&order=desc&before=%d", *page.NextBefore)
+			}
+			if fmt.Sprint(ids) != "[5 4 3 2 1]" {
+				t.Fatalf("paged ids newest first = %v", ids)
+			}
 			var k0 struct {
 				Jobs []fenced.Job `json:"jobs"`
 			}

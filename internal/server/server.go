@@ -71,6 +71,13 @@ type Config struct {
 	// /metrics (the HTML dashboard at /), behind the same authentication
 	// and logging. Default: those paths are a JSON 404.
 	Dashboard http.Handler
+	// DashboardLogin, with tokens, leaves the authentication of dashboard
+	// paths to the dashboard: it admits a browser by its own login page
+	// and session cookie (checking the token with ValidToken). The API
+	// keeps the bearer check. Without tokens it changes nothing: the
+	// dashboard is served to loopback clients only, as the API. Default
+	// false: a dashboard path needs the bearer token too.
+	DashboardLogin bool
 }
 
 // Server is the HTTP handler of the service. Create it with New; Close it
@@ -167,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route, h := s.route(r)
 	defer func() { s.observe(r, rec, route, time.Since(start)) }()
 
-	if !openRoute(route) {
+	if !openRoute(route) && !s.dashboardLogin(route) {
 		if e := s.authorize(r); e != nil {
 			s.writeError(rec, r, e)
 			return
@@ -179,6 +186,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(rec, r.Body, s.cfg.MaxBody)
 	h.ServeHTTP(rec, r)
+}
+
+// dashboardLogin reports whether route is left to the dashboard's own
+// login: a dashboard path, with tokens and Config.DashboardLogin.
+func (s *Server) dashboardLogin(route string) bool {
+	return route == routeDashboard && s.cfg.DashboardLogin && s.auth.enabled()
 }
 
 // Routes served without authentication (openRoute), and route labels
