@@ -148,6 +148,49 @@ func runListJobs(t *testing.T, b Backend) {
 // runListJobsKeyset: pages newest first with BeforeID, and back with
 // AfterID, cover every job once while jobs are enqueued between pages.
 func runListJobsKeyset(t *testing.T, b Backend) {
+	t.Run("FailingKeepsOnlyJobsWithAnError", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		retrying := e.enqueue(t, fenced.EnqueueParams{Kind: "f", MaxAttempts: 3})
+		succeeded := e.enqueue(t, fenced.EnqueueParams{Kind: "f", MaxAttempts: 3})
+		untouched := e.enqueue(t, fenced.EnqueueParams{Kind: "f", MaxAttempts: 3})
+		dead := e.enqueue(t, fenced.EnqueueParams{Kind: "f", MaxAttempts: 3})
+		got := map[int64]*fenced.Job{}
+		for _, j := range e.claim(t, fenced.DefaultQueue, "w", 4, time.Minute) {
+			got[j.ID] = j
+		}
+		if len(got) != 4 {
+			t.Fatalf("claimed %d jobs, want 4", len(got))
+		}
+		wantNoErr(t, e.c.FailJob(ctx(t), got[retrying.ID].Ref(), "boom", time.Hour, false), "fail to retry")
+		wantNoErr(t, e.c.FailJob(ctx(t), got[dead.ID].Ref(), "fatal", 0, true), "fail for good")
+		wantNoErr(t, e.c.CompleteJob(ctx(t), got[succeeded.ID].Ref(), nil), "complete")
+		wantNoErr(t, e.c.FailJob(ctx(t), got[untouched.ID].Ref(), "once", 0, false), "fail once")
+		again := e.claim(t, fenced.DefaultQueue, "w", 4, time.Minute) // untouched, due at once
+		if len(again) != 1 || again[0].ID != untouched.ID {
+			t.Fatalf("second claim %v, want job %d", again, untouched.ID)
+		}
+		wantNoErr(t, e.c.CompleteJob(ctx(t), again[0].Ref(), nil), "complete after a failure")
+		ids := func(f fenced.JobFilter) []int64 {
+			f.Limit = 10
+			page, err := e.c.ListJobs(ctx(t), f)
+			wantNoErr(t, err, "list")
+			var out []int64
+			for _, j := range page {
+				out = append(out, j.ID)
+			}
+			return out
+		}
+		if got := ids(fenced.JobFilter{State: fenced.JobQueued, Failing: true}); len(got) != 1 || got[0] != retrying.ID {
+			t.Fatalf("queued and failing: %v, want only %d (waiting to retry)", got, retrying.ID)
+		}
+		if got := ids(fenced.JobFilter{Failing: true, Desc: true}); len(got) != 2 || got[0] != dead.ID || got[1] != retrying.ID {
+			t.Fatalf("failing: %v, want %d (dead) and %d (retrying)", got, dead.ID, retrying.ID)
+		}
+		if got := ids(fenced.JobFilter{}); len(got) != 4 {
+			t.Fatalf("without the filter: %v, want all 4", got)
+		}
+	})
 	t.Run("DescendingPagesNoGapsNoDuplicates", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -189,6 +189,11 @@ type JobFilter struct {
 	BeforeID int64 // only ids below it (0: no bound): the last id of the previous page descending
 	Desc     bool  // id descending (newest first) instead of ascending
 	Limit    int   // the page size
+	// Failing keeps only jobs whose last attempt failed and that have not
+	// succeeded since (their LastError is set): with State queued, the
+	// jobs waiting to retry. The database filters them, so a page of them
+	// costs no read of the rest in the client.
+	Failing bool
 }
 
 // EnqueueResult is one enqueued job.

@@ -122,6 +122,9 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 			where, args = append(where, f.cond), append(args, f.value)
 		}
 	}
+	if p.Failing {
+		where = append(where, "j.last_error IS NOT NULL")
+	}
 	order := ""
 	if p.Desc {
 		order = " DESC"

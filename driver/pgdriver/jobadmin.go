@@ -189,6 +189,9 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 			where = append(where, fmt.Sprintf("%s = $%d", f.column, len(args)))
 		}
 	}
+	if p.Failing {
+		where = append(where, "j.last_error IS NOT NULL")
+	}
 	order := "ASC"
 	if p.Desc {
 		order = "DESC"

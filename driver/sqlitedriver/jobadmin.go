@@ -181,6 +181,7 @@ func scanAttempt(row sqldb.Scanner) (fencedtype.JobAttempt, error) {
 // plain comparisons on the primary key.
 const listJobsSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
 WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR kind = ?3) AND id > ?4 AND id < ?6
+    AND (?7 = 0 OR last_error IS NOT NULL)
 ORDER BY id %s LIMIT ?5`
 
 var (
@@ -195,7 +196,7 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 		query = listJobsDescSQL
 	}
 	jobs, err := sqldb.All(ctx, d.db, scanJob, query, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit,
-		driver.BeforeBound(p.BeforeID))
+		driver.BeforeBound(p.BeforeID), p.Failing)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}

@@ -128,10 +128,11 @@ func queueRows(counts []fenced.JobCount) []queueRow {
 	return out
 }
 
-// scan calls fn with every job in state, a page at a time, up to
-// scanLimit; it reports whether it stopped there.
-func (h *Handler) scan(ctx context.Context, state fenced.JobState, fn func(*fenced.Job)) (bool, error) {
-	f := fenced.JobFilter{State: state, Limit: fenced.MaxListLimit}
+// scan calls fn with every job in state (only those whose last attempt
+// failed, with failing), a page at a time, up to scanLimit; it reports
+// whether it stopped there.
+func (h *Handler) scan(ctx context.Context, state fenced.JobState, failing bool, fn func(*fenced.Job)) (bool, error) {
+	f := fenced.JobFilter{State: state, Failing: failing, Limit: fenced.MaxListLimit}
 	for seen := 0; ; {
 		page, err := h.c.ListJobs(ctx, f)
 		if err != nil {
@@ -155,7 +156,7 @@ func (h *Handler) scan(ctx context.Context, state fenced.JobState, fn func(*fenc
 // clock: their worker is gone or stuck, and recovery has not yet taken
 // them back.
 func (h *Handler) loadRunning(ctx context.Context, o *overview) error {
-	partial, err := h.scan(ctx, fenced.JobRunning, func(j *fenced.Job) {
+	partial, err := h.scan(ctx, fenced.JobRunning, false, func(j *fenced.Job) {
 		now := o.Now
 		if now.IsZero() {
 			now = j.DecidedAt
@@ -189,16 +190,14 @@ func (h *Handler) loadFailures(ctx context.Context, o *overview) error {
 		}
 		o.Failures = append(o.Failures, j)
 	}
-	partial, err := h.scan(ctx, fenced.JobFailed, func(j *fenced.Job) { note(j, false) })
+	partial, err := h.scan(ctx, fenced.JobFailed, false, func(j *fenced.Job) { note(j, false) })
 	if err != nil {
 		return err
 	}
 	o.Partial = o.Partial || partial
-	partial, err = h.scan(ctx, fenced.JobQueued, func(j *fenced.Job) {
-		if j.LastError != "" {
-			note(j, true)
-		}
-	})
+	// The database keeps only the queued jobs waiting to retry: the
+	// backlog's other jobs are never read here.
+	partial, err = h.scan(ctx, fenced.JobQueued, true, func(j *fenced.Job) { note(j, true) })
 	if err != nil {
 		return err
 	}
