@@ -17,19 +17,26 @@ import (
 // second action takes the next ones.
 const bulkLimit = fenced.MaxListLimit
 
-// action is one thing a person can do to a job from the dashboard.
+// action is one thing a person can do to a job, or to a queue, from the
+// dashboard.
 //
 // Queue actions (pause and resume) are not job actions: they take a queue,
-// not job ids, and get their own table and their own buttons in the
-// "queue-actions" block of the jobs page.
+// not job ids, and get their own table (queueActions) and their own
+// buttons, in the "queue-actions" block of the jobs page and the
+// overview's queue table. They share the confirmation page, the CSRF
+// check and the log line of /act.
 type action struct {
-	Name    string            // in forms and the log: retry, cancel, delete
-	Verb    string            // the button: Retry
-	Done    string            // the result: retried
-	States  []fenced.JobState // the states it applies to; nil: every state
-	Explain string            // what it does, on the confirmation page
-	Danger  bool              // it cannot be undone
-	do      func(ctx context.Context, c *fenced.Client, id int64) error
+	Name      string            // in forms and the log: retry, cancel, delete, pause, resume
+	Verb      string            // the button: Retry
+	Done      string            // the result: retried
+	Unchanged string            // a queue action's result when it changed nothing
+	States    []fenced.JobState // the states it applies to; nil: every state
+	Explain   string            // what it does, on the confirmation page
+	Danger    bool              // it cannot be undone
+	do        func(ctx context.Context, c *fenced.Client, id int64) error
+	// doQueue, set for a queue action, acts on a queue and reports whether
+	// it changed it.
+	doQueue func(ctx context.Context, c *fenced.Client, queue string) (bool, error)
 }
 
 var actions = []*action{
@@ -51,13 +58,66 @@ var actions = []*action{
 		do: func(ctx context.Context, c *fenced.Client, id int64) error { return c.DeleteJob(ctx, id) }},
 }
 
+// queueActions are the actions on a queue.
+var queueActions = []*action{
+	{Name: "pause", Verb: "Pause", Done: "paused", Unchanged: "was already paused",
+		Explain: "stops claims from taking the queue's jobs until it is resumed: workers wait as on an empty queue. " +
+			"Running jobs keep running, and jobs can still be enqueued into it.",
+		doQueue: func(ctx context.Context, c *fenced.Client, queue string) (bool, error) {
+			_, paused, err := c.PauseQueue(ctx, queue)
+			return paused, err
+		}},
+	{Name: "resume", Verb: "Resume", Done: "resumed", Unchanged: "was not paused",
+		Explain: "lets claims take the queue's jobs again, and wakes the workers waiting on it.",
+		doQueue: func(ctx context.Context, c *fenced.Client, queue string) (bool, error) {
+			return c.ResumeQueue(ctx, queue)
+		}},
+}
+
 func actionNamed(name string) *action {
-	for _, a := range actions {
+	for _, a := range slices.Concat(actions, queueActions) {
 		if a.Name == name {
 			return a
 		}
 	}
 	return nil
+}
+
+// ForQueue reports whether a is a queue action.
+func (a *action) ForQueue() bool { return a.doQueue != nil }
+
+// queueActionFor is the button of a queue: Resume when it is paused, else
+// Pause.
+func queueActionFor(paused bool) *action {
+	if paused {
+		return queueActions[1]
+	}
+	return queueActions[0]
+}
+
+// queueState is a queue, whether it is paused, and the action its button
+// offers.
+type queueState struct {
+	Queue  string
+	Pause  *fenced.QueuePause // nil: not paused
+	Action *action
+}
+
+// pauses reads the paused queues in one statement. ok is false on a
+// backend without jobs (etcd), which has no queues to pause.
+func (h *Handler) pauses(ctx context.Context) (paused map[string]*fenced.QueuePause, ok bool, err error) {
+	ps, err := h.c.ListQueuePauses(ctx)
+	if errors.Is(err, errors.ErrUnsupported) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("list queue pauses: %w", err)
+	}
+	paused = make(map[string]*fenced.QueuePause, len(ps))
+	for i := range ps {
+		paused[ps[i].Queue] = &ps[i]
+	}
+	return paused, true, nil
 }
 
 // appliesTo reports whether a can change a job in state s.
@@ -110,6 +170,9 @@ func (t target) values() url.Values {
 
 // back is the page to return to after acting.
 func (t target) back(a *action) string {
+	if a.ForQueue() {
+		return "/jobs?" + string(listFilter{Queue: t.Filter.Queue}.Query())
+	}
 	if t.JobID > 0 && a.Name != "delete" {
 		return "/jobs/" + strconv.FormatInt(t.JobID, 10)
 	}
@@ -176,7 +239,7 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
 	a := actionNamed(q.Get("action"))
 	if a == nil {
 		h.render(w, r, http.StatusBadRequest, "error", &errorPage{Title: "Invalid request",
-			Message: fmt.Sprintf("%q is not an action: want retry, cancel or delete.", q.Get("action"))})
+			Message: fmt.Sprintf("%q is not an action: want retry, cancel, delete, pause or resume.", q.Get("action"))})
 		return
 	}
 	t, err := targetOf(q)
@@ -185,7 +248,13 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := &confirmPage{Action: a, Target: t, BulkLimit: bulkLimit, Fields: t.values(), Back: t.back(a)}
-	if t.JobID > 0 {
+	if a.ForQueue() {
+		if err := validQueueTarget(t); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		p.Fields = url.Values{"queue": {t.Filter.Queue}}
+	} else if t.JobID > 0 {
 		if p.Job, _, err = h.c.GetJob(r.Context(), t.JobID); err != nil {
 			h.notFoundOr(w, r, err)
 			return
@@ -202,6 +271,15 @@ func (h *Handler) confirm(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "confirm", p)
 }
 
+// validQueueTarget checks the target of a queue action: a queue, and no
+// job.
+func validQueueTarget(t target) error {
+	if t.Filter.Queue == "" || t.JobID > 0 {
+		return fmt.Errorf("%w: a queue action takes a queue and no job", fenced.ErrInvalid)
+	}
+	return nil
+}
+
 // resultPage is the data of the page an action answers with.
 type resultPage struct {
 	Chrome
@@ -211,6 +289,7 @@ type resultPage struct {
 	Skipped []string // jobs in a state the action does not apply to (now)
 	Failed  []string
 	Back    string
+	Changed bool // a queue action changed the queue
 }
 
 // act serves POST /act: it checks the session's CSRF token, runs the
@@ -228,6 +307,10 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	if a == nil || err != nil {
 		h.render(w, r, http.StatusBadRequest, "error", &errorPage{Title: "Invalid request",
 			Message: "The form names no known action or job."})
+		return
+	}
+	if a.ForQueue() {
+		h.actQueue(w, r, a, t)
 		return
 	}
 	ids, err := h.ids(r.Context(), a, t)
@@ -269,6 +352,32 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.render(w, r, status, "result", p)
+}
+
+// actQueue runs a queue action for act, logs it and shows the result.
+func (h *Handler) actQueue(w http.ResponseWriter, r *http.Request, a *action, t target) {
+	if err := validQueueTarget(t); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	changed, err := a.doQueue(r.Context(), h.c, t.Filter.Queue)
+	result := a.Done
+	switch {
+	case err != nil:
+		result = "failed"
+	case !changed:
+		result = "unchanged"
+	}
+	attrs := []any{"action", a.Name, "queue", t.Filter.Queue, "result", result, "remote", r.RemoteAddr}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	h.log.Info("dashboard action", attrs...)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "result", &resultPage{Action: a, Target: t, Back: t.back(a), Changed: changed})
 }
 
 // notFoundOr renders a missing job as 404 and any other error as fail does.

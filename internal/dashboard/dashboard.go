@@ -2,8 +2,9 @@
 // of queues, overdue running jobs, failures, leases and stale writes
 // rejected; a job browser (by state, queue and kind, newest first, paged
 // by id); a page per job with its attempt history; and actions on jobs
-// (retry, cancel, delete, one job or every job matching a filter), each
-// confirmed on a page of its own and posted as a plain form. It uses
+// (retry, cancel, delete, one job or every job matching a filter) and on
+// queues (pause, resume), each confirmed on a page of its own and posted
+// as a plain form. It uses
 // html/template (so every value is escaped) and no JavaScript.
 //
 // It is mounted by internal/server as Config.Dashboard for every path

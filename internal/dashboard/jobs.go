@@ -84,6 +84,9 @@ type jobsPage struct {
 	Newer, Older template.URL
 	Actions      []*action // the bulk actions
 	BulkLimit    int
+	// Queue is the filter's queue, whether it is paused and its button;
+	// nil without a queue filter or on a backend without jobs.
+	Queue *queueState
 }
 
 // jobs serves /jobs: the jobs matching the filter, newest first, a page
@@ -113,6 +116,17 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if p.Filter.Queue != "" {
+		paused, ok, err := h.pauses(r.Context())
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		if ok {
+			pause := paused[p.Filter.Queue]
+			p.Queue = &queueState{Queue: p.Filter.Queue, Pause: pause, Action: queueActionFor(pause != nil)}
+		}
 	}
 	if p.Now, err = h.c.DatabaseTime(r.Context()); err == nil {
 		p.Clock = clock(p.Now, false)

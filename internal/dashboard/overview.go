@@ -42,11 +42,14 @@ type overview struct {
 	Stale    staleCount
 }
 
-// queueRow is one queue's job counts, in the order of States.
+// queueRow is one queue's job counts, in the order of States, and whether
+// it is paused.
 type queueRow struct {
 	Queue  string
 	Counts []int64
 	Total  int64
+	Pause  *fenced.QueuePause // nil: not paused
+	Action *action            // Pause or Resume; nil on a backend without jobs
 }
 
 // kindRow is one kind of job that has failed.
@@ -85,6 +88,9 @@ func (h *Handler) load(ctx context.Context) (*overview, error) {
 	}
 	o.Queues = queueRows(counts)
 	if jobs {
+		if err := h.loadPauses(ctx, o); err != nil {
+			return nil, err
+		}
 		if err := h.loadRunning(ctx, o); err != nil {
 			return nil, err
 		}
@@ -126,6 +132,27 @@ func queueRows(counts []fenced.JobCount) []queueRow {
 		out[i] = *r
 	}
 	return out
+}
+
+// loadPauses marks the paused queues (one statement), adds those without
+// jobs, and gives every queue its Pause or Resume button.
+func (h *Handler) loadPauses(ctx context.Context, o *overview) error {
+	paused, ok, err := h.pauses(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	for q, p := range paused {
+		if !slices.ContainsFunc(o.Queues, func(r queueRow) bool { return r.Queue == q }) {
+			o.Queues = append(o.Queues, queueRow{Queue: q, Counts: make([]int64, len(states)), Pause: p})
+		}
+	}
+	slices.SortFunc(o.Queues, func(a, b queueRow) int { return strings.Compare(a.Queue, b.Queue) })
+	for i := range o.Queues {
+		r := &o.Queues[i]
+		r.Pause = paused[r.Queue]
+		r.Action = queueActionFor(r.Pause != nil)
+	}
+	return nil
 }
 
 // scan calls fn with every job in state (only those whose last attempt

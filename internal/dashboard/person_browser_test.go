@@ -17,9 +17,9 @@ import (
 // TestPersonInBrowser drives headless Chromium (the installed
 // /usr/bin/chromium, over the DevTools protocol) as a person would: log in
 // with a token, filter the jobs to the failed ones, open one, retry it
-// and confirm. It saves a screenshot of each step into the artifacts
-// directory ($FENCED_ARTIFACTS, else the test's temporary directory), in
-// person/.
+// and confirm, then pause the job's queue. It saves a screenshot of each
+// step into the artifacts directory ($FENCED_ARTIFACTS, else the test's
+// temporary directory), in person/.
 func TestPersonInBrowser(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
@@ -119,7 +119,24 @@ func TestPersonInBrowser(t *testing.T) {
 	if got := text("main h1"); got != "1 job retried" {
 		t.Fatalf("the result reads %q", got)
 	}
-	if j, _, _ := e.c.GetJob(context.Background(), bad); j.State != fenced.JobQueued {
+	j, _, _ := e.c.GetJob(context.Background(), bad)
+	if j.State != fenced.JobQueued {
 		t.Fatalf("after the retry the job is %s", j.State)
+	}
+
+	run("pause its queue", chromedp.Navigate(e.url+"/jobs?queue="+j.Queue), chromedp.WaitVisible(chromedp.CSS("#queue-actions")),
+		chromedp.Click(chromedp.CSS(`#queue-action[href^="/confirm?action=pause"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#confirm-button")), chromedp.Click(chromedp.CSS("#confirm-button")),
+		chromedp.WaitVisible(chromedp.CSS("#result")))
+	if got := text("main h1"); got != "Queue "+j.Queue+" paused" {
+		t.Fatalf("the result reads %q", got)
+	}
+	run("back to the queue", chromedp.Click(chromedp.CSS(`#result a.btn`)), at("/jobs?queue="),
+		chromedp.WaitVisible(chromedp.CSS("#queue-actions")), shot("paused"))
+	if got := text("#queue-actions h2"); !strings.Contains(got, "paused") {
+		t.Fatalf("the queue reads %q", got)
+	}
+	if ps, err := e.c.ListQueuePauses(context.Background()); err != nil || len(ps) != 1 || ps[0].Queue != j.Queue {
+		t.Fatalf("after the pause ListQueuePauses = %v, %v", ps, err)
 	}
 }
