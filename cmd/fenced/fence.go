@@ -46,13 +46,10 @@ already used.
   fenced --db postgres://fenced@db/fenced fence advance`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.AdvanceFences(ctx, by)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}

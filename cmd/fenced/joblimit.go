@@ -75,13 +75,10 @@ func newJobLimitSetCmd(a *app) *cobra.Command {
 				return err
 			}
 			l.Queue, l.Kind, l.ConcurrencyKey = args[0], f.kind, f.key
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.SetJobLimit(ctx, l)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -121,13 +118,10 @@ func newJobLimitListCmd(a *app) *cobra.Command {
 					return invalid("queue", "must not be empty")
 				}
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ListJobLimits(ctx, queue)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -160,12 +154,9 @@ limit that is not declared exits 5.`,
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				return c.DeleteJobLimit(ctx, args[0], f.kind, f.key)
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}

@@ -30,13 +30,10 @@ due, HELD_BACK those the limit holds back (WAITING when the key is full).`,
 			if fl := cmd.Flags().Lookup("queue"); fl.Changed && queue == "" {
 				return invalid("queue", "must not be empty")
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ListKeySlots(ctx, queue)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}

@@ -56,13 +56,10 @@ acquire fails with exit 3.`,
 			if err := requireFlags(cmd, "owner"); err != nil {
 				return err
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.AcquireLease(ctx, args[0], owner, ttl)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -97,13 +94,10 @@ stale (exit 4): acquire again, and get a new fence.`,
 			if err := requireFlags(cmd, "owner", "fence"); err != nil {
 				return err
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.RenewLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -138,13 +132,10 @@ with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`
 			if err := requireFlags(cmd, "owner", "fence"); err != nil {
 				return err
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ReleaseLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -171,13 +162,10 @@ func newLeaseShowCmd(a *app) *cobra.Command {
   fenced lease show nightly-report --json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.GetLease(ctx, args[0])
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}

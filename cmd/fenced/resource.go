@@ -73,13 +73,10 @@ applies nothing again; the same id with another fence or value is refused
 					return err
 				}
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.WriteResource(ctx, args[0], v, fence, fenced.WriteOptions{OperationID: op})
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -139,13 +136,10 @@ func newResourceShowCmd(a *app) *cobra.Command {
   fenced resource show invoice-42 --json | jq -r .value`,
 		Args: exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ReadResource(ctx, args[0])
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}

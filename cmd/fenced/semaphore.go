@@ -58,13 +58,10 @@ exit 3. The semaphore's number of slots becomes --slots.`,
 			if err := requireFlags(cmd, "owner", "slots"); err != nil {
 				return err
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.AcquireSlot(ctx, args[0], owner, slots, ttl)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -101,13 +98,10 @@ otherwise it fails as stale (exit 4): acquire again, and get a new fence.`,
 				return err
 			}
 			ref := fenced.Slot{Name: args[0], Owner: owner, Fence: fence}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.RenewSlot(ctx, ref, ttl)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -143,13 +137,10 @@ after a takeover it fails as stale (exit 4).`,
 				return err
 			}
 			ref := fenced.Slot{Name: args[0], Owner: owner, Fence: fence}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ReleaseSlot(ctx, ref)
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}
@@ -176,13 +167,10 @@ func newSemaphoreShowCmd(a *app) *cobra.Command {
   fenced semaphore show encoders --json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.GetSemaphore(ctx, args[0])
 				return err
-			}); err != nil {
-				return err
-			}
-			c, err := a.open(cmd.Context())
+			})
 			if err != nil {
 				return err
 			}

@@ -300,7 +300,7 @@ func readPick(br pgx.BatchResults) ([]driver.ClaimCandidate, driver.ClaimLoad, e
 	if err != nil {
 		return nil, load, err
 	}
-	err = readClaimGlobals(br, load.AddGlobal)
+	err = readNamedCounts(br, load.AddGlobal)
 	return cands, load, err
 }
 
@@ -331,7 +331,7 @@ func readLoad(br pgx.BatchResults, locked, sequenced bool, cands []driver.ClaimC
 		}
 	}
 	running := map[string]int{}
-	if err := readClaimGlobals(br, func(key string, n int) { running[key] = n }); err != nil {
+	if err := readNamedCounts(br, func(key string, n int) { running[key] = n }); err != nil {
 		return err
 	}
 	var limits driver.KeyLimits
@@ -364,7 +364,7 @@ func readLoad(br pgx.BatchResults, locked, sequenced bool, cands []driver.ClaimC
 	if !load.HasGlobal() {
 		return nil
 	}
-	return readClaimGlobals(br, load.AddRunning)
+	return readNamedCounts(br, load.AddRunning)
 }
 
 // closeBatch closes a batch's results, keeping err when there is one.
@@ -375,10 +375,10 @@ func closeBatch(br pgx.BatchResults, err error) error {
 	return err
 }
 
-// readClaimGlobals reads the next reply of br, rows of (name, count), into
+// readNamedCounts reads the next reply of br, rows of (name, count), into
 // add: the queue's global limits, its running jobs by kind, or its keys'
 // running attempts.
-func readClaimGlobals(br pgx.BatchResults, add func(string, int)) error {
+func readNamedCounts(br pgx.BatchResults, add func(string, int)) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err
