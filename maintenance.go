@@ -95,6 +95,10 @@ type MaintenanceConfig struct {
 	// a fifth of the maintainer's time. Default DefaultVacuumRows; negative
 	// never.
 	VacuumRows int64
+	// SkipRollup leaves out the rollup of each minute behind the
+	// dashboard's charts (Client.RollupJobMinutes), which a round does once
+	// a minute otherwise.
+	SkipRollup bool
 	// Logger receives errors. Default: discarded.
 	Logger *slog.Logger
 	// OnRound, when set, is called after every round with what it did,
@@ -109,6 +113,7 @@ type MaintenanceRound struct {
 	Recovered int  // running jobs whose lease had expired, taken back
 	Deleted   int  // finished jobs deleted past retention
 	Vacuumed  bool // the job table was vacuumed or analyzed (VacuumRows)
+	RolledUp  int  // minutes rolled up for the charts (RollupJobMinutes)
 }
 
 // Maintainer runs the queue's maintenance — recovery of expired work,
@@ -121,6 +126,7 @@ type Maintainer struct {
 	stop context.CancelFunc
 	done chan struct{}
 	tidy tidier
+	roll minuteRoller
 }
 
 // Rounds a maintainer makes per batch of work.
@@ -202,7 +208,7 @@ func (m *Maintainer) hold(ctx context.Context, lease Lease) error {
 
 // Round runs one round of maintenance under lease (the maintenance lease
 // this maintainer holds): recover expired jobs, delete old finished ones,
-// enqueue due periodic jobs. Exported so tests and operators can run one.
+// roll up the minute that ended (once a minute), enqueue due periodic jobs. Exported so tests and operators can run one.
 func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 	var did MaintenanceRound
 	if m.cfg.OnRound != nil {
@@ -230,6 +236,21 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 			return err
 		}
 	}
+	if err := m.periodic(ctx, lease); err != nil {
+		return err
+	}
+	if !m.cfg.SkipRollup {
+		n, err := m.roll.roll(ctx, m.c)
+		did.RolledUp = n
+		if err != nil {
+			return fmt.Errorf("roll up minutes: %w", err)
+		}
+	}
+	return nil
+}
+
+// periodic enqueues the periodic jobs whose period has begun.
+func (m *Maintainer) periodic(ctx context.Context, lease Lease) error {
 	if len(m.cfg.Periodic) == 0 {
 		return nil
 	}

@@ -99,6 +99,19 @@ type JobDriver interface {
 	ResumeQueue(ctx context.Context, queue string) (bool, error)
 	// ListQueuePauses lists the paused queues by name.
 	ListQueuePauses(ctx context.Context) ([]fencedtype.QueuePause, error)
+
+	// RollupJobMinute rolls up the minute of the database clock that
+	// starts at minute (over by then), in one transaction: a row per
+	// queue with anything to count (fencedtype.JobMinute) and a marker row
+	// of queue "" saying the minute is done, unless the marker is there
+	// already: then it changes nothing and returns false. With depth it
+	// counts each queue's queued jobs now (the marker's Depth is their
+	// total), else stores Depth -1. It also deletes the rows of minutes
+	// before keepSince.
+	RollupJobMinute(ctx context.Context, minute time.Time, depth bool, keepSince time.Time) (bool, error)
+	// ListJobMinutes reads the rolled-up rows of the minutes at or after
+	// since, markers included, ordered by minute and queue.
+	ListJobMinutes(ctx context.Context, since time.Time) ([]fencedtype.JobMinute, error)
 }
 
 // EnqueueParams are the inputs of one enqueued job.

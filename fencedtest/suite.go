@@ -35,6 +35,10 @@ type Backend struct {
 	WaitBlocked func(t testing.TB, url string)
 	// Bind rewrites $1-style placeholders into the dialect's. Nil keeps them.
 	Bind func(sql string) string
+	// Backdate moves every time of url's jobs and their attempts d into
+	// the past, as if all had happened d earlier (the charts' rollup is
+	// tested on minutes that are over). Nil: those tests skip.
+	Backdate func(t testing.TB, url string, d time.Duration)
 
 	// NoJobs, when not empty, says why the backend has no job queue (etcd):
 	// a subtest of a lease group that needs jobs skips with it. Such a
@@ -134,6 +138,7 @@ func Run(t *testing.T, b Backend) {
 		{"PauseQueue", runPauseQueue},
 		{"ResumeQueue", runResumeQueue},
 		{"ListQueuePauses", runListQueuePauses},
+		{"RollupJobMinutes", runRollupJobMinutes},
 		{"DatabaseTime", runDatabaseTime},
 
 		{"Keeper", runKeeper},

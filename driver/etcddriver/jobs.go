@@ -122,3 +122,13 @@ func (d *Driver) ResumeQueue(context.Context, string) (bool, error) {
 func (d *Driver) ListQueuePauses(context.Context) ([]fencedtype.QueuePause, error) {
 	return nil, ErrJobsNotSupported
 }
+
+// RollupJobMinute implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) RollupJobMinute(context.Context, time.Time, bool, time.Time) (bool, error) {
+	return false, ErrJobsNotSupported
+}
+
+// ListJobMinutes implements driver.JobDriver: ErrJobsNotSupported.
+func (d *Driver) ListJobMinutes(context.Context, time.Time) ([]fencedtype.JobMinute, error) {
+	return nil, ErrJobsNotSupported
+}

@@ -30,6 +30,7 @@ var Backend = fencedtest.Backend{
 	Snapshot:    testdb.MySQLSnapshot,
 	WaitBlocked: testdb.MySQLWaitBlocked,
 	Bind:        bind,
+	Backdate:    testdb.MySQLBackdate,
 }
 
 func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }

@@ -18,6 +18,7 @@ var Backend = fencedtest.Backend{
 	Exec:        func(t testing.TB, url, sql string) { testdb.Exec(t, url, sql) },
 	Snapshot:    testdb.PostgresSnapshot,
 	WaitBlocked: testdb.PostgresWaitBlocked,
+	Backdate:    testdb.PostgresBackdate,
 }
 
 func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }

@@ -19,6 +19,7 @@ var Backend = fencedtest.Backend{
 	NewURL:     testdb.SQLite,
 	Exec:       testdb.SQLiteExec,
 	Snapshot:   testdb.SQLiteSnapshot,
+	Backdate:   testdb.SQLiteBackdate,
 }
 
 func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }

@@ -133,6 +133,11 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 			held.Name, held.Owner, held.Fence, wire.Time(held.ExpiresAt), held.Slots}}
 	case errors.As(err, &stale):
 		s.metrics.stale.WithLabelValues(stale.Kind, string(stale.Reason)).Inc()
+		at := stale.DecidedAt
+		if at.IsZero() {
+			at = time.Now()
+		}
+		s.staleMinutes.add(at)
 		return &apiError{status: http.StatusConflict, fromDB: true, at: stale.DecidedAt, body: &staleBody{
 			errorBody{Error: codeStaleFence, Message: err.Error()},
 			stale.Kind, stale.Name, stale.Fence, stale.CurrentFence, stale.CurrentOwner, stale.Reason}}

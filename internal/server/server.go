@@ -90,6 +90,8 @@ type Server struct {
 	cop     *http.CrossOriginProtection
 	metrics *metrics
 	log     *slog.Logger
+	// staleMinutes counts stale refusals by minute (StaleMinutes).
+	staleMinutes minuteCounts
 
 	closing   chan struct{} // closed by Close: waiting claims return
 	closeOnce sync.Once

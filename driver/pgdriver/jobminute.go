@@ -1,0 +1,152 @@
+package pgdriver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/jackc/pgx/v5"
+)
+
+// Statements of RollupJobMinute; $1 and $2 are the minute's start and end.
+var (
+	minuteMarkSQL = `INSERT INTO fenced_job_minutes (minute, queue, succeeded, failed, cancelled, retried, lost, depth, waits)
+VALUES ($1, '', 0, 0, 0, 0, 0, -1, '') ON CONFLICT DO NOTHING`
+	// minuteFinishedSQL reads the jobs that finished in the minute (by
+	// fenced_jobs_finished), with the claim wait of those that ran.
+	minuteFinishedSQL = `
+SELECT queue, state, CASE WHEN attempted_at IS NULL OR state = 'cancelled' THEN -1
+    ELSE ` + driver.WaitBucketSQL(`extract(epoch FROM attempted_at - run_at) * 1000`) + ` END AS bucket, count(*)
+FROM fenced_jobs WHERE finished_at >= $1 AND finished_at < $2
+GROUP BY 1, 2, 3`
+	// minuteRequeuedSQL reads the retried and lost attempts that ended in
+	// the minute (by fenced_job_attempts_requeued).
+	minuteRequeuedSQL = `
+SELECT j.queue, a.outcome, count(*) FROM fenced_job_attempts a JOIN fenced_jobs j ON j.id = a.job_id
+WHERE a.outcome IN ('retry', 'lost') AND a.ended_at >= $1 AND a.ended_at < $2
+GROUP BY 1, 2`
+	minuteDepthSQL  = `SELECT queue, count(*) FROM fenced_jobs WHERE state = 'queued' GROUP BY queue`
+	minuteInsertSQL = `INSERT INTO fenced_job_minutes (minute, queue, succeeded, failed, cancelled, retried, lost, depth, waits)
+SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])`
+	minutePruneSQL     = `DELETE FROM fenced_job_minutes WHERE minute < $1`
+	minuteMarkDepthSQL = `UPDATE fenced_job_minutes SET depth = $2 WHERE minute = $1 AND queue = ''`
+)
+
+// RollupJobMinute implements driver.JobDriver.
+func (d *Driver) RollupJobMinute(ctx context.Context, minute time.Time, depth bool, keepSince time.Time) (bool, error) {
+	done := false
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, minuteMarkSQL, minute)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		r := driver.NewMinuteRollup(minute, depth)
+		end := minute.Add(time.Minute)
+		err = forRows(ctx, tx, minuteFinishedSQL, []any{minute, end}, func(row pgx.Rows) error {
+			var queue, state string
+			var bucket int
+			var n int64
+			err := row.Scan(&queue, &state, &bucket, &n)
+			r.AddFinished(queue, state, bucket, n)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		err = forRows(ctx, tx, minuteRequeuedSQL, []any{minute, end}, func(row pgx.Rows) error {
+			var queue, outcome string
+			var n int64
+			err := row.Scan(&queue, &outcome, &n)
+			r.AddAttempts(queue, outcome, n)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if depth {
+			err = forRows(ctx, tx, minuteDepthSQL, nil, func(row pgx.Rows) error {
+				var queue string
+				var n int64
+				err := row.Scan(&queue, &n)
+				r.AddDepth(queue, n)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		rows := r.Rows()
+		if depth {
+			if _, err := tx.Exec(ctx, minuteMarkDepthSQL, minute, rows[0].Depth); err != nil {
+				return err
+			}
+		}
+		rows = rows[1:] // the marker is in
+		var cols struct {
+			queue, waits                                     []string
+			succeeded, failed, cancelled, retried, lost, dep []int64
+		}
+		for _, m := range rows {
+			cols.queue = append(cols.queue, m.Queue)
+			cols.succeeded = append(cols.succeeded, m.Succeeded)
+			cols.failed = append(cols.failed, m.Failed)
+			cols.cancelled = append(cols.cancelled, m.Cancelled)
+			cols.retried = append(cols.retried, m.Retried)
+			cols.lost = append(cols.lost, m.Lost)
+			cols.dep = append(cols.dep, m.Depth)
+			cols.waits = append(cols.waits, driver.FormatWaits(m.Waits))
+		}
+		if len(rows) > 0 {
+			if _, err := tx.Exec(ctx, minuteInsertSQL, minute, cols.queue, cols.succeeded, cols.failed,
+				cols.cancelled, cols.retried, cols.lost, cols.dep, cols.waits); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, minutePruneSQL, keepSince); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("roll up the minute of %s: %w", minute.Format(time.RFC3339), err)
+	}
+	return done, nil
+}
+
+// forRows runs sql in tx and calls fn for each row.
+func forRows(ctx context.Context, tx pgx.Tx, sql string, args []any, fn func(pgx.Rows) error) error {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// ListJobMinutes implements driver.JobDriver.
+func (d *Driver) ListJobMinutes(ctx context.Context, since time.Time) ([]fencedtype.JobMinute, error) {
+	rows, err := d.pool.Query(ctx, `SELECT minute, queue, succeeded, failed, cancelled, retried, lost, depth, waits
+FROM fenced_job_minutes WHERE minute >= $1 ORDER BY minute, queue`, since)
+	out, err := collectRows(rows, err, func(r pgx.CollectableRow) (fencedtype.JobMinute, error) {
+		var m fencedtype.JobMinute
+		var waits string
+		if err := r.Scan(&m.Minute, &m.Queue, &m.Succeeded, &m.Failed, &m.Cancelled, &m.Retried, &m.Lost, &m.Depth, &waits); err != nil {
+			return m, err
+		}
+		var err error
+		m.Waits, err = driver.ParseWaits(waits)
+		return m, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list job minutes: %w", err)
+	}
+	return out, nil
+}
