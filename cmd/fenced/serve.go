@@ -201,7 +201,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL}
+	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL, StaleMinutes: srv.StaleMinutes}
 	if srv.TokensSet() {
 		dopts.CheckToken = srv.ValidToken
 	}

@@ -26,6 +26,7 @@ import (
 type env struct {
 	t     *testing.T
 	c     *fenced.Client
+	db    string // the database's URL
 	url   string
 	token string // the bearer token of the API calls, "" without tokens
 }
@@ -37,7 +38,8 @@ func setup(t *testing.T) *env { return setupWith(t, nil, dashboard.Options{}) }
 func setupWith(t *testing.T, tokens []string, o dashboard.Options) *env {
 	t.Helper()
 	ctx := context.Background()
-	c, err := fenced.Open(ctx, testdb.SQLite(t), fenced.Config{})
+	db := testdb.SQLite(t)
+	c, err := fenced.Open(ctx, db, fenced.Config{})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -56,10 +58,13 @@ func setupWith(t *testing.T, tokens []string, o dashboard.Options) *env {
 	if srv.TokensSet() {
 		o.CheckToken = srv.ValidToken
 	}
+	if o.StaleMinutes == nil {
+		o.StaleMinutes = srv.StaleMinutes
+	}
 	dash = dashboard.New(srv.Client(), srv.Gatherer(), o)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Close(); ts.Close() })
-	e := &env{t: t, c: c, url: ts.URL}
+	e := &env{t: t, c: c, db: db, url: ts.URL}
 	if len(tokens) > 0 {
 		e.token = tokens[0]
 	}

@@ -42,14 +42,15 @@ const RefreshSeconds = 5
 var files embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"when":      when,
-	"rel":       rel,
-	"refresh":   func() int { return RefreshSeconds },
-	"failedAt":  failedAt,
-	"pretty":    pretty,
-	"scanLimit": func() int { return scanLimit },
-	"meta":      func(title string, refresh bool) headData { return headData{title, refresh} },
-	"took":      took,
+	"when":        when,
+	"rel":         rel,
+	"refresh":     func() int { return RefreshSeconds },
+	"failedAt":    failedAt,
+	"pretty":      pretty,
+	"scanLimit":   func() int { return scanLimit },
+	"meta":        func(title string, refresh bool) headData { return headData{title, refresh} },
+	"took":        took,
+	"rollupGrace": func() time.Duration { return fenced.RollupGrace },
 }).ParseFS(files, "templates/*.html"))
 
 // Options configure a Handler. The zero value fits a server without
@@ -65,6 +66,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of session expiry. Default time.Now.
 	Now func() time.Time
+	// StaleMinutes gives the server's stale refusals by minute (the
+	// server's StaleMinutes), for a chart. Nil: no such chart.
+	StaleMinutes func() map[time.Time]int64
 }
 
 // Handler serves the dashboard.
@@ -92,6 +96,7 @@ func New(c *fenced.Client, g prometheus.Gatherer, o Options) *Handler {
 	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /{$}", h.overview)
 	h.mux.HandleFunc("GET /jobs", h.jobs)
+	h.mux.HandleFunc("GET /charts", h.charts)
 	h.mux.HandleFunc("GET /jobs/{id}", h.job)
 	h.mux.HandleFunc("GET /confirm", h.confirm)
 	h.mux.HandleFunc("POST /act", h.act)

@@ -12,12 +12,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/dashboard"
+	"github.com/fenced/fenced/internal/testdb"
 )
 
 // TestPersonInBrowser drives headless Chromium (the installed
 // /usr/bin/chromium, over the DevTools protocol) as a person would: log in
 // with a token, filter the jobs to the failed ones, open one, retry it
-// and confirm, then pause the job's queue. It saves a screenshot of each
+// and confirm, pause the job's queue, then see the charts. It saves a screenshot of each
 // step into the artifacts directory ($FENCED_ARTIFACTS, else the test's
 // temporary directory), in person/.
 func TestPersonInBrowser(t *testing.T) {
@@ -138,5 +139,17 @@ func TestPersonInBrowser(t *testing.T) {
 	}
 	if ps, err := e.c.ListQueuePauses(context.Background()); err != nil || len(ps) != 1 || ps[0].Queue != j.Queue {
 		t.Fatalf("after the pause ListQueuePauses = %v, %v", ps, err)
+	}
+
+	// The hour so far, rolled up as a maintainer would once its minutes
+	// are over (moved three minutes back so that they are).
+	testdb.SQLiteBackdate(t, e.db, 3*time.Minute)
+	if _, err := e.c.RollupJobMinutes(context.Background()); err != nil {
+		t.Fatalf("rollup: %v", err)
+	}
+	run("see the charts", chromedp.Click(chromedp.CSS(`header nav a[href="/charts"]`)), at("/charts"),
+		chromedp.WaitVisible(chromedp.CSS("#charts svg.chart")), shot("charts"))
+	if got := text("#charts"); !strings.Contains(got, "3 succeeded") || !strings.Contains(got, "Claim wait") {
+		t.Fatalf("the charts read %q", got)
 	}
 }
