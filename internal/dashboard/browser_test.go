@@ -37,8 +37,13 @@ func setup(t *testing.T) *env { return setupWith(t, nil, dashboard.Options{}) }
 // log in, as fenced serve does) and o.
 func setupWith(t *testing.T, tokens []string, o dashboard.Options) *env {
 	t.Helper()
+	return setupOn(t, testdb.SQLite(t), tokens, o)
+}
+
+// setupOn is setupWith on the database at db.
+func setupOn(t *testing.T, db string, tokens []string, o dashboard.Options) *env {
+	t.Helper()
 	ctx := context.Background()
-	db := testdb.SQLite(t)
 	c, err := fenced.Open(ctx, db, fenced.Config{})
 	if err != nil {
 		t.Fatalf("open: %v", err)

@@ -11,13 +11,29 @@ import (
 	"github.com/fenced/fenced/internal/testdb"
 )
 
-// TestCharts: /charts draws the rolled-up hour — jobs per minute, queue
+// TestCharts, on SQLite and PostgreSQL: /charts draws the rolled-up hour — jobs per minute, queue
 // depth, claim-wait percentiles and stale refusals — for every queue or
 // one, says so when nothing is rolled up yet, and carries no script.
 func TestCharts(t *testing.T) {
 	t.Parallel()
+	for _, b := range []struct {
+		name     string
+		db       func(testing.TB) string
+		backdate func(testing.TB, string, time.Duration)
+	}{
+		{"sqlite", testdb.SQLite, testdb.SQLiteBackdate},
+		{"postgres", testdb.Postgres, testdb.PostgresBackdate},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			charts(t, b.db(t), b.backdate)
+		})
+	}
+}
+
+func charts(t *testing.T, db string, backdate func(testing.TB, string, time.Duration)) {
 	stale := map[time.Time]int64{}
-	e := setupWith(t, nil, dashboard.Options{StaleMinutes: func() map[time.Time]int64 { return stale }})
+	e := setupOn(t, db, nil, dashboard.Options{StaleMinutes: func() map[time.Time]int64 { return stale }})
 	ctx := context.Background()
 
 	_, _, body := get(t, e.url+"/charts")
@@ -28,7 +44,7 @@ func TestCharts(t *testing.T) {
 	e.scenario()
 	// The scenario happened three minutes ago, so that its minutes are
 	// over and rolled up.
-	testdb.SQLiteBackdate(t, e.db, 3*time.Minute)
+	backdate(t, e.db, 3*time.Minute)
 	if n, err := e.c.RollupJobMinutes(ctx); err != nil || n < 60 {
 		t.Fatalf("rollup: %d minutes, %v", n, err)
 	}
