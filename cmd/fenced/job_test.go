@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -358,6 +359,34 @@ func TestJobRetry(t *testing.T) {
 		}
 		out := c.ok("job", "retry", strconv.FormatInt(j.ID, 10))
 		contains(t, "retry", out, "queued job "+strconv.FormatInt(j.ID, 10)+" again")
+	})
+}
+
+// TestJobDelete: a job is deleted in any state; the worker of a deleted
+// running attempt can end nothing; a missing job exits 5.
+func TestJobDelete(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, c cli) {
+		queued := enqueue(c, "email")
+		out := c.ok("job", "delete", strconv.FormatInt(queued.ID, 10))
+		contains(t, "delete", out, "deleted job "+strconv.FormatInt(queued.ID, 10))
+		c.fails(5, "job", "show", strconv.FormatInt(queued.ID, 10))
+		c.fails(5, "job", "delete", strconv.FormatInt(queued.ID, 10))
+
+		running := enqueue(c, "email")
+		lib := library(t, c)
+		j := claim(t, lib, "default", "worker-1")
+		var got struct {
+			ID      int64 `json:"id"`
+			Deleted bool  `json:"deleted"`
+		}
+		c.json(&got, "job", "delete", "--json", strconv.FormatInt(running.ID, 10))
+		if got.ID != running.ID || !got.Deleted {
+			t.Errorf("delete --json = %+v", got)
+		}
+		if err := lib.CompleteJob(context.Background(), j.Ref(), nil); !errors.Is(err, fenced.ErrNotFound) {
+			t.Errorf("completing a deleted running job: %v, want ErrNotFound", err)
+		}
 	})
 }
 

@@ -79,6 +79,49 @@ that does not exist: exit 5.`,
 	return cmd
 }
 
+func newJobDeleteCmd(a *app) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "delete ID",
+		Short: "Delete a job and its attempt history, in any state",
+		Long: `Delete a job, in any state, with its attempt history. A running job's
+worker is not told: its next heartbeat, progress or end finds no job, so it
+can write nothing more (its handler runs on until then), and its attempt no
+longer counts against a concurrency limit. Deleting a failed job unblocks
+its sequence. To stop a running job and keep its record, cancel it instead.
+
+A job that does not exist: exit 5.`,
+		Example: `  fenced job delete 42
+  fenced job ls --state cancelled --json | jq -r '.[].id' | xargs -n1 fenced job delete`,
+		Args:        exactArgs("ID"),
+		Annotations: map[string]string{annotationJobID: "ID"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := fenced.ParseJobID(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.DeleteJob(cmd.Context(), id); err != nil {
+				return jobNotFound(id, err)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), struct {
+					ID      int64 `json:"id"`
+					Deleted bool  `json:"deleted"`
+				}{id, true})
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted job %d\n", id)
+			return err
+		},
+	}
+	jsonFlag(cmd, &asJSON)
+	return cmd
+}
+
 // jobAdmin parses the job id arg and applies op (cancel or retry) to it.
 func (a *app) jobAdmin(ctx context.Context, arg string, op func(*fenced.Client, context.Context, int64) (*fenced.Job, error)) (*fenced.Job, error) {
 	id, err := fenced.ParseJobID(arg)

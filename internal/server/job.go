@@ -213,6 +213,29 @@ func (s *Server) cancel(r *http.Request) (*reply, error) {
 	return ok(jobReply{*j, wire.Time(j.DecidedAt)}, j.DecidedAt), nil
 }
 
+// jobDeletedReply answers a delete.
+type jobDeletedReply struct {
+	ID      int64     `json:"id"`
+	Deleted bool      `json:"deleted"`
+	DBTime  wire.Time `json:"db_time,omitzero"`
+}
+
+// deleteJob: DELETE /v1/jobs/{id} → {id, "deleted": true}: the job, in any
+// state, and its attempt history are gone (a running attempt's worker
+// finds no job at its next heartbeat, progress or end). 404 when there is
+// no such job.
+func (s *Server) deleteJob(r *http.Request) (*reply, error) {
+	id, err := pathJobID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.c.DeleteJob(r.Context(), id); err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	at := s.dbNow(r.Context())
+	return ok(jobDeletedReply{id, true, wire.Time(at)}, at), nil
+}
+
 // jobReply is one job.
 type jobReply struct {
 	fenced.Job

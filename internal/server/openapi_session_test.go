@@ -110,6 +110,13 @@ func TestOpenAPISession(t *testing.T) {
 		c.call(400, "GET", "/v1/jobs/abc", nil)
 		c.call(404, "GET", "/v1/jobs/999999", nil)
 		c.call(404, "POST", jobPath(999999, "cancel"), nil)
+		c.call(404, "DELETE", "/v1/jobs/999999", nil)
+		gone := num(c.call(201, "POST", "/v1/jobs", obj("kind", "k", "queue", "deletes")), "id")
+		if d := c.call(200, "DELETE", fmt.Sprintf("/v1/jobs/%d", gone), nil); d.body["deleted"] != true {
+			t.Fatalf("delete = %s", d.raw)
+		}
+		c.call(404, "GET", fmt.Sprintf("/v1/jobs/%d", gone), nil)
+		c.call(400, "DELETE", "/v1/jobs/x", nil)
 
 		// A stale complete after a takeover: A's lease expires, recovery
 		// takes the job back and B claims it.

@@ -312,6 +312,7 @@ var apiRoutes = []apiRoute{
 	{pattern: "POST /v1/jobs/{id}/snooze", h: (*Server).snooze},
 	{pattern: "POST /v1/jobs/{id}/progress", h: (*Server).progress},
 	{pattern: "POST /v1/jobs/{id}/cancel", h: (*Server).cancel},
+	{pattern: "DELETE /v1/jobs/{id}", h: (*Server).deleteJob},
 
 	{pattern: "GET /v1/limits", h: (*Server).listJobLimits},
 	{pattern: "GET /v1/queues/{queue}/limits", h: (*Server).listJobLimits},

@@ -292,4 +292,11 @@ class Jobs:
         the job already finished."""
         return Job.from_json(self._c.request("POST", "/v1/jobs/%d/cancel" % job_id, {}))
 
+    def delete(self, job_id: int) -> None:
+        """Delete a job, in any state, with its attempt history. A running
+        attempt's worker is not told: its next heartbeat, progress or end
+        gets :class:`NotFoundError`. :class:`NotFoundError` when there is no
+        such job."""
+        self._c.request("DELETE", "/v1/jobs/%d" % job_id)
+
 

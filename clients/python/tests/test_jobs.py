@@ -232,6 +232,18 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(w.stats.cancelled, 1)
         self.assertEqual(self.state(j.id), "cancelled")
 
+    def test_delete(self) -> None:
+        j = self.c.jobs.enqueue("k", queue=self.queue)
+        claimed = self.c.jobs.claim(self.queue, "w1")
+        self.assertEqual([c.id for c in claimed], [j.id])
+        self.c.jobs.delete(j.id)
+        with self.assertRaises(NotFoundError):
+            self.c.jobs.get(j.id)
+        with self.assertRaises(NotFoundError):
+            self.c.jobs.complete(j.id, claimed[0].fence)
+        with self.assertRaises(NotFoundError):
+            self.c.jobs.delete(j.id)
+
 
 if __name__ == "__main__":
     unittest.main()
