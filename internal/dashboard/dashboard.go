@@ -79,6 +79,8 @@ type Handler struct {
 	log  *slog.Logger
 	sess *sessions
 	mux  *http.ServeMux
+	// logins counts refused logins per address (loginlimit.go).
+	logins *loginLimiter
 }
 
 // New returns the dashboard over c; g gives the server's metrics, read for
@@ -93,7 +95,8 @@ func New(c *fenced.Client, g prometheus.Gatherer, o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), mux: http.NewServeMux()}
+	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), mux: http.NewServeMux(),
+		logins: newLoginLimiter(o.Now)}
 	h.mux.HandleFunc("GET /{$}", h.overview)
 	h.mux.HandleFunc("GET /jobs", h.jobs)
 	h.mux.HandleFunc("GET /charts", h.charts)

@@ -1,8 +1,11 @@
 package dashboard
 
 import (
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // loginData is the data of /login.
@@ -25,14 +28,24 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request) {
 // login serves POST /login: a valid token (one of the server's, compared in
 // constant time) starts a new session, whose cookie replaces any the
 // browser had, and goes on to the page it came for; a wrong one shows the
-// form again (401). The token is neither kept nor logged.
+// form again (401). After LoginFailures refused logins from one address
+// within LoginWindow, every login from it is refused (429, no token
+// checked) until the window ends. The token is neither kept nor logged.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	if h.o.CheckToken == nil {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
 	next := localPath(r.PostFormValue("next"))
+	if blocked, until := h.logins.blocked(r); blocked {
+		h.log.Warn("dashboard login refused: too many refused logins", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(until.Sub(h.o.Now()), time.Second).Seconds()+0.5)))
+		h.render(w, r, http.StatusTooManyRequests, "login", &loginData{Next: next,
+			Message: fmt.Sprintf("Too many refused logins from this address: try again after %s.", until.UTC().Format("15:04:05 UTC"))})
+		return
+	}
 	if !h.o.CheckToken(strings.TrimSpace(r.PostFormValue("token"))) {
+		h.logins.refused(r)
 		h.log.Warn("dashboard login refused", "remote", r.RemoteAddr)
 		h.render(w, r, http.StatusUnauthorized, "login", &loginData{Next: next,
 			Message: "That token is not one of this server's tokens."})

@@ -138,3 +138,27 @@ func mustURL(s string) *url.URL {
 	}
 	return u
 }
+
+// TestLoginGuessesAreBounded: after LoginFailures refused logins from one
+// address within LoginWindow, even the right token is refused (429 with
+// Retry-After) until the window ends; then it logs in.
+func TestLoginGuessesAreBounded(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{t: time.Now()}
+	e := setupWith(t, []string{testToken}, dashboard.Options{Now: clock.now})
+	p := newPerson(t, e.url)
+	for i := range dashboard.LoginFailures {
+		if pg := p.login("wrong-token-wrong-token", "/"); pg.status != 401 {
+			t.Fatalf("wrong token %d = %d, want 401", i+1, pg.status)
+		}
+	}
+	pg := p.login(testToken, "/")
+	if pg.status != 429 || pg.header.Get("Retry-After") == "" || !strings.Contains(pg.body, "Too many refused logins") {
+		t.Fatalf("the right token after %d refusals = %d (Retry-After %q):\n%s", dashboard.LoginFailures,
+			pg.status, pg.header.Get("Retry-After"), pg.body)
+	}
+	clock.advance(dashboard.LoginWindow)
+	if pg := p.login(testToken, "/jobs"); pg.status != 303 || pg.location != "/jobs" {
+		t.Fatalf("the right token after the window = %d %q", pg.status, pg.location)
+	}
+}
