@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/river.sh — fenced beside River on PostgreSQL, in one run: burn-down
+# of JOBS jobs and continuous for SECONDS, ROUNDS rounds of each, each run on
+# a fresh database, alternating River and fenced; then the medians and
+# their ratio (the target: fenced >= 2 x River in both modes). Both use a
+# pool of POOL connections and 2,000 jobs at once.
+#
+# River is measured by a program outside this repository, given as
+# RIVERBENCH (a built binary that takes -db, -n, -duration, -pool and
+# prints work_jobs_per_s=N; the project's own is built from its tools
+# directory, which is not part of this repository). No River code is here.
+#
+#   RIVERBENCH=/path/to/riverbench bench/river.sh
+#   ROUNDS=3 JOBS=50000 SECONDS_CONT=20 RIVERBENCH=… bench/river.sh
+#   FENCED=/path/to/fenced …             # a built binary (default: go build ./cmd/fenced)
+#
+# The databases (fenced_river_bench) are made and dropped on the server of
+# PGURL (default: the test server, postgres@127.0.0.1:5432). It prints the
+# date, the machine (cores, memory) and its load before and after, which
+# belong with any figure quoted from it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+: "${RIVERBENCH:?set RIVERBENCH to a built River benchmark program}"
+ROUNDS=${ROUNDS:-5}
+JOBS=${JOBS:-100000}
+SECONDS_CONT=${SECONDS_CONT:-20}
+POOL=${POOL:-8}
+PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
+DB=fenced_river_bench
+if [ -z "${FENCED:-}" ]; then
+	FENCED=$(mktemp -d)/fenced
+	go build -o "$FENCED" ./cmd/fenced
+fi
+
+fresh() {
+	psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null 2>&1
+}
+trap 'psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true' EXIT
+
+fenced_rate() { sed -n 's/.*"jobs_per_sec": *\([0-9.]*\).*/\1/p'; }
+river_rate() { sed -n 's/.*work_jobs_per_s=\([0-9.]*\).*/\1/p'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "PostgreSQL: $(psql "$PGURL/postgres" -Atc 'SHOW server_version'); pool $POOL; rounds $ROUNDS"
+
+run_mode() { # mode name, fenced args, river args
+	local mode=$1 fargs=$2 rargs=$3 river=() fenced=() r f
+	for i in $(seq "$ROUNDS"); do
+		fresh
+		# shellcheck disable=SC2086
+		r=$("$RIVERBENCH" -db "$PGURL/$DB?sslmode=disable" -pool "$POOL" $rargs 2>/dev/null | river_rate)
+		fresh
+		# shellcheck disable=SC2086
+		f=$("$FENCED" --db "$PGURL/$DB" bench --pool "$POOL" $fargs --json 2>/dev/null | fenced_rate)
+		printf '%s round %d: River %.0f jobs/s, fenced %.0f jobs/s (%.2fx)\n' "$mode" "$i" "$r" "$f" "$(echo "$f / $r" | bc -l)"
+		river+=("$r") fenced+=("$f")
+	done
+	local mr mf
+	mr=$(printf '%s\n' "${river[@]}" | median)
+	mf=$(printf '%s\n' "${fenced[@]}" | median)
+	printf '%s median: River %.0f jobs/s, fenced %.0f jobs/s, ratio %.2f\n' "$mode" "$mr" "$mf" "$(echo "$mf / $mr" | bc -l)"
+}
+
+run_mode "burn-down $JOBS" "--jobs $JOBS" "-n $JOBS"
+run_mode "continuous ${SECONDS_CONT}s" "--duration ${SECONDS_CONT}s" "-duration ${SECONDS_CONT}s"
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
