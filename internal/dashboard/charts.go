@@ -16,6 +16,9 @@ import (
 // chartMinutes is how many minutes the charts show: the last hour.
 const chartMinutes = 60
 
+// maxQueueBytes is the longest queue name (docs/design.md §9).
+const maxQueueBytes = 100
+
 // chartsPage is the data of /charts.
 type chartsPage struct {
 	Chrome
@@ -36,7 +39,13 @@ type chartsPage struct {
 // (one read of at most chartMinutes × (queues+1) rows of the rollup,
 // whatever the number of jobs), drawn as four charts.
 func (h *Handler) charts(w http.ResponseWriter, r *http.Request) {
-	p, err := h.loadCharts(r.Context(), strings.TrimSpace(r.URL.Query().Get("queue")))
+	queue := strings.TrimSpace(r.URL.Query().Get("queue"))
+	if len(queue) > maxQueueBytes {
+		h.render(w, r, http.StatusBadRequest, "error", &errorPage{Title: "Not a queue",
+			Message: fmt.Sprintf("A queue name has at most %d bytes.", maxQueueBytes)})
+		return
+	}
+	p, err := h.loadCharts(r.Context(), queue)
 	if err != nil {
 		h.fail(w, r, err)
 		return

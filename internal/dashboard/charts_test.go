@@ -84,4 +84,7 @@ func charts(t *testing.T, db string, backdate func(testing.TB, string, time.Dura
 			t.Fatalf("GET %s:\n%s", c.path, body)
 		}
 	}
+	if status, _, body := get(t, e.url+"/charts?queue="+strings.Repeat("q", 101)); status != 400 || !strings.Contains(body, "at most 100 bytes") {
+		t.Fatalf("GET /charts with a 101-byte queue = %d:\n%s", status, body)
+	}
 }
