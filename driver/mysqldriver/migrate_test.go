@@ -9,7 +9,7 @@ import (
 )
 
 // latestMigration is the number of migrations in migrations/.
-const latestMigration = 7
+const latestMigration = 8
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 	t.Parallel()
