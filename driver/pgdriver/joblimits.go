@@ -151,6 +151,83 @@ UPDATE fenced_jobs j SET ` + jobStartSet + `
 WHERE j.id = ANY($3::bigint[]) AND j.queue = $1
 RETURNING ` + jobColumns
 
+// claimLimitedAdmitSQL admits and starts, in one statement, the locked
+// candidates of a limited claim of a queue without global limits: sent
+// after the advisory locks, in a new statement, it reads the keys' running
+// attempts and limits and the sequences' state in a snapshot taken after
+// them, and admits as driver.AdmitClaims does:
+//
+//   - a sequenced candidate only if it is the first of its sequence among
+//     the candidates and its sequence is not blocked (sequenceBlockedPG);
+//   - of the rest, a keyed candidate whose key's limit (the key's own,
+//     else its kind's default, else the queue's: driver.KeyLimits) is
+//     declared only while its rank among its key's candidates, added to
+//     the key's running attempts, stays within the limit;
+//   - the first $8 of those in claim order.
+//
+// The rank stands for the candidates admitted before it only when the
+// candidates of a key share one limit. When a key's candidates have
+// different limits (kinds with different defaults, or with and without
+// one, and no own limit of the key) the statement starts nothing and
+// returns one row with mixed true: the claim then admits in Go
+// (driver.AdmitClaims) on load read afresh, still under the locks.
+// Otherwise it returns the started jobs with mixed false.
+//
+// The candidates' kinds and keys come from the pick ($5, $6, $7, empty for
+// none, in the order of the ids $3, which is claim order): the rows are
+// locked since, so they cannot have changed. Parameters: $1 queue, $2
+// owner, $3 ids, $4 ttl_us (as jobStartSet numbers them), $5 kinds, $6
+// concurrency keys, $7 sequence keys, $8 the most jobs to start.
+var claimLimitedAdmitSQL = `
+WITH ` + runningSequencesSQL + `,
+c AS (
+    SELECT u.id, u.ord, u.kind, NULLIF(u.ckey, '') AS ckey, NULLIF(u.skey, '') AS skey,
+        row_number() OVER (PARTITION BY NULLIF(u.skey, '') ORDER BY u.ord) AS seq_rank
+    FROM unnest($3::bigint[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS u(id, kind, ckey, skey, ord)
+),
+running AS (
+    SELECT r.concurrency_key AS ckey, count(*) AS n FROM fenced_jobs r
+    WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+    GROUP BY r.concurrency_key
+),
+ok AS (
+    SELECT c.id, c.ord, c.ckey, COALESCE(run.n, 0) AS running,
+        CASE WHEN c.ckey IS NULL THEN 0 ELSE COALESCE(o.per_key_limit, kd.per_key_limit, qd.per_key_limit, 0) END AS lim
+    FROM c
+    LEFT JOIN fenced_job_limits o ON o.queue = $1 AND o.kind = '' AND o.concurrency_key = c.ckey AND o.per_key_limit > 0
+    LEFT JOIN fenced_job_limits kd ON kd.queue = $1 AND kd.kind = c.kind AND kd.concurrency_key = '' AND kd.per_key_limit > 0
+    LEFT JOIN fenced_job_limits qd ON qd.queue = $1 AND qd.kind = '' AND qd.concurrency_key = '' AND qd.per_key_limit > 0
+    LEFT JOIN running run ON run.ckey = c.ckey
+    WHERE CASE WHEN c.skey IS NULL THEN true
+        WHEN c.seq_rank > 1 THEN false
+        ELSE NOT EXISTS (SELECT 1 FROM (SELECT $1::text AS queue, c.skey AS sequence_key, c.id AS id) j
+            WHERE ` + sequenceBlockedPG + `) END
+),
+ranked AS (
+    SELECT ok.id, ok.ord, ok.ckey, ok.running, ok.lim,
+        row_number() OVER (PARTITION BY ok.ckey ORDER BY ok.ord) AS krank,
+        min(ok.lim) OVER (PARTITION BY ok.ckey) <> max(ok.lim) OVER (PARTITION BY ok.ckey) AS mixed
+    FROM ok
+),
+mixed AS (
+    SELECT EXISTS (SELECT 1 FROM ranked WHERE ranked.ckey IS NOT NULL AND ranked.mixed) AS yes
+),
+admitted AS (
+    SELECT ranked.id FROM ranked
+    WHERE ranked.ckey IS NULL OR ranked.lim = 0 OR ranked.running + ranked.krank <= ranked.lim
+    ORDER BY ranked.ord
+    LIMIT $8
+),
+started AS (
+    UPDATE fenced_jobs j SET ` + jobStartSet + `
+    WHERE j.id = ANY(ARRAY(SELECT id FROM admitted)) AND j.queue = $1 AND NOT (SELECT yes FROM mixed)
+    RETURNING ` + jobColumns + `
+)
+SELECT s.*, false FROM started s
+UNION ALL
+SELECT ` + jobColumns + `, true FROM fenced_jobs j
+WHERE (SELECT yes FROM mixed) AND j.id = ($3::bigint[])[1]`
+
 // limitedQueues remembers the queues whose last claim went the limited way,
 // so that their next claim skips the single statement (which would only
 // find the gate again) and goes straight to claimLimitedJobs. A limited
@@ -205,15 +282,18 @@ func limitedWindow(limit int) int { return limit + 16 }
 
 // claimLimitedRound is one limited claim (see driver/claimlimits.go): one
 // READ COMMITTED transaction that picks and locks candidates, takes the
-// advisory locks of their keys in order, reads their load in new
-// statements (a snapshot taken after the locks, so it sees every attempt a
-// claimer that held them before committed), admits and starts. Its
-// statements go in three batches, one round trip each beside the BEGIN and
-// the COMMIT; JIT compilation is off for the transaction (the pick's
-// estimated cost invites it, and it costs more than the statements). A
-// deadlock (possible only with another user of advisory locks whose id
-// collides) is retried. It returns the jobs it started and how many
-// candidates it picked.
+// advisory locks of their keys in order and, in new statements (a snapshot
+// taken after the locks, so it sees every attempt a claimer that held them
+// before committed), reads their load, admits and starts. Without a global
+// limit on the queue one statement does the last three
+// (claimLimitedAdmitSQL), sent in the batch of the locks; otherwise, or
+// when that statement finds a key whose candidates have different limits,
+// the load is read in a batch, admitted in Go (driver.AdmitClaims) and
+// the admitted started. JIT compilation is off for the transaction (the
+// pick's estimated cost invites it, and it costs more than the
+// statements). A deadlock (possible only with another user of advisory
+// locks whose id collides) is retried. It returns the jobs it started and
+// how many candidates it picked.
 func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, int, error) {
 	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, limitedWindow(p.Limit)}
 	switch len(p.Kinds) {
@@ -234,6 +314,7 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 		defer tx.Rollback(context.WithoutCancel(ctx))
 		var b pgx.Batch
 		b.Queue(`SET LOCAL jit = off`)
+		b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
 		b.Queue(pick, args...)
 		b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
 		br := tx.SendBatch(ctx, &b)
@@ -247,31 +328,26 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 		}
 		locks := driver.LimitLockIDs(driver.LimitLockNames(p.Queue, cands, load.HasGlobal()))
 		d.limited.set(p.Queue, len(locks) > 0)
-		keys, sequenced := candidateKeys(cands)
-		b = pgx.Batch{}
-		if len(locks) > 0 {
-			b.Queue(claimLimitLocksSQL, locks)
-		}
-		b.Queue(claimLimitRunningSQL, p.Queue, keys)
-		b.Queue(driver.KeyLimitsSQL, p.Queue, keys)
-		if len(sequenced) > 0 {
-			b.Queue(claimLimitBlockedSQL, p.Queue, sequenced)
-		}
-		if load.HasGlobal() {
-			b.Queue(driver.JobRunningByKindSQL, p.Queue)
-		}
-		br = tx.SendBatch(ctx, &b)
-		err = readLoad(br, len(locks) > 0, len(sequenced) > 0, cands, &load)
-		if err = closeBatch(br, err); err != nil {
-			return err
-		}
-		admitted := driver.AdmitClaims(cands, load, p.Limit)
-		if len(admitted) > 0 {
-			if jobs, err = collectJobs(tx.Query(ctx, claimLimitedStartSQL, p.Queue, p.Owner, admitted, p.TTL.Microseconds())); err != nil {
+		inSQL := driver.LimitsEnforced && !load.HasGlobal()
+		if len(locks) > 0 || inSQL {
+			b = pgx.Batch{}
+			if len(locks) > 0 {
+				b.Queue(claimLimitLocksSQL, locks)
+			}
+			if inSQL {
+				b.Queue(claimLimitedAdmitSQL, admitArgs(p, cands)...)
+			}
+			br = tx.SendBatch(ctx, &b)
+			var mixed bool
+			jobs, mixed, err = readAdmitted(br, len(locks) > 0, inSQL)
+			if err = closeBatch(br, err); err != nil {
 				return err
 			}
-			if len(jobs) != len(admitted) {
-				return fmt.Errorf("started %d of %d admitted jobs", len(jobs), len(admitted))
+			inSQL = inSQL && !mixed
+		}
+		if !inSQL {
+			if jobs, err = admitInGo(ctx, tx, p, cands, load); err != nil {
+				return err
 			}
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -285,12 +361,83 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 	return jobs, picked, nil
 }
 
-// readPick reads the first batch's replies: the SET, the picked candidates
+// admitArgs are claimLimitedAdmitSQL's parameters for cands.
+func admitArgs(p driver.ClaimJobsParams, cands []driver.ClaimCandidate) []any {
+	ids := make([]int64, len(cands))
+	kinds, keys, seqs := make([]string, len(cands)), make([]string, len(cands)), make([]string, len(cands))
+	for i, c := range cands {
+		ids[i], kinds[i], keys[i], seqs[i] = c.ID, c.Kind, c.ConcurrencyKey, c.SequenceKey
+	}
+	return []any{p.Queue, p.Owner, ids, p.TTL.Microseconds(), kinds, keys, seqs, p.Limit}
+}
+
+// readAdmitted reads the second batch's replies: the locks when taken and,
+// when sent, claimLimitedAdmitSQL's: the jobs it started, or mixed.
+func readAdmitted(br pgx.BatchResults, locked, admitted bool) (jobs []*fencedtype.Job, mixed bool, err error) {
+	if locked {
+		if _, err := br.Exec(); err != nil {
+			return nil, false, err
+		}
+	}
+	if !admitted {
+		return nil, false, nil
+	}
+	rows, err := br.Query()
+	jobs, err = collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) {
+		var j fencedtype.Job
+		var state string
+		err := r.Scan(append(jobDest(&j, &state), &mixed)...)
+		j.State = fencedtype.JobState(state)
+		return &j, err
+	})
+	if err != nil || mixed {
+		return nil, mixed, err
+	}
+	return jobs, false, nil
+}
+
+// admitInGo is the rest of a limited claim whose locks are taken when the
+// admission is made in Go: it reads the load of cands in a batch (new
+// statements: a snapshot taken after the locks), admits with
+// driver.AdmitClaims and starts the admitted.
+func admitInGo(ctx context.Context, tx pgx.Tx, p driver.ClaimJobsParams, cands []driver.ClaimCandidate, load driver.ClaimLoad) ([]*fencedtype.Job, error) {
+	keys, sequenced := candidateKeys(cands)
+	var b pgx.Batch
+	b.Queue(claimLimitRunningSQL, p.Queue, keys)
+	b.Queue(driver.KeyLimitsSQL, p.Queue, keys)
+	if len(sequenced) > 0 {
+		b.Queue(claimLimitBlockedSQL, p.Queue, sequenced)
+	}
+	if load.HasGlobal() {
+		b.Queue(driver.JobRunningByKindSQL, p.Queue)
+	}
+	br := tx.SendBatch(ctx, &b)
+	err := readLoad(br, len(sequenced) > 0, cands, &load)
+	if err = closeBatch(br, err); err != nil {
+		return nil, err
+	}
+	admitted := driver.AdmitClaims(cands, load, p.Limit)
+	if len(admitted) == 0 {
+		return nil, nil
+	}
+	jobs, err := collectJobs(tx.Query(ctx, claimLimitedStartSQL, p.Queue, p.Owner, admitted, p.TTL.Microseconds()))
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) != len(admitted) {
+		return nil, fmt.Errorf("started %d of %d admitted jobs", len(jobs), len(admitted))
+	}
+	return jobs, nil
+}
+
+// readPick reads the first batch's replies: the SETs, the picked candidates
 // and the queue's global limits.
 func readPick(br pgx.BatchResults) ([]driver.ClaimCandidate, driver.ClaimLoad, error) {
 	var load driver.ClaimLoad
-	if _, err := br.Exec(); err != nil {
-		return nil, load, err
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return nil, load, err
+		}
 	}
 	rows, err := br.Query()
 	cands, err := collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
@@ -320,16 +467,11 @@ func candidateKeys(cands []driver.ClaimCandidate) (keys []string, sequenced []in
 	return keys, sequenced
 }
 
-// readLoad reads the second batch's replies into cands and load: the locks
-// when taken, the running attempts of the keys, the limits that apply to
-// them, the blocked sequenced candidates when there are any, and, when the
-// queue has a global limit, its running jobs by kind.
-func readLoad(br pgx.BatchResults, locked, sequenced bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
-	if locked {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-	}
+// readLoad reads admitInGo's replies into cands and load: the running
+// attempts of the keys, the limits that apply to them, the blocked
+// sequenced candidates when there are any, and, when the queue has a
+// global limit, its running jobs by kind.
+func readLoad(br pgx.BatchResults, sequenced bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
 	running := map[string]int{}
 	if err := readNamedCounts(br, func(key string, n int) { running[key] = n }); err != nil {
 		return err
