@@ -2,12 +2,14 @@ package pgdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // claimLimitedPickSQL picks and locks the candidates of a limited claim:
@@ -286,15 +288,35 @@ func limitedWindow(limit int) int { return limit + 16 }
 // taken after the locks, so it sees every attempt a claimer that held them
 // before committed), reads their load, admits and starts. Without a global
 // limit on the queue one statement does the last three
-// (claimLimitedAdmitSQL), sent in the batch of the locks; otherwise, or
-// when that statement finds a key whose candidates have different limits,
-// the load is read in a batch, admitted in Go (driver.AdmitClaims) and
-// the admitted started. JIT compilation is off for the transaction (the
-// pick's estimated cost invites it, and it costs more than the
-// statements). A deadlock (possible only with another user of advisory
-// locks whose id collides) is retried. It returns the jobs it started and
-// how many candidates it picked.
+// (claimLimitedAdmitSQL), sent in one batch with the locks and the commit:
+// the round takes two round trips, the first batch beginning the
+// transaction and picking. When that statement finds a key whose
+// candidates have different limits it starts nothing, and the round is
+// made again admitting in Go (claimLimitedTx).
 func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, int, error) {
+	jobs, picked, err := d.claimLimitedTx(ctx, p, false)
+	if errors.Is(err, errAdmitMixed) {
+		jobs, picked, err = d.claimLimitedTx(ctx, p, true)
+	}
+	return jobs, picked, err
+}
+
+// errAdmitMixed says claimLimitedAdmitSQL found a key whose candidates have
+// different limits: it started nothing, and its transaction committed.
+var errAdmitMixed = errors.New("limits differ among a key's candidates")
+
+// claimLimitedTx is the transaction of a limited round. With inGo, or when
+// the queue has a global limit (or in the deliberately broken build), the
+// load is read after the locks in a batch, admitted in Go
+// (driver.AdmitClaims) and the admitted started; otherwise
+// claimLimitedAdmitSQL admits and starts. JIT compilation is off for the
+// transaction (the pick's estimated cost invites it, and it costs more than
+// the statements), and its statements use generic plans from their first
+// run on a connection (planning the candidates' arrays anew each time costs
+// more than the plan saves). A deadlock (possible only with another user of
+// advisory locks whose id collides) is retried. It returns the jobs it
+// started and how many candidates it picked.
+func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, inGo bool) ([]*fencedtype.Job, int, error) {
 	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, limitedWindow(p.Limit)}
 	switch len(p.Kinds) {
 	case 0:
@@ -307,20 +329,34 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 	var picked int
 	err := retryDeadlock(ctx, func() error {
 		jobs, picked = nil, 0
-		tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-		if err != nil {
-			return err
+		var conn *pgxpool.Conn
+		var cands []driver.ClaimCandidate
+		var load driver.ClaimLoad
+		// Retried while the batch could not be sent: it writes nothing.
+		err := d.pool.retry(ctx, func() error {
+			if conn != nil {
+				endTx(ctx, conn)
+			}
+			var err error
+			if conn, err = d.pool.Pool.Acquire(ctx); err != nil {
+				conn = nil
+				return err
+			}
+			var b pgx.Batch
+			b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+			b.Queue(`SET LOCAL jit = off`)
+			b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
+			b.Queue(pick, args...)
+			b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
+			br := conn.SendBatch(ctx, &b)
+			cands, load, err = readPick(br)
+			return closeBatch(br, err)
+		})
+		if conn != nil {
+			defer endTx(ctx, conn)
 		}
-		defer tx.Rollback(context.WithoutCancel(ctx))
-		var b pgx.Batch
-		b.Queue(`SET LOCAL jit = off`)
-		b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
-		b.Queue(pick, args...)
-		b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
-		br := tx.SendBatch(ctx, &b)
-		cands, load, err := readPick(br)
 		picked = len(cands)
-		if err = closeBatch(br, err); err != nil || len(cands) == 0 {
+		if err != nil || len(cands) == 0 {
 			if err == nil {
 				d.limited.set(p.Queue, load.HasGlobal())
 			}
@@ -328,29 +364,30 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 		}
 		locks := driver.LimitLockIDs(driver.LimitLockNames(p.Queue, cands, load.HasGlobal()))
 		d.limited.set(p.Queue, len(locks) > 0)
-		inSQL := driver.LimitsEnforced && !load.HasGlobal()
-		if len(locks) > 0 || inSQL {
-			b = pgx.Batch{}
+		if !inGo && driver.LimitsEnforced && !load.HasGlobal() {
+			var b pgx.Batch
 			if len(locks) > 0 {
 				b.Queue(claimLimitLocksSQL, locks)
 			}
-			if inSQL {
-				b.Queue(claimLimitedAdmitSQL, admitArgs(p, cands)...)
-			}
-			br = tx.SendBatch(ctx, &b)
+			b.Queue(claimLimitedAdmitSQL, admitArgs(p, cands)...)
+			b.Queue(`COMMIT`)
+			br := conn.SendBatch(ctx, &b)
 			var mixed bool
-			jobs, mixed, err = readAdmitted(br, len(locks) > 0, inSQL)
+			jobs, mixed, err = readAdmitted(br, len(locks) > 0)
 			if err = closeBatch(br, err); err != nil {
-				return err
+				jobs = nil
+				return unknownOutcome(err) // the commit was sent
 			}
-			inSQL = inSQL && !mixed
-		}
-		if !inSQL {
-			if jobs, err = admitInGo(ctx, tx, p, cands, load); err != nil {
-				return err
+			if mixed {
+				return errAdmitMixed
 			}
+			return nil
 		}
-		if err := tx.Commit(ctx); err != nil {
+		if jobs, err = admitInGo(ctx, conn, p, cands, load, locks); err != nil {
+			return err
+		}
+		if err := commit(ctx, conn); err != nil {
+			jobs = nil
 			return unknownOutcome(err)
 		}
 		return nil
@@ -359,6 +396,26 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 		return nil, 0, err
 	}
 	return jobs, picked, nil
+}
+
+// endTx returns a connection of claimLimitedTx to the pool, rolling back
+// the transaction it may have left open (the pool closes a connection it
+// cannot tell to be idle).
+func endTx(ctx context.Context, conn *pgxpool.Conn) {
+	if pc := conn.Conn().PgConn(); !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() != 'I' {
+		conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+	conn.Release()
+}
+
+// commit commits the transaction open on conn: an error when it rolled
+// back instead.
+func commit(ctx context.Context, conn *pgxpool.Conn) error {
+	tag, err := conn.Exec(ctx, `COMMIT`)
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("commit ended in %s", tag)
+	}
+	return err
 }
 
 // admitArgs are claimLimitedAdmitSQL's parameters for cands.
@@ -371,16 +428,13 @@ func admitArgs(p driver.ClaimJobsParams, cands []driver.ClaimCandidate) []any {
 	return []any{p.Queue, p.Owner, ids, p.TTL.Microseconds(), kinds, keys, seqs, p.Limit}
 }
 
-// readAdmitted reads the second batch's replies: the locks when taken and,
-// when sent, claimLimitedAdmitSQL's: the jobs it started, or mixed.
-func readAdmitted(br pgx.BatchResults, locked, admitted bool) (jobs []*fencedtype.Job, mixed bool, err error) {
+// readAdmitted reads the second batch's replies: the locks when taken,
+// claimLimitedAdmitSQL's (the jobs it started, or mixed) and the commit.
+func readAdmitted(br pgx.BatchResults, locked bool) (jobs []*fencedtype.Job, mixed bool, err error) {
 	if locked {
 		if _, err := br.Exec(); err != nil {
 			return nil, false, err
 		}
-	}
-	if !admitted {
-		return nil, false, nil
 	}
 	rows, err := br.Query()
 	jobs, err = collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) {
@@ -390,19 +444,29 @@ func readAdmitted(br pgx.BatchResults, locked, admitted bool) (jobs []*fencedtyp
 		j.State = fencedtype.JobState(state)
 		return &j, err
 	})
+	if err != nil {
+		return nil, false, err
+	}
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("commit ended in %s", tag)
+	}
 	if err != nil || mixed {
 		return nil, mixed, err
 	}
 	return jobs, false, nil
 }
 
-// admitInGo is the rest of a limited claim whose locks are taken when the
-// admission is made in Go: it reads the load of cands in a batch (new
-// statements: a snapshot taken after the locks), admits with
+// admitInGo is the rest of a limited claim that admits in Go: in one batch
+// it takes the locks (when there are any) and reads the load of cands in new
+// statements (a snapshot taken after the locks), then admits with
 // driver.AdmitClaims and starts the admitted.
-func admitInGo(ctx context.Context, tx pgx.Tx, p driver.ClaimJobsParams, cands []driver.ClaimCandidate, load driver.ClaimLoad) ([]*fencedtype.Job, error) {
+func admitInGo(ctx context.Context, tx *pgxpool.Conn, p driver.ClaimJobsParams, cands []driver.ClaimCandidate, load driver.ClaimLoad, locks []int64) ([]*fencedtype.Job, error) {
 	keys, sequenced := candidateKeys(cands)
 	var b pgx.Batch
+	if len(locks) > 0 {
+		b.Queue(claimLimitLocksSQL, locks)
+	}
 	b.Queue(claimLimitRunningSQL, p.Queue, keys)
 	b.Queue(driver.KeyLimitsSQL, p.Queue, keys)
 	if len(sequenced) > 0 {
@@ -412,7 +476,7 @@ func admitInGo(ctx context.Context, tx pgx.Tx, p driver.ClaimJobsParams, cands [
 		b.Queue(driver.JobRunningByKindSQL, p.Queue)
 	}
 	br := tx.SendBatch(ctx, &b)
-	err := readLoad(br, len(sequenced) > 0, cands, &load)
+	err := readLoad(br, len(locks) > 0, len(sequenced) > 0, cands, &load)
 	if err = closeBatch(br, err); err != nil {
 		return nil, err
 	}
@@ -430,11 +494,11 @@ func admitInGo(ctx context.Context, tx pgx.Tx, p driver.ClaimJobsParams, cands [
 	return jobs, nil
 }
 
-// readPick reads the first batch's replies: the SETs, the picked candidates
-// and the queue's global limits.
+// readPick reads the first batch's replies: the BEGIN, the SETs, the
+// picked candidates and the queue's global limits.
 func readPick(br pgx.BatchResults) ([]driver.ClaimCandidate, driver.ClaimLoad, error) {
 	var load driver.ClaimLoad
-	for range 2 {
+	for range 3 {
 		if _, err := br.Exec(); err != nil {
 			return nil, load, err
 		}
@@ -467,11 +531,16 @@ func candidateKeys(cands []driver.ClaimCandidate) (keys []string, sequenced []in
 	return keys, sequenced
 }
 
-// readLoad reads admitInGo's replies into cands and load: the running
-// attempts of the keys, the limits that apply to them, the blocked
-// sequenced candidates when there are any, and, when the queue has a
-// global limit, its running jobs by kind.
-func readLoad(br pgx.BatchResults, sequenced bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
+// readLoad reads admitInGo's replies into cands and load: the locks when
+// taken, the running attempts of the keys, the limits that apply to them,
+// the blocked sequenced candidates when there are any, and, when the queue
+// has a global limit, its running jobs by kind.
+func readLoad(br pgx.BatchResults, locked, sequenced bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
+	if locked {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
 	running := map[string]int{}
 	if err := readNamedCounts(br, func(key string, n int) { running[key] = n }); err != nil {
 		return err
