@@ -33,16 +33,17 @@ FOR UPDATE OF j SKIP LOCKED`
 // reach their limit: the key's own limit, or else, when the queue declares
 // a default, the largest default of the queue and of its kinds (the most a
 // candidate of any kind may be allowed). Read once per pick (the running
-// rows of the queue, by their index) and used as a hashed set, it costs a
+// rows of the queue, by their index, joined to the queue's own limits
+// rather than probing them per key) and used as a hashed set, it costs a
 // candidate no subquery of its own; the admission reads each candidate's
 // exact limit after the locks. (driver.JobKeyLimitSQL is that exact limit.)
 const fullKeysSQL = `
-    SELECT r.concurrency_key FROM fenced_jobs r
-    WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
-    GROUP BY r.concurrency_key
-    HAVING count(*) >= COALESCE(
-        (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
-            WHERE l.queue = $1 AND l.kind = '' AND l.concurrency_key = r.concurrency_key),
+    SELECT n.concurrency_key FROM (
+        SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
+        WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+        GROUP BY r.concurrency_key) n
+    LEFT JOIN fenced_job_limits l ON l.queue = $1 AND l.kind = '' AND l.concurrency_key = n.concurrency_key
+    WHERE n.n >= COALESCE(NULLIF(l.per_key_limit, 0),
         (SELECT CASE WHEN bool_or(l.kind = '') THEN max(l.per_key_limit) END FROM fenced_job_limits l
             WHERE l.queue = $1 AND l.concurrency_key = '' AND l.per_key_limit > 0))`
 
