@@ -14,20 +14,30 @@ import (
 
 // claimLimitedPickSQL picks and locks the candidates of a limited claim:
 // eligible queued jobs in claim order whose sequence is not blocked by the
-// snapshot of this statement and whose concurrency key is not among the
-// full ones, skipping rows other claimers hold; none when the queue is
-// paused (queueNotPausedPG). %s is the kind filter ($3),
-// %s the pre-filter (claimablePG). Parameters: $1 queue, $2 window.
+// snapshot of this statement and, in the pick with full keys, whose
+// concurrency key is not among the full ones, skipping rows other claimers
+// hold; none when the queue is paused (queueNotPausedPG). The first %s is
+// the full keys' CTE or nothing, the second whether any key is full (false
+// when they are not read), the third the kind filter ($3), the fourth the
+// pre-filter (claimablePG). Parameters: $1 queue, $2 window.
 const claimLimitedPickSQL = `
-WITH RECURSIVE ` + sequenceHeadsSQL + `,
-full_keys AS (` + fullKeysSQL + `)
-SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j
+WITH RECURSIVE ` + sequenceHeadsSQL + `%s
+SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), %s FROM fenced_jobs j
 WHERE j.state = 'queued' AND j.queue = $1 AND j.run_at <= clock_timestamp()%s
     AND ` + queueNotPausedPG + `
     AND %s
 ORDER BY j.priority, j.run_at, j.id
 LIMIT $2
 FOR UPDATE OF j SKIP LOCKED`
+
+// limitedPick is claimLimitedPickSQL with kind filter kinds, with or
+// without the full keys.
+func limitedPick(kinds string, full bool) string {
+	if full {
+		return fmt.Sprintf(claimLimitedPickSQL, ",\nfull_keys AS ("+fullKeysSQL+")", "EXISTS (SELECT 1 FROM full_keys)", kinds, claimablePG(true))
+	}
+	return fmt.Sprintf(claimLimitedPickSQL, "", "false", kinds, claimablePG(false))
+}
 
 // fullKeysSQL lists the concurrency keys of queue $1 whose running attempts
 // reach their limit: the key's own limit, or else, when the queue declares
@@ -103,26 +113,53 @@ const sequenceBlockedPG = `(j.sequence_key IN (SELECT sequence_key FROM running_
 const sequenceHeadsMax = "500"
 
 // claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
-// sequence heads and the full keys as sets). Read before the locks, it only
-// saves picking jobs that cannot be admitted: a sequenced job passes only
-// if it is a head (or the walk did not take every sequence) and its
-// sequence is not blocked. The deliberately broken build filters nothing.
-func claimablePG() string {
+// sequence heads and, with full, the full keys as sets). Read before the
+// locks, it only saves picking jobs that cannot be admitted: a sequenced
+// job passes only if it is a head (or the walk did not take every
+// sequence) and its sequence is not blocked. The deliberately broken build
+// filters nothing.
+func claimablePG(full bool) string {
 	if !driver.LimitsEnforced {
 		return `1 = 1`
 	}
-	return `(j.sequence_key IS NULL OR (
+	f := `(j.sequence_key IS NULL OR (
         (j.id IN (SELECT id FROM sequence_heads WHERE id IS NOT NULL) OR NOT (SELECT yes FROM sequence_heads_all))
-        AND NOT ` + sequenceBlockedPG + `))
+        AND NOT ` + sequenceBlockedPG + `))`
+	if full {
+		f += `
     AND (j.concurrency_key IS NULL OR j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys))`
+	}
+	return f
 }
 
-// The limited pick of each kind filter.
+// The limited pick of each kind filter, with the full keys and without.
 var (
-	claimLimitedPickAnyKindSQL = fmt.Sprintf(claimLimitedPickSQL, "", claimablePG())
-	claimLimitedPickOneKindSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = $3", claimablePG())
-	claimLimitedPickOfKindsSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = ANY($3::text[])", claimablePG())
+	claimLimitedPickAnyKindSQL = limitedPick("", true)
+	claimLimitedPickOneKindSQL = limitedPick(" AND j.kind = $3", true)
+	claimLimitedPickOfKindsSQL = limitedPick(" AND j.kind = ANY($3::text[])", true)
+
+	claimLimitedPickAnyKindNoFullSQL = limitedPick("", false)
+	claimLimitedPickOneKindNoFullSQL = limitedPick(" AND j.kind = $3", false)
+	claimLimitedPickOfKindsNoFullSQL = limitedPick(" AND j.kind = ANY($3::text[])", false)
 )
+
+// noFullKeys remembers the queues whose limited claims pick without the
+// full keys (reading them costs a pass over the queue's running keyed
+// jobs): a queue goes there when a pick with them found none full, and
+// back when a round without them could not admit candidates it picked (more
+// than its window's spare ones). Only a matter of speed: the admission
+// after the locks enforces every limit either way.
+type noFullKeys struct{ m sync.Map }
+
+func (n *noFullKeys) has(queue string) bool { _, ok := n.m.Load(queue); return ok }
+
+func (n *noFullKeys) set(queue string, none bool) {
+	if none {
+		n.m.Store(queue, struct{}{})
+	} else {
+		n.m.Delete(queue)
+	}
+}
 
 // claimLimitLocksSQL takes the transaction-scoped advisory locks of a
 // limited claim, in the order of the array ($1, sorted by the caller): the
@@ -318,13 +355,23 @@ var errAdmitMixed = errors.New("limits differ among a key's candidates")
 // advisory locks whose id collides) is retried. It returns the jobs it
 // started and how many candidates it picked.
 func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, inGo bool) ([]*fencedtype.Job, int, error) {
+	full := !d.noFullKeys.has(p.Queue)
 	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, limitedWindow(p.Limit)}
 	switch len(p.Kinds) {
 	case 0:
+		if !full {
+			pick = claimLimitedPickAnyKindNoFullSQL
+		}
 	case 1:
 		pick, args = claimLimitedPickOneKindSQL, append(args, p.Kinds[0])
+		if !full {
+			pick = claimLimitedPickOneKindNoFullSQL
+		}
 	default:
 		pick, args = claimLimitedPickOfKindsSQL, append(args, p.Kinds)
+		if !full {
+			pick = claimLimitedPickOfKindsNoFullSQL
+		}
 	}
 	var jobs []*fencedtype.Job
 	var picked int
@@ -332,6 +379,7 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, i
 		jobs, picked = nil, 0
 		var conn *pgxpool.Conn
 		var cands []driver.ClaimCandidate
+		var anyFull bool
 		var load driver.ClaimLoad
 		// Retried while the batch could not be sent: it writes nothing.
 		err := d.pool.retry(ctx, func() error {
@@ -350,7 +398,7 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, i
 			b.Queue(pick, args...)
 			b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
 			br := conn.SendBatch(ctx, &b)
-			cands, load, err = readPick(br)
+			cands, anyFull, load, err = readPick(br)
 			return closeBatch(br, err)
 		})
 		if conn != nil {
@@ -363,6 +411,14 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, i
 			}
 			return err
 		}
+		if full && !anyFull {
+			d.noFullKeys.set(p.Queue, true)
+		}
+		defer func() {
+			if !full && len(jobs) < min(len(cands), p.Limit) {
+				d.noFullKeys.set(p.Queue, false)
+			}
+		}()
 		locks := driver.LimitLockIDs(driver.LimitLockNames(p.Queue, cands, load.HasGlobal()))
 		d.limited.set(p.Queue, len(locks) > 0)
 		if !inGo && driver.LimitsEnforced && !load.HasGlobal() {
@@ -496,24 +552,24 @@ func admitInGo(ctx context.Context, tx *pgxpool.Conn, p driver.ClaimJobsParams, 
 }
 
 // readPick reads the first batch's replies: the BEGIN, the SETs, the
-// picked candidates and the queue's global limits.
-func readPick(br pgx.BatchResults) ([]driver.ClaimCandidate, driver.ClaimLoad, error) {
-	var load driver.ClaimLoad
+// picked candidates (and whether the pick found a full key) and the
+// queue's global limits.
+func readPick(br pgx.BatchResults) (cands []driver.ClaimCandidate, anyFull bool, load driver.ClaimLoad, err error) {
 	for range 3 {
 		if _, err := br.Exec(); err != nil {
-			return nil, load, err
+			return nil, false, load, err
 		}
 	}
 	rows, err := br.Query()
-	cands, err := collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
+	cands, err = collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
 		var c driver.ClaimCandidate
-		return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)
+		return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey, &anyFull)
 	})
 	if err != nil {
-		return nil, load, err
+		return nil, false, load, err
 	}
 	err = readNamedCounts(br, load.AddGlobal)
-	return cands, load, err
+	return cands, anyFull, load, err
 }
 
 // candidateKeys are the distinct concurrency keys of cands and the ids of
