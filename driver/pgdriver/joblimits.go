@@ -145,9 +145,9 @@ var (
 
 // noFullKeys remembers the queues whose limited claims pick without the
 // full keys (reading them costs a pass over the queue's running keyed
-// jobs): a queue goes there when a pick with them found none full, and
-// back when a round without them could not admit candidates it picked (more
-// than its window's spare ones). Only a matter of speed: the admission
+// jobs): a queue goes there when a round that read them found none full and
+// admitted every candidate it picked (but its window's spare ones), and
+// back when a round without them could not. Only a matter of speed: the admission
 // after the locks enforces every limit either way.
 type noFullKeys struct{ m sync.Map }
 
@@ -411,11 +411,12 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, i
 			}
 			return err
 		}
-		if full && !anyFull {
-			d.noFullKeys.set(p.Queue, true)
-		}
 		defer func() {
-			if !full && len(jobs) < min(len(cands), p.Limit) {
+			// Every candidate admitted (but the window's spare ones) and,
+			// with the full keys, none full: the next pick goes without them.
+			if all := len(jobs) == min(len(cands), p.Limit); full && all && !anyFull {
+				d.noFullKeys.set(p.Queue, true)
+			} else if !full && !all {
 				d.noFullKeys.set(p.Queue, false)
 			}
 		}()
