@@ -241,6 +241,29 @@ func runConcurrencyLimits(t *testing.T, b Backend) {
 			t.Fatalf("claimed %v more", keyCounts(more))
 		}
 	})
+	t.Run("KindDefaultsDifferWithinAKey", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		e.setLimit(t, fenced.JobLimit{Queue: "q", Kind: "x", PerKey: 1})
+		e.setLimit(t, fenced.JobLimit{Queue: "q", Kind: "y", PerKey: 3})
+		var ids []int64
+		for _, kind := range []string{"x", "x", "y", "y", "y"} {
+			ids = append(ids, e.enqueue(t, fenced.EnqueueParams{Kind: kind, Queue: "q", ConcurrencyKey: "m"}).ID)
+		}
+		// In claim order: x (0 running < 1), not the second x (1 < 1 fails),
+		// y and y (1 and 2 running < 3), not the last y.
+		got := e.claim(t, "q", "A", 10, long)
+		var gotIDs []int64
+		for _, j := range got {
+			gotIDs = append(gotIDs, j.ID)
+		}
+		if want := []int64{ids[0], ids[2], ids[3]}; fmt.Sprint(gotIDs) != fmt.Sprint(want) {
+			t.Fatalf("claimed %v, want %v (each job under its kind's limit, counting the key's jobs admitted before it)", gotIDs, want)
+		}
+		if more := e.claim(t, "q", "B", 10, long); len(more) != 0 {
+			t.Fatalf("claimed %d more", len(more))
+		}
+	})
 	t.Run("GlobalLimits", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

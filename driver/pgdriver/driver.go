@@ -21,9 +21,10 @@ import (
 
 // Driver implements driver.Driver on a pgx pool.
 type Driver struct {
-	pool    *pool
-	owned   bool
-	limited limitedQueues // queues whose claims go the limited way
+	pool       *pool
+	owned      bool
+	limited    limitedQueues // queues whose claims go the limited way
+	noFullKeys noFullKeys    // queues whose limited picks skip the full keys
 }
 
 var _ driver.Driver = (*Driver)(nil)

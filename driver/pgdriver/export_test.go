@@ -7,4 +7,6 @@ var BackoffUS = backoffUS
 var (
 	ClaimJobsAnyKindSQL        = claimJobsAnyKindSQL
 	ClaimLimitedPickAnyKindSQL = claimLimitedPickAnyKindSQL
+
+	ClaimLimitedPickAnyKindNoFullSQL = claimLimitedPickAnyKindNoFullSQL
 )

@@ -2,24 +2,27 @@ package pgdriver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // claimLimitedPickSQL picks and locks the candidates of a limited claim:
 // eligible queued jobs in claim order whose sequence is not blocked by the
-// snapshot of this statement and whose concurrency key is not among the
-// full ones, skipping rows other claimers hold; none when the queue is
-// paused (queueNotPausedPG). %s is the kind filter ($3),
-// %s the pre-filter (claimablePG). Parameters: $1 queue, $2 window.
+// snapshot of this statement and, in the pick with full keys, whose
+// concurrency key is not among the full ones, skipping rows other claimers
+// hold; none when the queue is paused (queueNotPausedPG). The first %s is
+// the full keys' CTE or nothing, the second whether any key is full (false
+// when they are not read), the third the kind filter ($3), the fourth the
+// pre-filter (claimablePG). Parameters: $1 queue, $2 window.
 const claimLimitedPickSQL = `
-WITH RECURSIVE ` + sequenceHeadsSQL + `,
-full_keys AS (` + fullKeysSQL + `)
-SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j
+WITH RECURSIVE ` + sequenceHeadsSQL + `%s
+SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), %s FROM fenced_jobs j
 WHERE j.state = 'queued' AND j.queue = $1 AND j.run_at <= clock_timestamp()%s
     AND ` + queueNotPausedPG + `
     AND %s
@@ -27,20 +30,30 @@ ORDER BY j.priority, j.run_at, j.id
 LIMIT $2
 FOR UPDATE OF j SKIP LOCKED`
 
+// limitedPick is claimLimitedPickSQL with kind filter kinds, with or
+// without the full keys.
+func limitedPick(kinds string, full bool) string {
+	if full {
+		return fmt.Sprintf(claimLimitedPickSQL, ",\nfull_keys AS ("+fullKeysSQL+")", "EXISTS (SELECT 1 FROM full_keys)", kinds, claimablePG(true))
+	}
+	return fmt.Sprintf(claimLimitedPickSQL, "", "false", kinds, claimablePG(false))
+}
+
 // fullKeysSQL lists the concurrency keys of queue $1 whose running attempts
 // reach their limit: the key's own limit, or else, when the queue declares
 // a default, the largest default of the queue and of its kinds (the most a
 // candidate of any kind may be allowed). Read once per pick (the running
-// rows of the queue, by their index) and used as a hashed set, it costs a
+// rows of the queue, by their index, joined to the queue's own limits
+// rather than probing them per key) and used as a hashed set, it costs a
 // candidate no subquery of its own; the admission reads each candidate's
 // exact limit after the locks. (driver.JobKeyLimitSQL is that exact limit.)
 const fullKeysSQL = `
-    SELECT r.concurrency_key FROM fenced_jobs r
-    WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
-    GROUP BY r.concurrency_key
-    HAVING count(*) >= COALESCE(
-        (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
-            WHERE l.queue = $1 AND l.kind = '' AND l.concurrency_key = r.concurrency_key),
+    SELECT n.concurrency_key FROM (
+        SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
+        WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+        GROUP BY r.concurrency_key) n
+    LEFT JOIN fenced_job_limits l ON l.queue = $1 AND l.kind = '' AND l.concurrency_key = n.concurrency_key
+    WHERE n.n >= COALESCE(NULLIF(l.per_key_limit, 0),
         (SELECT CASE WHEN bool_or(l.kind = '') THEN max(l.per_key_limit) END FROM fenced_job_limits l
             WHERE l.queue = $1 AND l.concurrency_key = '' AND l.per_key_limit > 0))`
 
@@ -100,26 +113,53 @@ const sequenceBlockedPG = `(j.sequence_key IN (SELECT sequence_key FROM running_
 const sequenceHeadsMax = "500"
 
 // claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
-// sequence heads and the full keys as sets). Read before the locks, it only
-// saves picking jobs that cannot be admitted: a sequenced job passes only
-// if it is a head (or the walk did not take every sequence) and its
-// sequence is not blocked. The deliberately broken build filters nothing.
-func claimablePG() string {
+// sequence heads and, with full, the full keys as sets). Read before the
+// locks, it only saves picking jobs that cannot be admitted: a sequenced
+// job passes only if it is a head (or the walk did not take every
+// sequence) and its sequence is not blocked. The deliberately broken build
+// filters nothing.
+func claimablePG(full bool) string {
 	if !driver.LimitsEnforced {
 		return `1 = 1`
 	}
-	return `(j.sequence_key IS NULL OR (
+	f := `(j.sequence_key IS NULL OR (
         (j.id IN (SELECT id FROM sequence_heads WHERE id IS NOT NULL) OR NOT (SELECT yes FROM sequence_heads_all))
-        AND NOT ` + sequenceBlockedPG + `))
+        AND NOT ` + sequenceBlockedPG + `))`
+	if full {
+		f += `
     AND (j.concurrency_key IS NULL OR j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys))`
+	}
+	return f
 }
 
-// The limited pick of each kind filter.
+// The limited pick of each kind filter, with the full keys and without.
 var (
-	claimLimitedPickAnyKindSQL = fmt.Sprintf(claimLimitedPickSQL, "", claimablePG())
-	claimLimitedPickOneKindSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = $3", claimablePG())
-	claimLimitedPickOfKindsSQL = fmt.Sprintf(claimLimitedPickSQL, " AND j.kind = ANY($3::text[])", claimablePG())
+	claimLimitedPickAnyKindSQL = limitedPick("", true)
+	claimLimitedPickOneKindSQL = limitedPick(" AND j.kind = $3", true)
+	claimLimitedPickOfKindsSQL = limitedPick(" AND j.kind = ANY($3::text[])", true)
+
+	claimLimitedPickAnyKindNoFullSQL = limitedPick("", false)
+	claimLimitedPickOneKindNoFullSQL = limitedPick(" AND j.kind = $3", false)
+	claimLimitedPickOfKindsNoFullSQL = limitedPick(" AND j.kind = ANY($3::text[])", false)
 )
+
+// noFullKeys remembers the queues whose limited claims pick without the
+// full keys (reading them costs a pass over the queue's running keyed
+// jobs): a queue goes there when a round that read them found none full and
+// admitted every candidate it picked (but its window's spare ones), and
+// back when a round without them could not. Only a matter of speed: the admission
+// after the locks enforces every limit either way.
+type noFullKeys struct{ m sync.Map }
+
+func (n *noFullKeys) has(queue string) bool { _, ok := n.m.Load(queue); return ok }
+
+func (n *noFullKeys) set(queue string, none bool) {
+	if none {
+		n.m.Store(queue, struct{}{})
+	} else {
+		n.m.Delete(queue)
+	}
+}
 
 // claimLimitLocksSQL takes the transaction-scoped advisory locks of a
 // limited claim, in the order of the array ($1, sorted by the caller): the
@@ -150,6 +190,83 @@ const claimLimitedStartSQL = `
 UPDATE fenced_jobs j SET ` + jobStartSet + `
 WHERE j.id = ANY($3::bigint[]) AND j.queue = $1
 RETURNING ` + jobColumns
+
+// claimLimitedAdmitSQL admits and starts, in one statement, the locked
+// candidates of a limited claim of a queue without global limits: sent
+// after the advisory locks, in a new statement, it reads the keys' running
+// attempts and limits and the sequences' state in a snapshot taken after
+// them, and admits as driver.AdmitClaims does:
+//
+//   - a sequenced candidate only if it is the first of its sequence among
+//     the candidates and its sequence is not blocked (sequenceBlockedPG);
+//   - of the rest, a keyed candidate whose key's limit (the key's own,
+//     else its kind's default, else the queue's: driver.KeyLimits) is
+//     declared only while its rank among its key's candidates, added to
+//     the key's running attempts, stays within the limit;
+//   - the first $8 of those in claim order.
+//
+// The rank stands for the candidates admitted before it only when the
+// candidates of a key share one limit. When a key's candidates have
+// different limits (kinds with different defaults, or with and without
+// one, and no own limit of the key) the statement starts nothing and
+// returns one row with mixed true: the claim then admits in Go
+// (driver.AdmitClaims) on load read afresh, still under the locks.
+// Otherwise it returns the started jobs with mixed false.
+//
+// The candidates' kinds and keys come from the pick ($5, $6, $7, empty for
+// none, in the order of the ids $3, which is claim order): the rows are
+// locked since, so they cannot have changed. Parameters: $1 queue, $2
+// owner, $3 ids, $4 ttl_us (as jobStartSet numbers them), $5 kinds, $6
+// concurrency keys, $7 sequence keys, $8 the most jobs to start.
+var claimLimitedAdmitSQL = `
+WITH ` + runningSequencesSQL + `,
+c AS (
+    SELECT u.id, u.ord, u.kind, NULLIF(u.ckey, '') AS ckey, NULLIF(u.skey, '') AS skey,
+        row_number() OVER (PARTITION BY NULLIF(u.skey, '') ORDER BY u.ord) AS seq_rank
+    FROM unnest($3::bigint[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS u(id, kind, ckey, skey, ord)
+),
+running AS (
+    SELECT r.concurrency_key AS ckey, count(*) AS n FROM fenced_jobs r
+    WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+    GROUP BY r.concurrency_key
+),
+ok AS (
+    SELECT c.id, c.ord, c.ckey, COALESCE(run.n, 0) AS running,
+        CASE WHEN c.ckey IS NULL THEN 0 ELSE COALESCE(o.per_key_limit, kd.per_key_limit, qd.per_key_limit, 0) END AS lim
+    FROM c
+    LEFT JOIN fenced_job_limits o ON o.queue = $1 AND o.kind = '' AND o.concurrency_key = c.ckey AND o.per_key_limit > 0
+    LEFT JOIN fenced_job_limits kd ON kd.queue = $1 AND kd.kind = c.kind AND kd.concurrency_key = '' AND kd.per_key_limit > 0
+    LEFT JOIN fenced_job_limits qd ON qd.queue = $1 AND qd.kind = '' AND qd.concurrency_key = '' AND qd.per_key_limit > 0
+    LEFT JOIN running run ON run.ckey = c.ckey
+    WHERE CASE WHEN c.skey IS NULL THEN true
+        WHEN c.seq_rank > 1 THEN false
+        ELSE NOT EXISTS (SELECT 1 FROM (SELECT $1::text AS queue, c.skey AS sequence_key, c.id AS id) j
+            WHERE ` + sequenceBlockedPG + `) END
+),
+ranked AS (
+    SELECT ok.id, ok.ord, ok.ckey, ok.running, ok.lim,
+        row_number() OVER (PARTITION BY ok.ckey ORDER BY ok.ord) AS krank,
+        min(ok.lim) OVER (PARTITION BY ok.ckey) <> max(ok.lim) OVER (PARTITION BY ok.ckey) AS mixed
+    FROM ok
+),
+mixed AS (
+    SELECT EXISTS (SELECT 1 FROM ranked WHERE ranked.ckey IS NOT NULL AND ranked.mixed) AS yes
+),
+admitted AS (
+    SELECT ranked.id FROM ranked
+    WHERE ranked.ckey IS NULL OR ranked.lim = 0 OR ranked.running + ranked.krank <= ranked.lim
+    ORDER BY ranked.ord
+    LIMIT $8
+),
+started AS (
+    UPDATE fenced_jobs j SET ` + jobStartSet + `
+    WHERE j.id = ANY(ARRAY(SELECT id FROM admitted)) AND j.queue = $1 AND NOT (SELECT yes FROM mixed)
+    RETURNING ` + jobColumns + `
+)
+SELECT s.*, false FROM started s
+UNION ALL
+SELECT ` + jobColumns + `, true FROM fenced_jobs j
+WHERE (SELECT yes FROM mixed) AND j.id = ($3::bigint[])[1]`
 
 // limitedQueues remembers the queues whose last claim went the limited way,
 // so that their next claim skips the single statement (which would only
@@ -205,76 +322,130 @@ func limitedWindow(limit int) int { return limit + 16 }
 
 // claimLimitedRound is one limited claim (see driver/claimlimits.go): one
 // READ COMMITTED transaction that picks and locks candidates, takes the
-// advisory locks of their keys in order, reads their load in new
-// statements (a snapshot taken after the locks, so it sees every attempt a
-// claimer that held them before committed), admits and starts. Its
-// statements go in three batches, one round trip each beside the BEGIN and
-// the COMMIT; JIT compilation is off for the transaction (the pick's
-// estimated cost invites it, and it costs more than the statements). A
-// deadlock (possible only with another user of advisory locks whose id
-// collides) is retried. It returns the jobs it started and how many
-// candidates it picked.
+// advisory locks of their keys in order and, in new statements (a snapshot
+// taken after the locks, so it sees every attempt a claimer that held them
+// before committed), reads their load, admits and starts. Without a global
+// limit on the queue one statement does the last three
+// (claimLimitedAdmitSQL), sent in one batch with the locks and the commit:
+// the round takes two round trips, the first batch beginning the
+// transaction and picking. When that statement finds a key whose
+// candidates have different limits it starts nothing, and the round is
+// made again admitting in Go (claimLimitedTx).
 func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, int, error) {
+	jobs, picked, err := d.claimLimitedTx(ctx, p, false)
+	if errors.Is(err, errAdmitMixed) {
+		jobs, picked, err = d.claimLimitedTx(ctx, p, true)
+	}
+	return jobs, picked, err
+}
+
+// errAdmitMixed says claimLimitedAdmitSQL found a key whose candidates have
+// different limits: it started nothing, and its transaction committed.
+var errAdmitMixed = errors.New("limits differ among a key's candidates")
+
+// claimLimitedTx is the transaction of a limited round. With inGo, or when
+// the queue has a global limit (or in the deliberately broken build), the
+// load is read after the locks in a batch, admitted in Go
+// (driver.AdmitClaims) and the admitted started; otherwise
+// claimLimitedAdmitSQL admits and starts. JIT compilation is off for the
+// transaction (the pick's estimated cost invites it, and it costs more than
+// the statements), and its statements use generic plans from their first
+// run on a connection (planning the candidates' arrays anew each time costs
+// more than the plan saves). A deadlock (possible only with another user of
+// advisory locks whose id collides) is retried. It returns the jobs it
+// started and how many candidates it picked.
+func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, inGo bool) ([]*fencedtype.Job, int, error) {
+	full := !d.noFullKeys.has(p.Queue)
 	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, limitedWindow(p.Limit)}
 	switch len(p.Kinds) {
 	case 0:
+		if !full {
+			pick = claimLimitedPickAnyKindNoFullSQL
+		}
 	case 1:
 		pick, args = claimLimitedPickOneKindSQL, append(args, p.Kinds[0])
+		if !full {
+			pick = claimLimitedPickOneKindNoFullSQL
+		}
 	default:
 		pick, args = claimLimitedPickOfKindsSQL, append(args, p.Kinds)
+		if !full {
+			pick = claimLimitedPickOfKindsNoFullSQL
+		}
 	}
 	var jobs []*fencedtype.Job
 	var picked int
 	err := retryDeadlock(ctx, func() error {
 		jobs, picked = nil, 0
-		tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-		if err != nil {
-			return err
+		var conn *pgxpool.Conn
+		var cands []driver.ClaimCandidate
+		var anyFull bool
+		var load driver.ClaimLoad
+		// Retried while the batch could not be sent: it writes nothing.
+		err := d.pool.retry(ctx, func() error {
+			if conn != nil {
+				endTx(ctx, conn)
+			}
+			var err error
+			if conn, err = d.pool.Pool.Acquire(ctx); err != nil {
+				conn = nil
+				return err
+			}
+			var b pgx.Batch
+			b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+			b.Queue(`SET LOCAL jit = off`)
+			b.Queue(`SET LOCAL plan_cache_mode = force_generic_plan`)
+			b.Queue(pick, args...)
+			b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
+			br := conn.SendBatch(ctx, &b)
+			cands, anyFull, load, err = readPick(br)
+			return closeBatch(br, err)
+		})
+		if conn != nil {
+			defer endTx(ctx, conn)
 		}
-		defer tx.Rollback(context.WithoutCancel(ctx))
-		var b pgx.Batch
-		b.Queue(`SET LOCAL jit = off`)
-		b.Queue(pick, args...)
-		b.Queue(driver.JobGlobalLimitsSQL, p.Queue)
-		br := tx.SendBatch(ctx, &b)
-		cands, load, err := readPick(br)
 		picked = len(cands)
-		if err = closeBatch(br, err); err != nil || len(cands) == 0 {
+		if err != nil || len(cands) == 0 {
 			if err == nil {
 				d.limited.set(p.Queue, load.HasGlobal())
 			}
 			return err
 		}
+		defer func() {
+			// Every candidate admitted (but the window's spare ones) and,
+			// with the full keys, none full: the next pick goes without them.
+			if all := len(jobs) == min(len(cands), p.Limit); full && all && !anyFull {
+				d.noFullKeys.set(p.Queue, true)
+			} else if !full && !all {
+				d.noFullKeys.set(p.Queue, false)
+			}
+		}()
 		locks := driver.LimitLockIDs(driver.LimitLockNames(p.Queue, cands, load.HasGlobal()))
 		d.limited.set(p.Queue, len(locks) > 0)
-		keys, sequenced := candidateKeys(cands)
-		b = pgx.Batch{}
-		if len(locks) > 0 {
-			b.Queue(claimLimitLocksSQL, locks)
+		if !inGo && driver.LimitsEnforced && !load.HasGlobal() {
+			var b pgx.Batch
+			if len(locks) > 0 {
+				b.Queue(claimLimitLocksSQL, locks)
+			}
+			b.Queue(claimLimitedAdmitSQL, admitArgs(p, cands)...)
+			b.Queue(`COMMIT`)
+			br := conn.SendBatch(ctx, &b)
+			var mixed bool
+			jobs, mixed, err = readAdmitted(br, len(locks) > 0)
+			if err = closeBatch(br, err); err != nil {
+				jobs = nil
+				return unknownOutcome(err) // the commit was sent
+			}
+			if mixed {
+				return errAdmitMixed
+			}
+			return nil
 		}
-		b.Queue(claimLimitRunningSQL, p.Queue, keys)
-		b.Queue(driver.KeyLimitsSQL, p.Queue, keys)
-		if len(sequenced) > 0 {
-			b.Queue(claimLimitBlockedSQL, p.Queue, sequenced)
-		}
-		if load.HasGlobal() {
-			b.Queue(driver.JobRunningByKindSQL, p.Queue)
-		}
-		br = tx.SendBatch(ctx, &b)
-		err = readLoad(br, len(locks) > 0, len(sequenced) > 0, cands, &load)
-		if err = closeBatch(br, err); err != nil {
+		if jobs, err = admitInGo(ctx, conn, p, cands, load, locks); err != nil {
 			return err
 		}
-		admitted := driver.AdmitClaims(cands, load, p.Limit)
-		if len(admitted) > 0 {
-			if jobs, err = collectJobs(tx.Query(ctx, claimLimitedStartSQL, p.Queue, p.Owner, admitted, p.TTL.Microseconds())); err != nil {
-				return err
-			}
-			if len(jobs) != len(admitted) {
-				return fmt.Errorf("started %d of %d admitted jobs", len(jobs), len(admitted))
-			}
-		}
-		if err := tx.Commit(ctx); err != nil {
+		if err := commit(ctx, conn); err != nil {
+			jobs = nil
 			return unknownOutcome(err)
 		}
 		return nil
@@ -285,23 +456,121 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 	return jobs, picked, nil
 }
 
-// readPick reads the first batch's replies: the SET, the picked candidates
-// and the queue's global limits.
-func readPick(br pgx.BatchResults) ([]driver.ClaimCandidate, driver.ClaimLoad, error) {
-	var load driver.ClaimLoad
-	if _, err := br.Exec(); err != nil {
-		return nil, load, err
+// endTx returns a connection of claimLimitedTx to the pool, rolling back
+// the transaction it may have left open (the pool closes a connection it
+// cannot tell to be idle).
+func endTx(ctx context.Context, conn *pgxpool.Conn) {
+	if pc := conn.Conn().PgConn(); !pc.IsClosed() && !pc.IsBusy() && pc.TxStatus() != 'I' {
+		conn.Exec(context.WithoutCancel(ctx), `ROLLBACK`)
+	}
+	conn.Release()
+}
+
+// commit commits the transaction open on conn: an error when it rolled
+// back instead.
+func commit(ctx context.Context, conn *pgxpool.Conn) error {
+	tag, err := conn.Exec(ctx, `COMMIT`)
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("commit ended in %s", tag)
+	}
+	return err
+}
+
+// admitArgs are claimLimitedAdmitSQL's parameters for cands.
+func admitArgs(p driver.ClaimJobsParams, cands []driver.ClaimCandidate) []any {
+	ids := make([]int64, len(cands))
+	kinds, keys, seqs := make([]string, len(cands)), make([]string, len(cands)), make([]string, len(cands))
+	for i, c := range cands {
+		ids[i], kinds[i], keys[i], seqs[i] = c.ID, c.Kind, c.ConcurrencyKey, c.SequenceKey
+	}
+	return []any{p.Queue, p.Owner, ids, p.TTL.Microseconds(), kinds, keys, seqs, p.Limit}
+}
+
+// readAdmitted reads the second batch's replies: the locks when taken,
+// claimLimitedAdmitSQL's (the jobs it started, or mixed) and the commit.
+func readAdmitted(br pgx.BatchResults, locked bool) (jobs []*fencedtype.Job, mixed bool, err error) {
+	if locked {
+		if _, err := br.Exec(); err != nil {
+			return nil, false, err
+		}
 	}
 	rows, err := br.Query()
-	cands, err := collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
-		var c driver.ClaimCandidate
-		return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)
+	jobs, err = collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) {
+		var j fencedtype.Job
+		var state string
+		err := r.Scan(append(jobDest(&j, &state), &mixed)...)
+		j.State = fencedtype.JobState(state)
+		return &j, err
 	})
 	if err != nil {
-		return nil, load, err
+		return nil, false, err
+	}
+	tag, err := br.Exec()
+	if err == nil && tag.String() != "COMMIT" {
+		err = fmt.Errorf("commit ended in %s", tag)
+	}
+	if err != nil || mixed {
+		return nil, mixed, err
+	}
+	return jobs, false, nil
+}
+
+// admitInGo is the rest of a limited claim that admits in Go: in one batch
+// it takes the locks (when there are any) and reads the load of cands in new
+// statements (a snapshot taken after the locks), then admits with
+// driver.AdmitClaims and starts the admitted.
+func admitInGo(ctx context.Context, tx *pgxpool.Conn, p driver.ClaimJobsParams, cands []driver.ClaimCandidate, load driver.ClaimLoad, locks []int64) ([]*fencedtype.Job, error) {
+	keys, sequenced := candidateKeys(cands)
+	var b pgx.Batch
+	if len(locks) > 0 {
+		b.Queue(claimLimitLocksSQL, locks)
+	}
+	b.Queue(claimLimitRunningSQL, p.Queue, keys)
+	b.Queue(driver.KeyLimitsSQL, p.Queue, keys)
+	if len(sequenced) > 0 {
+		b.Queue(claimLimitBlockedSQL, p.Queue, sequenced)
+	}
+	if load.HasGlobal() {
+		b.Queue(driver.JobRunningByKindSQL, p.Queue)
+	}
+	br := tx.SendBatch(ctx, &b)
+	err := readLoad(br, len(locks) > 0, len(sequenced) > 0, cands, &load)
+	if err = closeBatch(br, err); err != nil {
+		return nil, err
+	}
+	admitted := driver.AdmitClaims(cands, load, p.Limit)
+	if len(admitted) == 0 {
+		return nil, nil
+	}
+	jobs, err := collectJobs(tx.Query(ctx, claimLimitedStartSQL, p.Queue, p.Owner, admitted, p.TTL.Microseconds()))
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs) != len(admitted) {
+		return nil, fmt.Errorf("started %d of %d admitted jobs", len(jobs), len(admitted))
+	}
+	return jobs, nil
+}
+
+// readPick reads the first batch's replies: the BEGIN, the SETs, the
+// picked candidates (and whether the pick found a full key) and the
+// queue's global limits.
+func readPick(br pgx.BatchResults) (cands []driver.ClaimCandidate, anyFull bool, load driver.ClaimLoad, err error) {
+	for range 3 {
+		if _, err := br.Exec(); err != nil {
+			return nil, false, load, err
+		}
+	}
+	rows, err := br.Query()
+	cands, err = collectRows(rows, err, func(r pgx.CollectableRow) (driver.ClaimCandidate, error) {
+		var c driver.ClaimCandidate
+		return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey, &anyFull)
+	})
+	if err != nil {
+		return nil, false, load, err
 	}
 	err = readNamedCounts(br, load.AddGlobal)
-	return cands, load, err
+	return cands, anyFull, load, err
 }
 
 // candidateKeys are the distinct concurrency keys of cands and the ids of
@@ -320,10 +589,10 @@ func candidateKeys(cands []driver.ClaimCandidate) (keys []string, sequenced []in
 	return keys, sequenced
 }
 
-// readLoad reads the second batch's replies into cands and load: the locks
-// when taken, the running attempts of the keys, the limits that apply to
-// them, the blocked sequenced candidates when there are any, and, when the
-// queue has a global limit, its running jobs by kind.
+// readLoad reads admitInGo's replies into cands and load: the locks when
+// taken, the running attempts of the keys, the limits that apply to them,
+// the blocked sequenced candidates when there are any, and, when the queue
+// has a global limit, its running jobs by kind.
 func readLoad(br pgx.BatchResults, locked, sequenced bool, cands []driver.ClaimCandidate, load *driver.ClaimLoad) error {
 	if locked {
 		if _, err := br.Exec(); err != nil {

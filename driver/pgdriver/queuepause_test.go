@@ -41,6 +41,7 @@ func TestClaimPauseProbeRunsOncePerStatement(t *testing.T) {
 	}{
 		{"claim", pgdriver.ClaimJobsAnyKindSQL, []any{"paused", "w", 10, int64(60_000_000)}},
 		{"limited pick", pgdriver.ClaimLimitedPickAnyKindSQL, []any{"paused", 36}},
+		{"limited pick without full keys", pgdriver.ClaimLimitedPickAnyKindNoFullSQL, []any{"paused", 36}},
 	} {
 		tx, err := pool.Begin(ctx)
 		if err != nil {
