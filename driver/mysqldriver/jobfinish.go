@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -17,14 +17,18 @@ import (
 // size: the rows still current are locked (in id order; a single row is
 // not, the UPDATE alone deciding), one UPDATE ends them all, each by its own
 // kind and guarded by its own fence, and one INSERT records the ended
-// attempts. The ends travel as a derived table of
-// literal rows (UNION ALL), MySQL having nothing like PostgreSQL's unnest.
+// attempts. The ends travel as one JSON document, read as a table by
+// JSON_TABLE (MySQL 8.0.4, MariaDB 10.6): a derived table of literal rows
+// (SELECT … UNION ALL …) took the server 3–5 ms to plan for 100 ends and
+// 50–200 ms for 500, against 2 ms for JSON_TABLE's 500.
 
-// endJobsRowSQL is one row of the ends' derived table. Parameters: id,
-// fence, kind, output, error, delay_us, discard, and the backoff's base_us
-// (NULL for none), max_us and jitter.
-const endJobsRowSQL = `SELECT ? AS id, ? AS fence, ? AS kind, ? AS output, ? AS error, ? AS delay_us, ? AS discard,
-    ? AS base_us, ? AS max_us, ? AS jitter`
+// endsTableSQL reads the ends' document (endsTable) as a table. Text travels
+// as JSON strings, so that an output keeps its bytes; a JSON null is NULL.
+const endsTableSQL = `JSON_TABLE(?, '$[*]' COLUMNS (
+    id BIGINT PATH '$.id', fence BIGINT PATH '$.fence', kind VARCHAR(16) PATH '$.kind',
+    output LONGTEXT PATH '$.output', error LONGTEXT PATH '$.error', delay_us BIGINT PATH '$.delay_us',
+    discard INT PATH '$.discard', base_us BIGINT PATH '$.base_us', max_us BIGINT PATH '$.max_us',
+    jitter DOUBLE PATH '$.jitter'))`
 
 // endJobsPickSQL locks the rows whose attempt is still current, in id order,
 // as a heartbeat locks them. Parameters: the ids, then the (id, fence)
@@ -45,7 +49,7 @@ FOR UPDATE`
 // The statement's clock reading, at which it records the ends, is handed
 // back (clockAsInsertID). Parameters: the ends' rows, then the picked ids.
 var endJobsSQL = `
-UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id SET
+UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN %s e ON e.id = j.id SET
     j.state = CASE
         WHEN e.kind = 'complete' THEN 'succeeded'
         WHEN e.kind = 'cancel' OR j.cancel_requested THEN 'cancelled'
@@ -78,7 +82,7 @@ SELECT j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.updated_at,
     CASE WHEN e.kind = 'complete' THEN 'succeeded' WHEN j.state = 'cancelled' THEN 'cancelled'
          WHEN e.kind = 'snooze' THEN 'snoozed' WHEN j.state = 'failed' THEN 'failed' ELSE 'retry' END,
     NULLIF(e.error, '')
-FROM fenced_jobs j FORCE INDEX (PRIMARY) JOIN (%s) e ON e.id = j.id
+FROM fenced_jobs j FORCE INDEX (PRIMARY) JOIN %s e ON e.id = j.id
 WHERE j.id IN (%s)`
 
 // endJobsEndedSQL finds which locked rows the ending statement changed: every
@@ -129,7 +133,7 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 			n, size := 0, 0
 			for n < len(round) && n < finishChunkEnds && (n == 0 || size < finishChunkBytes) {
 				e := ends[round[n]]
-				size += len(e.Error) + len(e.Output)
+				size += endSize(e)
 				n++
 			}
 			t, err := finishChunk(ctx, tx, ends, round[:n], out)
@@ -167,7 +171,10 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 	ended := picked
 	var decided time.Time
 	if len(picked) > 0 {
-		table, rowArgs := endsTable(ends, at)
+		table, rowArgs, err := endsTable(ends, at)
+		if err != nil {
+			return time.Time{}, err
+		}
 		args := append(rowArgs, anys(picked)...)
 		n, t, err := execAt(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
 		if err != nil {
@@ -226,23 +233,48 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 	return decided, nil
 }
 
-// endsTable is the derived table of ends[at...] and its arguments.
-func endsTable(ends []fencedtype.JobEnd, at []int) (string, []any) {
-	rows := make([]string, len(at))
-	args := make([]any, 0, 10*len(at))
+// endRow is one end in the ends' document.
+type endRow struct {
+	ID      int64    `json:"id"`
+	Fence   int64    `json:"fence"`
+	Kind    string   `json:"kind"`
+	Output  *string  `json:"output"`
+	Error   string   `json:"error"`
+	DelayUS int64    `json:"delay_us"`
+	Discard int      `json:"discard"`
+	BaseUS  *int64   `json:"base_us"` // no backoff: null
+	MaxUS   *int64   `json:"max_us"`
+	Jitter  *float64 `json:"jitter"`
+}
+
+// endsTable is the table of ends[at...] (endsTableSQL) and its one
+// argument, the ends' JSON document.
+func endsTable(ends []fencedtype.JobEnd, at []int) (string, []any, error) {
+	rows := make([]endRow, len(at))
 	for k, i := range at {
 		e := ends[i]
-		var output any
+		r := endRow{ID: e.Ref.ID, Fence: e.Ref.Fence, Kind: string(e.Kind), Error: e.Error,
+			DelayUS: e.Delay.Microseconds()}
 		if e.Output != nil {
-			output = string(e.Output)
+			out := string(e.Output)
+			r.Output = &out
 		}
-		var baseUS, maxUS, jitter any // no backoff: NULL
+		if e.Discard {
+			r.Discard = 1
+		}
 		if b := e.Backoff; b != nil {
-			baseUS, maxUS, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+			base, maxUS, jitter := b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+			r.BaseUS, r.MaxUS, r.Jitter = &base, &maxUS, &jitter
 		}
-		rows[k] = endJobsRowSQL
-		args = append(args, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error, e.Delay.Microseconds(), e.Discard,
-			baseUS, maxUS, jitter)
+		rows[k] = r
 	}
-	return strings.Join(rows, " UNION ALL "), args
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return "", nil, fmt.Errorf("ends: %w", err)
+	}
+	return endsTableSQL, []any{string(doc)}, nil
 }
+
+// endSize bounds the bytes an end adds to the ends' document: JSON escapes
+// a control character in six.
+func endSize(e fencedtype.JobEnd) int { return 6*(len(e.Error)+len(e.Output)) + 200 }
