@@ -66,6 +66,19 @@ func (r *MinuteRollup) AddFinished(queue, state string, bucket int, n int64) {
 	}
 }
 
+// ScanFinished reads a row of queue, state, wait bucket and count (the
+// minute's finished jobs) into the rollup.
+func (r *MinuteRollup) ScanFinished(row Row) error {
+	var queue, state string
+	var bucket int
+	var n int64
+	if err := row.Scan(&queue, &state, &bucket, &n); err != nil {
+		return err
+	}
+	r.AddFinished(queue, state, bucket, n)
+	return nil
+}
+
 // AddAttempts counts n attempts of queue that ended with outcome (retry
 // or lost; others are not counted).
 func (r *MinuteRollup) AddAttempts(queue, outcome string, n int64) {
@@ -77,8 +90,32 @@ func (r *MinuteRollup) AddAttempts(queue, outcome string, n int64) {
 	}
 }
 
+// ScanAttempts reads a row of queue, outcome and count (the minute's
+// retried and lost attempts) into the rollup.
+func (r *MinuteRollup) ScanAttempts(row Row) error {
+	var queue, outcome string
+	var n int64
+	if err := row.Scan(&queue, &outcome, &n); err != nil {
+		return err
+	}
+	r.AddAttempts(queue, outcome, n)
+	return nil
+}
+
 // AddDepth records n queued jobs in queue.
 func (r *MinuteRollup) AddDepth(queue string, n int64) { r.row(queue).Depth = n }
+
+// ScanDepth reads a row of queue and count (its queued jobs) into the
+// rollup.
+func (r *MinuteRollup) ScanDepth(row Row) error {
+	var queue string
+	var n int64
+	if err := row.Scan(&queue, &n); err != nil {
+		return err
+	}
+	r.AddDepth(queue, n)
+	return nil
+}
 
 // Depth is the total of the queued jobs the rollup counted, -1 when it
 // counts none: the marker row's Depth.
@@ -87,21 +124,17 @@ func (r *MinuteRollup) Depth() int64 {
 		return -1
 	}
 	var n int64
-	for q, m := range r.byQueue {
-		if q != "" {
-			n += max(m.Depth, 0)
-		}
+	for _, m := range r.byQueue {
+		n += max(m.Depth, 0)
 	}
 	return n
 }
 
-// Rows returns the minute's rows by queue, with the marker (queue "")
-// first.
+// Rows returns the minute's rows: its marker (queue "", no counts, the
+// total depth) first, then one per queue by name.
 func (r *MinuteRollup) Rows() []fencedtype.JobMinute {
-	marker := *r.row("")
-	marker.Depth = r.Depth()
-	out := []fencedtype.JobMinute{marker}
-	delete(r.byQueue, "")
+	out := []fencedtype.JobMinute{{Minute: r.minute, Depth: r.Depth(),
+		Waits: make([]int64, len(fencedtype.WaitBucketsMS)+1)}}
 	for _, m := range r.byQueue {
 		out = append(out, *m)
 	}

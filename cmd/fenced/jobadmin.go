@@ -96,17 +96,9 @@ A job that does not exist: exit 5.`,
 		Args:        exactArgs("ID"),
 		Annotations: map[string]string{annotationJobID: "ID"},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := fenced.ParseJobID(args[0])
+			id, err := a.onJob(cmd.Context(), args[0], (*fenced.Client).DeleteJob)
 			if err != nil {
 				return err
-			}
-			c, err := a.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.DeleteJob(cmd.Context(), id); err != nil {
-				return jobNotFound(id, err)
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), struct {
@@ -124,20 +116,30 @@ A job that does not exist: exit 5.`,
 
 // jobAdmin parses the job id arg and applies op (cancel or retry) to it.
 func (a *app) jobAdmin(ctx context.Context, arg string, op func(*fenced.Client, context.Context, int64) (*fenced.Job, error)) (*fenced.Job, error) {
+	var j *fenced.Job
+	_, err := a.onJob(ctx, arg, func(c *fenced.Client, ctx context.Context, id int64) (err error) {
+		j, err = op(c, ctx, id)
+		return err
+	})
+	return j, err
+}
+
+// onJob parses the job id arg, opens the database and applies op to the
+// job; a missing job is a not-found naming it. It returns the id.
+func (a *app) onJob(ctx context.Context, arg string, op func(*fenced.Client, context.Context, int64) error) (int64, error) {
 	id, err := fenced.ParseJobID(arg)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	c, err := a.open(ctx)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	defer c.Close()
-	j, err := op(c, ctx, id)
-	if err != nil {
-		return nil, jobNotFound(id, err)
+	if err := op(c, ctx, id); err != nil {
+		return 0, jobNotFound(id, err)
 	}
-	return j, nil
+	return id, nil
 }
 
 func newJobCountsCmd(a *app) *cobra.Command {

@@ -21,10 +21,20 @@ import (
 
 // Driver implements driver.Driver on a pgx pool.
 type Driver struct {
-	pool       *pool
-	owned      bool
-	limited    limitedQueues // queues whose claims go the limited way
-	noFullKeys noFullKeys    // queues whose limited picks skip the full keys
+	pool  *pool
+	owned bool
+	// limited holds the queues whose last claim went the limited way, so
+	// that their next claim skips the single statement (which would only
+	// find the gate again) and goes straight to claimLimitedJobs; a
+	// limited claim that picked no keyed job in a queue with no global
+	// limit takes the queue out.
+	limited queueSet
+	// noFullKeys holds the queues whose limited claims pick without the
+	// full keys (reading them costs a pass over the queue's running keyed
+	// jobs): a queue goes in when a round that read them found none full
+	// and admitted every candidate it picked (but its window's spare ones),
+	// and out when a round without them could not.
+	noFullKeys queueSet
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -96,7 +96,7 @@ var (
 
 // ClaimJobs implements driver.JobDriver: claimJobsSQL, and when it found
 // the claim gated by keys or limits, claimLimitedJobs. A queue whose last
-// claim went the limited way goes there at once (limitedQueues).
+// claim went the limited way goes there at once (Driver.limited).
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
 	gated, err := d.limited.has(p.Queue), error(nil)

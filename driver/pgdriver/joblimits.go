@@ -143,21 +143,19 @@ var (
 	claimLimitedPickOfKindsNoFullSQL = limitedPick(" AND j.kind = ANY($3::text[])", false)
 )
 
-// noFullKeys remembers the queues whose limited claims pick without the
-// full keys (reading them costs a pass over the queue's running keyed
-// jobs): a queue goes there when a round that read them found none full and
-// admitted every candidate it picked (but its window's spare ones), and
-// back when a round without them could not. Only a matter of speed: the admission
-// after the locks enforces every limit either way.
-type noFullKeys struct{ m sync.Map }
+// queueSet is a set of queue names safe for concurrent use: the driver's
+// hints about a queue's next claim (Driver.limited, Driver.noFullKeys).
+// Only a matter of speed: every claim path enforces every limit.
+type queueSet struct{ m sync.Map }
 
-func (n *noFullKeys) has(queue string) bool { _, ok := n.m.Load(queue); return ok }
+func (q *queueSet) has(queue string) bool { _, ok := q.m.Load(queue); return ok }
 
-func (n *noFullKeys) set(queue string, none bool) {
-	if none {
-		n.m.Store(queue, struct{}{})
+// set puts queue in the set when in, else takes it out.
+func (q *queueSet) set(queue string, in bool) {
+	if in {
+		q.m.Store(queue, struct{}{})
 	} else {
-		n.m.Delete(queue)
+		q.m.Delete(queue)
 	}
 }
 
@@ -267,23 +265,6 @@ SELECT s.*, false FROM started s
 UNION ALL
 SELECT ` + jobColumns + `, true FROM fenced_jobs j
 WHERE (SELECT yes FROM mixed) AND j.id = ($3::bigint[])[1]`
-
-// limitedQueues remembers the queues whose last claim went the limited way,
-// so that their next claim skips the single statement (which would only
-// find the gate again) and goes straight to claimLimitedJobs. A limited
-// claim that picked no keyed job in a queue with no global limit forgets
-// the queue. Only a matter of speed: both ways enforce every limit.
-type limitedQueues struct{ m sync.Map }
-
-func (l *limitedQueues) has(queue string) bool { _, ok := l.m.Load(queue); return ok }
-
-func (l *limitedQueues) set(queue string, limited bool) {
-	if limited {
-		l.m.Store(queue, struct{}{})
-	} else {
-		l.m.Delete(queue)
-	}
-}
 
 // claimLimitedJobs is the claim of a queue gated by keys or limits: up to
 // limitedRounds limited claims (claimLimitedRound), each picking a window

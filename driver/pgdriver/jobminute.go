@@ -44,36 +44,14 @@ func (d *Driver) RollupJobMinute(ctx context.Context, minute time.Time, depth bo
 		}
 		r := driver.NewMinuteRollup(minute, depth)
 		end := minute.Add(time.Minute)
-		err = forRows(ctx, tx, minuteFinishedSQL, []any{minute, end}, func(row pgx.Rows) error {
-			var queue, state string
-			var bucket int
-			var n int64
-			err := row.Scan(&queue, &state, &bucket, &n)
-			r.AddFinished(queue, state, bucket, n)
-			return err
-		})
-		if err != nil {
+		if err := forRows(ctx, tx, minuteFinishedSQL, []any{minute, end}, r.ScanFinished); err != nil {
 			return err
 		}
-		err = forRows(ctx, tx, minuteRequeuedSQL, []any{minute, end}, func(row pgx.Rows) error {
-			var queue, outcome string
-			var n int64
-			err := row.Scan(&queue, &outcome, &n)
-			r.AddAttempts(queue, outcome, n)
-			return err
-		})
-		if err != nil {
+		if err := forRows(ctx, tx, minuteRequeuedSQL, []any{minute, end}, r.ScanAttempts); err != nil {
 			return err
 		}
 		if depth {
-			err = forRows(ctx, tx, minuteDepthSQL, nil, func(row pgx.Rows) error {
-				var queue string
-				var n int64
-				err := row.Scan(&queue, &n)
-				r.AddDepth(queue, n)
-				return err
-			})
-			if err != nil {
+			if err := forRows(ctx, tx, minuteDepthSQL, nil, r.ScanDepth); err != nil {
 				return err
 			}
 		}
@@ -117,7 +95,7 @@ func (d *Driver) RollupJobMinute(ctx context.Context, minute time.Time, depth bo
 }
 
 // forRows runs sql in tx and calls fn for each row.
-func forRows(ctx context.Context, tx pgx.Tx, sql string, args []any, fn func(pgx.Rows) error) error {
+func forRows(ctx context.Context, tx pgx.Tx, sql string, args []any, fn func(driver.Row) error) error {
 	rows, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return err

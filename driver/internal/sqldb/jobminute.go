@@ -41,36 +41,14 @@ func (q MinuteQueries) RollupMinute(ctx context.Context, tx *sql.Tx, t func(time
 	}
 	r := driver.NewMinuteRollup(minute, depth)
 	start, end := t(minute), t(minute.Add(time.Minute))
-	err = each(ctx, tx, q.Finished, []any{start, end}, func(row Scanner) error {
-		var queue, state string
-		var bucket int
-		var n int64
-		err := row.Scan(&queue, &state, &bucket, &n)
-		r.AddFinished(queue, state, bucket, n)
-		return err
-	})
-	if err != nil {
+	if err := each(ctx, tx, q.Finished, []any{start, end}, r.ScanFinished); err != nil {
 		return false, err
 	}
-	err = each(ctx, tx, q.Requeued, []any{start, end}, func(row Scanner) error {
-		var queue, outcome string
-		var n int64
-		err := row.Scan(&queue, &outcome, &n)
-		r.AddAttempts(queue, outcome, n)
-		return err
-	})
-	if err != nil {
+	if err := each(ctx, tx, q.Requeued, []any{start, end}, r.ScanAttempts); err != nil {
 		return false, err
 	}
 	if depth {
-		err = each(ctx, tx, q.Depth, nil, func(row Scanner) error {
-			var queue string
-			var n int64
-			err := row.Scan(&queue, &n)
-			r.AddDepth(queue, n)
-			return err
-		})
-		if err != nil {
+		if err := each(ctx, tx, q.Depth, nil, r.ScanDepth); err != nil {
 			return false, err
 		}
 	}
