@@ -190,14 +190,28 @@ func ScanJobCount(r Row) (fencedtype.JobCount, error) {
 	return c, err
 }
 
-// WithRunningAttempt appends the attempt in progress, which lives on the job
-// row until it ends, to the recorded history.
-func WithRunningAttempt(j *fencedtype.Job, ended []fencedtype.JobAttempt) []fencedtype.JobAttempt {
-	if j.State != fencedtype.JobRunning || j.AttemptedAt == nil {
+// WithRowAttempts appends to the recorded history the attempt that lives on
+// the job row: the attempt in progress, until it ends; and a succeeded
+// job's last attempt, which no history row records (the statement that
+// completes a job writes no history row: the row it leaves holds that
+// attempt's number, fence, owner, start and end, and a succeeded job's row
+// never changes again). A history written before that rule may hold the
+// succeeded attempt already; it is not repeated.
+func WithRowAttempts(j *fencedtype.Job, ended []fencedtype.JobAttempt) []fencedtype.JobAttempt {
+	if j.AttemptedAt == nil {
 		return ended
 	}
-	return append(ended, fencedtype.JobAttempt{Attempt: j.Attempt, Fence: j.Fence, Owner: j.Owner,
-		StartedAt: *j.AttemptedAt, Outcome: string(fencedtype.JobRunning)})
+	a := fencedtype.JobAttempt{Attempt: j.Attempt, Fence: j.Fence, Owner: j.Owner, StartedAt: *j.AttemptedAt}
+	switch {
+	case j.State == fencedtype.JobRunning:
+		a.Outcome = string(fencedtype.JobRunning)
+	case j.State == fencedtype.JobSucceeded && j.FinishedAt != nil &&
+		(len(ended) == 0 || ended[len(ended)-1].Attempt < j.Attempt):
+		a.Outcome, a.EndedAt = fencedtype.OutcomeSucceeded, j.FinishedAt
+	default:
+		return ended
+	}
+	return append(ended, a)
 }
 
 // JobListener is implemented by backends that can wake idle workers when

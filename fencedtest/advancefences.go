@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // runAdvanceFences: after an advance every fence granted, to a lease or to
@@ -146,6 +147,43 @@ func runAdvanceFences(t *testing.T, b Backend) {
 		}
 		if got[queued.ID] <= by {
 			t.Fatalf("queued job %d first claimed with fence %d after an advance by %d", queued.ID, got[queued.ID], by)
+		}
+	})
+	t.Run("SucceededAttemptKeepsItsFenceAcrossAnAdvance", func(t *testing.T) {
+		// A completion writes no history row: the succeeded row holds its
+		// last attempt. An advance leaves that row alone (a succeeded job
+		// has no next attempt), so its history still tells the fence the
+		// attempt ran under, while a failed job's next attempt moves up.
+		t.Parallel()
+		b.needJobs(t)
+		e := setup(t, b)
+		const by = 100
+		done := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		failed := e.enqueue(t, fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
+		var doneRef, failedRef fenced.JobRef
+		for range 2 {
+			j := e.claimOne(t, "A", long)
+			if j.ID == done.ID {
+				doneRef = j.Ref()
+			} else {
+				failedRef = j.Ref()
+			}
+		}
+		wantNoErr(t, e.c.CompleteJob(ctx(t), doneRef, nil), "complete")
+		wantNoErr(t, e.c.FailJob(ctx(t), failedRef, "boom", 0, false), "fail")
+		_, err := e.c.AdvanceFences(ctx(t), by)
+		wantNoErr(t, err, "advance")
+		got, attempts := e.job(t, done.ID)
+		if got.State != fenced.JobSucceeded || got.Fence != doneRef.Fence || len(attempts) != 1 ||
+			attempts[0].Outcome != fencedtype.OutcomeSucceeded || attempts[0].Fence != doneRef.Fence ||
+			attempts[0].Attempt != 1 || attempts[0].Owner != "A" || attempts[0].EndedAt == nil ||
+			!attempts[0].EndedAt.Equal(*got.FinishedAt) || !attempts[0].StartedAt.Equal(*got.AttemptedAt) {
+			t.Fatalf("succeeded job after an advance: %+v, history %+v; want its attempt at fence %d", got, attempts, doneRef.Fence)
+		}
+		f, attempts := e.job(t, failed.ID)
+		if f.State != fenced.JobFailed || f.Fence != failedRef.Fence+by || len(attempts) != 1 ||
+			attempts[0].Outcome != fencedtype.OutcomeFailed || attempts[0].Fence != failedRef.Fence {
+			t.Fatalf("failed job after an advance: %+v, history %+v", f, attempts)
 		}
 	})
 }

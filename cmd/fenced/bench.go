@@ -32,14 +32,16 @@ database work per job while the workers worked: the WAL written, the
 statements and round trips the pool sent, and, when the database has the
 pg_walinspect extension, the WAL's row writes (HOT updates among them),
 row locks and index inserts. The WAL is the whole server's. With --duration, a producer
-keeps a backlog of jobs inserted while the workers work, and the run reports
-the jobs worked and inserted a second over that time. With --rate as well,
-a producer offers that many jobs a second whatever the backlog (above the
-queue's capacity, the backlog grows), each job's handler takes --work, a
-maintainer runs as in production, and the run prints the throughput of
-every --window and ends with the first and the last minute's throughput,
-their ratio, and the enqueue-to-start latency percentiles (start of the
-attempt minus the job's run_at, both read from the database clock).
+keeps a backlog of jobs inserted while the workers work, a maintainer runs
+as in production, and the run prints the throughput of every --window and
+reports the jobs worked and inserted a second over that time (and, over two
+minutes or more, the first and the last minute's throughput and their
+ratio). With --rate as well, a producer offers that many jobs a second
+whatever the backlog (above the queue's capacity, the backlog grows), each
+job's handler takes --work, and the run ends with the first and the last
+minute's throughput, their ratio, and the enqueue-to-start latency
+percentiles (start of the attempt minus the job's run_at, both read from
+the database clock).
 
 With --keys N every job carries a concurrency key, k<n mod N>, and with
 --key-limit L the queue gets a per-key limit of L for the run (removed,
@@ -82,8 +84,8 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 	fl.DurationVar(&f.o.Duration, "duration", 0, "run in continuous mode for this long")
 	fl.Float64Var(&f.o.Rate, "rate", 0, "with --duration: offer this many jobs a second whatever the backlog (fixed-rate mode)")
 	fl.DurationVar(&f.o.Work, "work", 0, "fixed-rate mode: how long each job's handler takes")
-	fl.Int64Var(&f.o.VacuumRows, "vacuum-rows", 0, "fixed-rate mode: the maintainer's vacuum threshold (default its own; negative: never vacuum)")
-	fl.DurationVar(&f.o.Window, "window", jobbench.DefaultWindow, "fixed-rate mode: interval of the throughput figures")
+	fl.Int64Var(&f.o.VacuumRows, "vacuum-rows", 0, "with --duration: the maintainer's vacuum threshold (default its own; negative: never vacuum)")
+	fl.DurationVar(&f.o.Window, "window", jobbench.DefaultWindow, "with --duration: interval of the throughput figures")
 	fl.IntVar(&f.o.Wakeups, "wakeups", 0, "measure how soon idle workers start a single job, this many times (wake-up mode)")
 	fl.IntVar(&f.o.Keys, "keys", 0, "give job n the concurrency key k<n mod N>, so that every claim takes the limited way")
 	fl.IntVar(&f.o.KeyLimit, "key-limit", 0, "with --keys: declare this per-key limit on the queue for the run (SetJobLimit), removed afterwards")
@@ -118,8 +120,10 @@ func (f *benchFlags) check(cmd *cobra.Command) error {
 		return usage("--rate must be positive")
 	case fl.Changed("rate") && !fl.Changed("duration"):
 		return usage("--rate needs --duration")
-	case (fl.Changed("work") || fl.Changed("window") || fl.Changed("vacuum-rows")) && !fl.Changed("rate"):
-		return usage("--work, --window and --vacuum-rows belong to fixed-rate mode: give --rate")
+	case fl.Changed("work") && !fl.Changed("rate"):
+		return usage("--work belongs to fixed-rate mode: give --rate")
+	case (fl.Changed("window") || fl.Changed("vacuum-rows")) && !fl.Changed("duration"):
+		return usage("--window and --vacuum-rows belong to a run of --duration")
 	case f.o.Work < 0:
 		return usage("--work must not be negative")
 	case f.o.Window <= 0:

@@ -34,9 +34,12 @@ UPDATE fenced_leases SET fence = ?, released = TRUE,
     expires_at = LEAST(expires_at, ` + now + `), updated_at = ` + now
 	// fenceJobsSQL gives every job's next attempt a fence above any granted
 	// before and ends running attempts (recovery takes them back).
+	// A succeeded job has no next attempt, and its row keeps its last
+	// attempt's fence (driver.WithRowAttempts).
 	fenceJobsSQL = `
 UPDATE fenced_jobs SET fence = fence + ?,
-    lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, ` + now + `) END`
+    lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, ` + now + `) END
+WHERE state <> 'succeeded'`
 )
 
 // Job ids move on too, so a job lost with the newer data can never share

@@ -108,7 +108,7 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	if j == nil {
 		return nil, nil, fencedtype.ErrNotFound
 	}
-	return j, driver.WithRunningAttempt(j, attempts), nil
+	return j, driver.WithRowAttempts(j, attempts), nil
 }
 
 // ListJobs implements driver.JobDriver. Each filter adds a fixed condition

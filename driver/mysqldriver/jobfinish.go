@@ -73,8 +73,8 @@ UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN %s e ON e.id = j.id SET
 WHERE j.id IN (%s) AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at > ` + now + `
     AND ` + clockAsInsertID
 
-// jobAttemptsSQL records the attempts just ended, read from the rows the
-// ending statement left (updated_at is its clock reading). Parameters: the
+// jobAttemptsSQL records the attempts just ended other than by a completion,
+// read from the rows the ending statement left (updated_at is its clock reading). Parameters: the
 // ends' rows, then the ended ids.
 const jobAttemptsSQL = `
 INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
@@ -155,8 +155,10 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 // the ended ones were recorded at (zero when none was).
 func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error) (time.Time, error) {
 	refs := make([]fencedtype.JobRef, len(at))
+	kinds := make(map[int64]fencedtype.EndKind, len(at))
 	for k, i := range at {
 		refs[k] = ends[i].Ref
+		kinds[refs[k].ID] = ends[i].Kind
 	}
 	// One row needs no lock first: there is no order to keep, and the UPDATE
 	// matching it or not says whether it ended.
@@ -191,9 +193,17 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 				return time.Time{}, err
 			}
 		}
-		if len(ended) > 0 {
-			args := append(rowArgs, anys(ended)...)
-			if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobAttemptsSQL, table, placeholders(len(ended))), args...); err != nil {
+		// A completed attempt stays on the row it leaves succeeded
+		// (driver.WithRowAttempts): only the other ends get history rows.
+		var recorded []int64
+		for _, id := range ended {
+			if kinds[id] != fencedtype.EndComplete {
+				recorded = append(recorded, id)
+			}
+		}
+		if len(recorded) > 0 {
+			args := append(rowArgs, anys(recorded)...)
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobAttemptsSQL, table, placeholders(len(recorded))), args...); err != nil {
 				return time.Time{}, fmt.Errorf("history: %w", err)
 			}
 		}

@@ -66,12 +66,15 @@ func advanceFences(ctx context.Context, tx pgx.Tx, by int64) (int64, error) {
 		}
 	}
 	// Every job's next attempt gets a fence above any granted before, and
-	// running attempts end (recovery takes them back). Job ids move on
-	// too, so a job lost with the newer data can never share its id with
-	// a new one.
+	// running attempts end (recovery takes them back). A succeeded job has
+	// no next attempt (nothing moves it out of succeeded), and its row
+	// keeps its last attempt's fence (driver.WithRowAttempts). Job ids move
+	// on too, so a job lost with the newer data can never share its id
+	// with a new one.
 	if _, err = tx.Exec(ctx, `
 		UPDATE fenced_jobs SET fence = fence + $1,
-			lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, clock_timestamp()) END`, by); err != nil {
+			lease_expires_at = CASE WHEN state = 'running' THEN LEAST(lease_expires_at, clock_timestamp()) END
+		WHERE state <> 'succeeded'`, by); err != nil {
 		return 0, err
 	}
 	_, err = tx.Exec(ctx, `SELECT setval(s.seq, GREATEST(

@@ -239,7 +239,8 @@ func splitRefs(refs []fencedtype.JobRef) (ids, fences []int64) {
 }
 
 // endJobsSQL ends attempts, each guarded by its own fence, and records each
-// ended attempt in the history, all in one statement. A failure retries
+// ended attempt in the history, all in one statement, except a completed
+// one: the row it leaves succeeded holds that attempt (driver.WithRowAttempts). A failure retries
 // (queued, run_at = now + delay) unless attempts are exhausted or it is
 // discarded; a failure given a backoff (base_us not NULL) waits the backoff
 // of its attempt (backoffUS) instead of delay_us. A snooze does not count
@@ -298,7 +299,7 @@ WITH n AS (
         CASE WHEN kind = 'complete' THEN 'succeeded' WHEN state = 'cancelled' THEN 'cancelled'
              WHEN kind = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
         NULLIF(error, '')
-    FROM j
+    FROM j WHERE kind <> 'complete'
 )
 SELECT id, ` + endReportedFence + `, ord, at FROM j`
 

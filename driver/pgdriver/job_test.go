@@ -39,13 +39,22 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		jobs, err := c.ClaimJobs(ctx, fenced.DefaultQueue, "A", n, time.Minute)
-		if err != nil || len(jobs) != n {
-			t.Fatalf("claim: %d jobs, %v", len(jobs), err)
-		}
-		for _, j := range jobs {
-			if err := c.CompleteJob(ctx, j.Ref(), nil); err != nil {
-				t.Fatal(err)
+		// Each job fails once (a history row) and then succeeds (its row
+		// holds that attempt: no history row).
+		for _, end := range []string{"fail", "complete"} {
+			jobs, err := c.ClaimJobs(ctx, fenced.DefaultQueue, "A", n, time.Minute)
+			if err != nil || len(jobs) != n {
+				t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+			}
+			for _, j := range jobs {
+				if end == "fail" {
+					err = c.FailJob(ctx, j.Ref(), "again", 0, false)
+				} else {
+					err = c.CompleteJob(ctx, j.Ref(), nil)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 	}

@@ -16,6 +16,9 @@ import (
 // enqueueSQL enqueues a batch in one statement. A row whose idempotency key
 // exists already (or repeats within the batch) is skipped here and read back
 // by the caller. Rows are inserted in input order, so their ids ascend in it.
+// %s is enqueueOnConflict when a job of the batch has an idempotency key,
+// else nothing: a plain insert logs no confirmation record per row, as an
+// insert that may conflict does (48 bytes of WAL a job).
 const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, created_at, updated_at)
@@ -26,9 +29,17 @@ SELECT i.kind, i.queue, i.args, i.priority,
 FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
         $9::text[], $10::text[], $11::bool[])
     WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, ord)
-ORDER BY i.ord
-ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+ORDER BY i.ord%s
 RETURNING ` + jobColumns
+
+const enqueueOnConflict = `
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
+
+// The enqueue statements of batches with and without idempotency keys.
+var (
+	enqueueKeyedSQL = fmt.Sprintf(enqueueSQL, enqueueOnConflict)
+	enqueuePlainSQL = fmt.Sprintf(enqueueSQL, "")
+)
 
 // Enqueue implements driver.JobDriver.
 func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
@@ -37,8 +48,12 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
 	runAts := make([]*time.Time, n)
 	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
+	query := enqueuePlainSQL
 	for i, j := range jobs {
 		kinds[i], queues[i], args[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
+		if j.IdempotencyKey != "" {
+			query = enqueueKeyedSQL
+		}
 		ckeys[i], skeys[i], sconts[i] = j.ConcurrencyKey, j.SequenceKey, j.SequenceContinueOnFailed
 		prios[i], maxes[i], delays[i] = int32(j.Priority), int32(j.MaxAttempts), j.Delay.Microseconds()
 		if !j.RunAt.IsZero() {
@@ -54,7 +69,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		}
 		q = ptx
 	}
-	inserted, err := collectJobs(q.Query(ctx, enqueueSQL, kinds, queues, args, prios, runAts, delays, maxes, keys,
+	inserted, err := collectJobs(q.Query(ctx, query, kinds, queues, args, prios, runAts, delays, maxes, keys,
 		ckeys, skeys, sconts))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
@@ -172,18 +187,26 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
 	}
-	return j, driver.WithRunningAttempt(j, attempts), nil
+	return j, driver.WithRowAttempts(j, attempts), nil
 }
 
 // ListJobs implements driver.JobDriver: one statement with a condition
 // for each filter given (so that a state's page reads the (state, id)
 // index) and the ids within (AfterID, BeforeID), a missing BeforeID passed
 // as the largest id: either order is an index range, and a deep page costs
-// what the first does.
+// what the first does. Running jobs are not in that index; their page
+// reads fenced_jobs_running and sorts what it finds, as many rows as
+// attempts run at once. A known state is written into the statement, not
+// passed as a parameter, so that a plan made for any value (after a few
+// runs of one statement) still knows which partial index holds it.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	where := []string{"j.id > $1", "j.id < $2"}
 	args := []any{p.AfterID, driver.BeforeBound(p.BeforeID)}
-	for _, f := range []struct{ column, value string }{{"j.state", string(p.State)}, {"j.queue", p.Queue}, {"j.kind", p.Kind}} {
+	state := string(p.State)
+	if p.State.Valid() {
+		where, state = append(where, "j.state = '"+state+"'"), ""
+	}
+	for _, f := range []struct{ column, value string }{{"j.state", state}, {"j.queue", p.Queue}, {"j.kind", p.Kind}} {
 		if f.value != "" {
 			args = append(args, f.value)
 			where = append(where, fmt.Sprintf("%s = $%d", f.column, len(args)))

@@ -10,9 +10,12 @@ import (
 
 // advanceFencesJobsSQL gives every job's next attempt a fence above any
 // granted before and ends running attempts (recovery takes them back).
+// A succeeded job has no next attempt, and its row keeps its last
+// attempt's fence (driver.WithRowAttempts).
 const advanceFencesJobsSQL = `
 UPDATE fenced_jobs SET fence = fence + ?1,
-    lease_expires_us = CASE WHEN state = 'running' THEN MIN(lease_expires_us, ` + nowUS + `) END`
+    lease_expires_us = CASE WHEN state = 'running' THEN MIN(lease_expires_us, ` + nowUS + `) END
+WHERE state <> 'succeeded'`
 
 // advanceFencesSemaphoresSQL and advanceFencesSlotsSQL put every
 // semaphore's next grant above the floor and end every slot grant: its row

@@ -259,7 +259,8 @@ SELECT id, attempt, fence, owner, attempted_us, updated_us, ?2, NULLIF(?3, '')
 FROM fenced_jobs WHERE id = ?1`
 
 // EndJobs implements driver.JobDriver: one write transaction (or the
-// caller's) running, per job, the guarded end and its history row. A job
+// caller's) running, per job, the guarded end and, unless it completed the
+// job, its history row. A job
 // whose end changed nothing is diagnosed in the same transaction. With tx
 // non-nil the caller already holds SQLite's write lock (a JobTx or its own
 // IMMEDIATE transaction), so the writer slot is not taken again.
@@ -304,8 +305,12 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 		if err != nil {
 			return nil, time.Time{}, fmt.Errorf("job %d: %w", e.Ref.ID, err)
 		}
-		if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, fencedtype.JobState(state)), e.Error); err != nil {
-			return nil, time.Time{}, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+		// A completed attempt stays on the row it leaves succeeded
+		// (driver.WithRowAttempts): no history row.
+		if e.Kind != fencedtype.EndComplete {
+			if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, fencedtype.JobState(state)), e.Error); err != nil {
+				return nil, time.Time{}, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+			}
 		}
 		if t := usTime(us); t.After(at) {
 			at = t

@@ -160,7 +160,7 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
 	}
-	return j, driver.WithRunningAttempt(j, attempts), nil
+	return j, driver.WithRowAttempts(j, attempts), nil
 }
 
 func readAttempts(ctx context.Context, tx *sql.Tx, id int64) ([]fencedtype.JobAttempt, error) {

@@ -149,11 +149,21 @@ type jobRow struct {
 const jobsCheckSQL = `
 SELECT j.id, j.state, j.fence, coalesce(j.last_error, ''),
     count(l.id), coalesce(min(l.fence), 0), coalesce(max(l.fence), 0),
-    (SELECT count(*) FROM fenced_job_attempts a WHERE a.job_id = j.id AND a.outcome = 'succeeded'),
-    (SELECT coalesce(max(a.fence), 0) FROM fenced_job_attempts a WHERE a.job_id = j.id AND a.outcome = 'succeeded')
+    (SELECT count(*) FROM ` + attemptsSQL + ` a WHERE a.job_id = j.id AND a.outcome = 'succeeded'),
+    (SELECT coalesce(max(a.fence), 0) FROM ` + attemptsSQL + ` a WHERE a.job_id = j.id AND a.outcome = 'succeeded')
 FROM fenced_jobs j LEFT JOIN chaos_ledger l ON l.job_id = j.id
 WHERE j.queue = $1
 GROUP BY j.id`
+
+// attemptsSQL is every ended attempt: the history's rows, and the attempt a
+// succeeded job's row holds when no history row records it (the completing
+// statement writes none; driver.WithRowAttempts reads it the same way).
+const attemptsSQL = `(
+    SELECT job_id, attempt, fence, outcome FROM fenced_job_attempts
+    UNION ALL
+    SELECT r.id, r.attempt, r.fence, 'succeeded' FROM fenced_jobs r
+    WHERE r.state = 'succeeded' AND NOT EXISTS (
+        SELECT 1 FROM fenced_job_attempts h WHERE h.job_id = r.id AND h.attempt >= r.attempt))`
 
 // orphanLedgerSQL counts effects whose job does not exist.
 const orphanLedgerSQL = `SELECT count(*) FROM chaos_ledger l WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs j WHERE j.id = l.job_id)`
@@ -275,7 +285,7 @@ FROM chaos_counters c LEFT JOIN chaos_ledger l ON l.key = c.key GROUP BY c.key, 
 // higher fences.
 func checkAttemptFences(ctx context.Context, r *run, rep *Report) error {
 	p := r.c.pool
-	rows, err := p.Query(ctx, `SELECT a.job_id, a.attempt, a.fence FROM fenced_job_attempts a
+	rows, err := p.Query(ctx, `SELECT a.job_id, a.attempt, a.fence FROM `+attemptsSQL+` a
 JOIN fenced_jobs j ON j.id = a.job_id WHERE j.queue = $1 ORDER BY a.job_id, a.attempt, a.fence`, queue)
 	if err != nil {
 		return fmt.Errorf("read attempts: %w", err)

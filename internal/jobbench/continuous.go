@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/fenced/fenced"
 )
 
 // producerNap is how long the producer rests once the backlog is full.
 const producerNap = 50 * time.Millisecond
 
 // continuous fills the backlog, then works for o.Duration while a producer
-// keeps the backlog topped up.
+// keeps the backlog topped up and a maintainer runs as in production. It
+// records the throughput of every o.Window, and the first and the last
+// minute's: over minutes, they show whether the queue keeps its pace as
+// dead row versions and finished jobs pile up.
 func (b *bench) continuous(ctx context.Context) (*Result, error) {
 	in := b.newInserter()
 	rep := b.report("insert", int64(b.o.Backlog), in.done.Load, nil)
@@ -24,6 +29,11 @@ func (b *bench) continuous(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	m, err := b.db.c.StartMaintenance(ctx, fenced.MaintenanceConfig{Owner: "fenced-bench", Logger: b.o.Logger, VacuumRows: b.o.VacuumRows})
+	if err != nil {
+		ws.stop()
+		return nil, err
+	}
 	worked := func() int64 { return ws.stats().Succeeded }
 	pctx, stopProducer := context.WithCancel(ctx)
 	var perr error
@@ -31,18 +41,15 @@ func (b *bench) continuous(ctx context.Context) (*Result, error) {
 	wg.Go(func() { perr = produce(pctx, in, b.o.Backlog, worked) })
 
 	start, inserted0 := time.Now(), in.done.Load()
-	rep = b.report("work", 0, worked, func() int64 { return in.done.Load() - inserted0 })
-	timer := time.NewTimer(b.o.Duration)
-	select {
-	case <-ctx.Done():
-	case <-timer.C:
-	}
-	timer.Stop()
-	jobs, inserted, secs := worked(), in.done.Load()-inserted0, time.Since(start).Seconds()
+	insertedSince := func() int64 { return in.done.Load() - inserted0 }
+	rep = b.report("work", 0, worked, insertedSince)
+	windows := recordWindows(ctx, b.o.Window, b.o.Duration, start, worked, insertedSince, b.o.OnWindow)
+	jobs, inserted, secs := worked(), insertedSince(), time.Since(start).Seconds()
 	rep.stop()
 	stopProducer()
 	wg.Wait()
 	ws.stop()
+	m.Stop()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -52,6 +59,11 @@ func (b *bench) continuous(ctx context.Context) (*Result, error) {
 	res := b.result(Continuous, ws)
 	res.Jobs, res.Seconds, res.JobsPerSec = jobs, secs, rate(jobs, secs)
 	res.Inserted, res.InsertSeconds, res.InsertPerSec = inserted, secs, rate(inserted, secs)
+	res.Windows = windows
+	res.FirstMinute, res.LastMinute = minuteRates(windows, b.o.Window)
+	if res.FirstMinute > 0 {
+		res.Steadiness = res.LastMinute / res.FirstMinute
+	}
 	return res, nil
 }
 

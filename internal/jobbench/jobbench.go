@@ -55,11 +55,12 @@ type Options struct {
 	Rate float64
 	// Work is how long a fixed-rate job's handler takes. Default 0.
 	Work time.Duration
-	// VacuumRows is the fixed-rate maintainer's MaintenanceConfig.VacuumRows
-	// (0 its default; negative: the maintainer never vacuums, to see what
-	// that costs).
+	// VacuumRows is the maintainer's MaintenanceConfig.VacuumRows in
+	// fixed-rate and continuous runs (0 its default; negative: the
+	// maintainer never vacuums, to see what that costs).
 	VacuumRows int64
-	// Window is the interval of a fixed-rate run's throughput figures.
+	// Window is the interval of a fixed-rate or continuous run's
+	// throughput figures.
 	// Default DefaultWindow.
 	Window time.Duration
 	// Wakeups selects wake-up mode: this many times, one job is enqueued
@@ -101,8 +102,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Progress, when set, receives a snapshot every ProgressEvery.
 	Progress func(Snapshot)
-	// OnWindow, when set, receives each window of a fixed-rate run as it
-	// ends.
+	// OnWindow, when set, receives each window of a fixed-rate or
+	// continuous run as it ends.
 	OnWindow func(Window)
 	// ProgressEvery is the interval of Progress. Default 1s.
 	ProgressEvery time.Duration

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/internal/testdb"
 )
 
@@ -133,6 +134,43 @@ func TestBurnDownCleansUpOnlyItsJobs(t *testing.T) {
 				t.Fatalf("another queue's job was touched: %v", n)
 			}
 		})
+	}
+}
+
+// Alone in its table on PostgreSQL, the benchmark truncates it rather than
+// deleting row by row; ids still never go back.
+func TestBurnDownAloneTruncates(t *testing.T) {
+	t.Parallel()
+	url := testdb.Postgres(t)
+	c, err := fenced.Open(ctx(t), url, fenced.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Migrate(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	pool := c.Driver().(*pgdriver.Driver).Pool()
+	filenode := func() (n int64) {
+		t.Helper()
+		if err := pool.QueryRow(ctx(t), `SELECT pg_relation_filenode('fenced_jobs')::bigint`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := filenode()
+	if _, err := Run(ctx(t), Options{URL: url, Jobs: 300, Concurrency: 20}); err != nil {
+		t.Fatal(err)
+	}
+	if filenode() == before { // a TRUNCATE gives the table a new file
+		t.Fatal("the table was not truncated")
+	}
+	if n, err := c.CountJobs(ctx(t)); err != nil || len(n) != 0 {
+		t.Fatalf("jobs left: %v, %v", n, err)
+	}
+	j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "real"})
+	if err != nil || j.ID <= 300 {
+		t.Fatalf("job after the run: %+v, %v; want an id past the benchmark's 300", j, err)
 	}
 }
 

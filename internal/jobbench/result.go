@@ -31,10 +31,10 @@ type Result struct {
 	FetchBatch    int     `json:"fetch_batch,omitempty"`
 	PoolConns     int     `json:"pool_conns,omitempty"`
 	Queue         string  `json:"queue"`
-	// A fixed-rate run's offered rate (jobs/s), its handler's time, the
-	// throughput of each window, the mean of the first and the last
-	// minute's windows and their ratio (last/first), and enqueue→start
-	// percentiles.
+	// A fixed-rate run's offered rate (jobs/s) and its handler's time; a
+	// fixed-rate or continuous run's throughput of each window, the mean of
+	// the first and the last minute's windows and their ratio
+	// (last/first); a fixed-rate run's enqueue→start percentiles.
 	Offered     float64  `json:"offered_per_sec,omitempty"`
 	WorkMS      float64  `json:"work_ms,omitempty"`
 	Windows     []Window `json:"windows,omitempty"`
@@ -103,6 +103,9 @@ func (r *Result) String() string {
 	default:
 		fmt.Fprintf(&b, "bench: continuous %.1fs: worked %d = %.0f jobs/s, inserted %d = %.0f jobs/s",
 			r.Seconds, r.Jobs, r.JobsPerSec, r.Inserted, r.InsertPerSec)
+		if r.Seconds >= 120 && r.Steadiness > 0 {
+			fmt.Fprintf(&b, "; first minute %.0f jobs/s, last minute %.0f jobs/s (%.2fx)", r.FirstMinute, r.LastMinute, r.Steadiness)
+		}
 	}
 	fmt.Fprintf(&b, " backend=%s workers=%d", r.Backend, r.Concurrency)
 	if r.Instances > 1 {
