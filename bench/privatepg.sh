@@ -29,6 +29,8 @@ shared_buffers = 1GB
 autovacuum = on
 synchronous_commit = on
 fsync = on
+max_wal_size = 8GB
+${PG_EXTRA_CONF:-}
 CONF
 	as_pg "$PGBIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w start >/dev/null
 	PG_URL="postgres://postgres@127.0.0.1:$PG_PORT/postgres?sslmode=disable"
@@ -38,6 +40,7 @@ CONF
 
 stop_private_pg() {
 	as_pg "$PGBIN/pg_ctl" -D "$PG_DIR/data" -m immediate stop >/dev/null 2>&1 || true
+	[ -n "${PG_KEEP_LOG:-}" ] && cp "$PG_DIR/log" "$PG_KEEP_LOG"
 	rm -rf "$PG_DIR"
 }
 

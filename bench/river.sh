@@ -14,6 +14,11 @@
 #   ROUNDS=3 JOBS=50000 SECONDS_CONT=20 RIVERBENCH=… bench/river.sh
 #   FENCED=/path/to/fenced …             # a built binary (default: go build ./cmd/fenced)
 #
+# In burn-down it also reads the server's WAL position before and after each
+# program and prints the WAL written per job by the whole run: insert, work
+# and cleanup (River truncates its table at the start, fenced at the end
+# when alone in it). The WAL is the whole server's: run it on a quiet one.
+#
 # The databases (fenced_river_bench) are made and dropped on the server of
 # PGURL (default: the test server, postgres@127.0.0.1:5432). It prints the
 # date, the machine (cores, memory) and its load before and after, which
@@ -45,24 +50,40 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "PostgreSQL: $(psql "$PGURL/postgres" -Atc 'SHOW server_version'); pool $POOL; rounds $ROUNDS"
 
-run_mode() { # mode name, fenced args, river args
-	local mode=$1 fargs=$2 rargs=$3 river=() fenced=() r f
+lsn() { psql "$PGURL/postgres" -Atc 'SELECT pg_current_wal_lsn()'; }
+wal_per_job() { psql "$PGURL/postgres" -Atc "SELECT round(pg_wal_lsn_diff('$2', '$1') / $JOBS)"; }
+
+run_mode() { # mode name, fenced args, river args, wal (whether to measure it)
+	local mode=$1 fargs=$2 rargs=$3 wal=$4 river=() fenced=() rwal=() fwal=() r f a b rw=0 fw=0
 	for i in $(seq "$ROUNDS"); do
 		fresh
+		a=$(lsn)
 		# shellcheck disable=SC2086
 		r=$("$RIVERBENCH" -db "$PGURL/$DB?sslmode=disable" -pool "$POOL" $rargs 2>/dev/null | river_rate)
+		b=$(lsn)
+		[ "$wal" = wal ] && rw=$(wal_per_job "$a" "$b")
 		fresh
+		a=$(lsn)
 		# shellcheck disable=SC2086
 		f=$("$FENCED" --db "$PGURL/$DB" bench --pool "$POOL" $fargs --json 2>/dev/null | fenced_rate)
-		printf '%s round %d: River %.0f jobs/s, fenced %.0f jobs/s (%.2fx)\n' "$mode" "$i" "$r" "$f" "$(echo "$f / $r" | bc -l)"
-		river+=("$r") fenced+=("$f")
+		b=$(lsn)
+		[ "$wal" = wal ] && fw=$(wal_per_job "$a" "$b")
+		printf '%s round %d: River %.0f jobs/s, fenced %.0f jobs/s (%.2fx)' "$mode" "$i" "$r" "$f" "$(echo "$f / $r" | bc -l)"
+		[ "$wal" = wal ] && printf '; WAL River %d B/job, fenced %d B/job (%.2fx)' "$rw" "$fw" "$(echo "$fw / $rw" | bc -l)"
+		echo
+		river+=("$r") fenced+=("$f") rwal+=("$rw") fwal+=("$fw")
 	done
 	local mr mf
 	mr=$(printf '%s\n' "${river[@]}" | median)
 	mf=$(printf '%s\n' "${fenced[@]}" | median)
 	printf '%s median: River %.0f jobs/s, fenced %.0f jobs/s, ratio %.2f\n' "$mode" "$mr" "$mf" "$(echo "$mf / $mr" | bc -l)"
+	if [ "$wal" = wal ]; then
+		mr=$(printf '%s\n' "${rwal[@]}" | median)
+		mf=$(printf '%s\n' "${fwal[@]}" | median)
+		printf '%s WAL median: River %.0f B/job, fenced %.0f B/job, ratio %.2f\n' "$mode" "$mr" "$mf" "$(echo "$mf / $mr" | bc -l)"
+	fi
 }
 
-run_mode "burn-down $JOBS" "--jobs $JOBS" "-n $JOBS"
-run_mode "continuous ${SECONDS_CONT}s" "--duration ${SECONDS_CONT}s" "-duration ${SECONDS_CONT}s"
+run_mode "burn-down $JOBS" "--jobs $JOBS" "-n $JOBS" wal
+run_mode "continuous ${SECONDS_CONT}s" "--duration ${SECONDS_CONT}s" "-duration ${SECONDS_CONT}s" nowal
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,3 +10,6 @@ var (
 
 	ClaimLimitedPickAnyKindNoFullSQL = claimLimitedPickAnyKindNoFullSQL
 )
+
+// DeleteFinishedJobsSQL is retention's statement, for its plan test.
+var DeleteFinishedJobsSQL = deleteFinishedJobsSQL
