@@ -101,10 +101,12 @@ type JobDriver interface {
 	ListQueuePauses(ctx context.Context) ([]fencedtype.QueuePause, error)
 
 	// RollupJobMinute rolls up the minute of the database clock that
-	// starts at minute (over by then), in one transaction: a row per
-	// queue with anything to count (fencedtype.JobMinute) and a marker row
-	// of queue "" saying the minute is done, unless the marker is there
-	// already: then it changes nothing and returns false. With depth it
+	// starts at minute (over by then), writing in one transaction: a row
+	// per queue with anything to count (fencedtype.JobMinute) and a marker
+	// row of queue "" saying the minute is done, unless the marker is
+	// there already: then it changes nothing and returns false. (A backend
+	// may read the minute before that transaction, in short statements of
+	// their own.) With depth it
 	// counts each queue's queued jobs now (the marker's Depth is their
 	// total), else stores Depth -1. It also deletes the rows of minutes
 	// before keepSince.
