@@ -13,3 +13,10 @@ var (
 
 // DeleteFinishedJobsSQL is retention's statement, for its plan test.
 var DeleteFinishedJobsSQL = deleteFinishedJobsSQL
+
+// The statements that read a batch of attempts by id, for their plan test.
+var (
+	EndJobsSQL       = endJobsSQL
+	HeartbeatJobsSQL = heartbeatJobsSQL
+	JobCurrentSQL    = jobCurrentSQL
+)
