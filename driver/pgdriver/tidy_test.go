@@ -146,3 +146,67 @@ func TestTidyJobsLeavesATableItDoesNotOwn(t *testing.T) {
 		t.Fatalf("a role that does not own fenced_jobs: did %v, %v; want nothing done and no error", did, err)
 	}
 }
+
+// TestTidyJobsSpacesTheAnalysesOfABigTable: on a table of many live rows,
+// the rows changed must also reach a tenth of them before TidyJobs
+// analyzes it again; the vacuum is due at the threshold alone.
+func TestTidyJobsSpacesTheAnalysesOfABigTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := c.Driver().(*pgdriver.Driver)
+	ps := make([]fenced.EnqueueParams, 3000)
+	for i := range ps {
+		ps[i] = fenced.EnqueueParams{Kind: "k", Queue: "waiting"}
+	}
+	if _, err := c.EnqueueMany(ctx, nil, ps); err != nil {
+		t.Fatal(err)
+	}
+	counts := func() (vacuums, analyzes, dead, changed int64) {
+		t.Helper()
+		err := d.Pool().QueryRow(ctx, `SELECT pg_stat_clear_snapshot() IS NULL, vacuum_count, analyze_count,
+			n_dead_tup, n_mod_since_analyze FROM pg_stat_user_tables WHERE relid = 'fenced_jobs'::regclass`).
+			Scan(new(bool), &vacuums, &analyzes, &dead, &changed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	wait := func(what string, ok func(vacuums, analyzes, dead, changed int64) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if ok(counts()) {
+				return
+			}
+			if time.Now().After(deadline) {
+				v, a, dd, ch := counts()
+				t.Fatalf("never %s: vacuums %d, analyzes %d, dead %d, changed %d", what, v, a, dd, ch)
+			}
+		}
+	}
+	// The inserts are counted first (a backend reports its counts up to a
+	// second after its commits), then analyzed: none is left counted as
+	// changed since.
+	wait("counted the inserts", func(_, _, _, changed int64) bool { return changed >= 3000 })
+	if _, err := d.Pool().Exec(ctx, `VACUUM (ANALYZE) fenced_jobs`); err != nil {
+		t.Fatal(err)
+	}
+	wait("counted the first analysis", func(v, a, _, changed int64) bool { return v >= 1 && a >= 1 && changed == 0 })
+	v0, a0, _, _ := counts()
+	churnJobs(t, c, 100) // 300 rows changed, 200 dead: past 100, not past 100 + 3,100/10
+	wait("counted the churn", func(_, _, dead, changed int64) bool { return dead >= 200 && changed >= 300 })
+	if did, err := d.TidyJobs(ctx, 100); err != nil || !did {
+		t.Fatalf("TidyJobs: did %v, %v; want a vacuum", did, err)
+	}
+	wait("counted the vacuum", func(v, _, _, _ int64) bool { return v > v0 })
+	if _, a, _, changed := counts(); a != a0 {
+		t.Fatalf("analyzed %d more times at %d rows changed; want the table's analysis left for later", a-a0, changed)
+	}
+}
