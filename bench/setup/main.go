@@ -16,6 +16,7 @@ import (
 	"os"
 
 	"github.com/fenced/fenced"
+	_ "github.com/fenced/fenced/driver/pgdriver" // the PostgreSQL backend
 	"github.com/fenced/fenced/fencedtest"
 	"github.com/jackc/pgx/v5"
 )
