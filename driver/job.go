@@ -104,12 +104,11 @@ type JobDriver interface {
 	// starts at minute (over by then), writing in one transaction: a row
 	// per queue with anything to count (fencedtype.JobMinute) and a marker
 	// row of queue "" saying the minute is done, unless the marker is
-	// there already: then it changes nothing and returns false. (A backend
+	// there already: then it changes nothing and returns false. A backend
 	// may read the minute before that transaction, in short statements of
-	// their own.) With depth it
-	// counts each queue's queued jobs now (the marker's Depth is their
-	// total), else stores Depth -1. It also deletes the rows of minutes
-	// before keepSince.
+	// their own. With depth it counts each queue's queued jobs now (the
+	// marker's Depth is their total), else stores Depth -1. It also
+	// deletes the rows of minutes before keepSince.
 	RollupJobMinute(ctx context.Context, minute time.Time, depth bool, keepSince time.Time) (bool, error)
 	// ListJobMinutes reads the rolled-up rows of the minutes at or after
 	// since, markers included, ordered by minute and queue.

@@ -199,9 +199,9 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []
 	for _, j := range jobs {
 		switch j.state {
 		case "succeeded":
-			// The succeeded attempt's fence is its history's: a fence
-			// advance since (after a restore or a promotion) raised the
-			// job's own.
+			// The succeeded attempt's fence is its history's (an older
+			// history row, or the row's own, which a fence advance
+			// leaves alone on a succeeded job).
 			rep.Succeeded++
 			if j.ledger != 1 {
 				rep.anomaly(anomalyJobEffect, "job %d succeeded with %d effects in the ledger, not 1", j.id, j.ledger)
