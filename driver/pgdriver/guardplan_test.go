@@ -5,10 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/internal/testdb"
-	"github.com/jackc/pgx/v5"
 )
 
 // The statements that read a batch of attempts by id read them through the
@@ -20,15 +18,7 @@ import (
 func TestBatchesOfAttemptsAreReadByTheirIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pool := c.Driver().(*pgdriver.Driver).Pool()
+	pool := migrated(t, testdb.Postgres(t)).Pool()
 	for _, q := range []string{
 		`INSERT INTO fenced_jobs (kind, queue, args, state, run_at, attempt, max_attempts, fence, owner,
 			created_at, updated_at, attempted_at, finished_at)
@@ -54,22 +44,7 @@ func TestBatchesOfAttemptsAreReadByTheirIDs(t *testing.T) {
 		{"heartbeats", pgdriver.HeartbeatJobsSQL, []any{ids, fences, int64(1000)}},
 		{"current attempts", pgdriver.JobCurrentSQL, []any{ids, fences}},
 	} {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+s.sql, s.args...)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
-		plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		tx.Rollback(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
+		plan := explain(t, pool, "COSTS OFF", "plan_cache_mode = force_generic_plan", s.sql, s.args...)
 		text := strings.Join(plan, "\n")
 		if strings.Contains(text, "fenced_jobs_running") || !strings.Contains(text, "fenced_jobs_pkey") {
 			t.Errorf("%s read through another index than the primary key:\n%s", s.name, text)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
 )
 
 // The attempt history has no foreign key (its per-row check was a tenth of
@@ -16,14 +15,7 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := migratedClient(t)
 	pool := c.Driver().(*pgdriver.Driver).Pool()
 	history := func() (n int) {
 		t.Helper()

@@ -18,14 +18,7 @@ import (
 func TestClaimPauseProbeRunsOncePerStatement(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := migratedClient(t)
 	for range 3 {
 		if _, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "paused"}); err != nil {
 			t.Fatal(err)
@@ -43,28 +36,7 @@ func TestClaimPauseProbeRunsOncePerStatement(t *testing.T) {
 		{"limited pick", pgdriver.ClaimLimitedPickAnyKindSQL, []any{"paused", 36}},
 		{"limited pick without full keys", pgdriver.ClaimLimitedPickAnyKindNoFullSQL, []any{"paused", 36}},
 	} {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := tx.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "+s.sql, s.args...)
-		var plan []string
-		if err == nil {
-			for rows.Next() {
-				var line string
-				if err = rows.Scan(&line); err != nil {
-					break
-				}
-				plan = append(plan, line)
-			}
-			if err == nil {
-				err = rows.Err()
-			}
-		}
-		tx.Rollback(ctx)
-		if err != nil {
-			t.Fatalf("%s: %v", s.name, err)
-		}
+		plan := explain(t, pool, "ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF", "", s.sql, s.args...)
 		text := strings.Join(plan, "\n")
 		probe := false
 		for i, line := range plan {

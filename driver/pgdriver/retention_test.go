@@ -9,7 +9,6 @@ import (
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/internal/testdb"
-	"github.com/jackc/pgx/v5"
 )
 
 // Retention never deletes a job that a concurrent transaction is taking out
@@ -18,14 +17,7 @@ import (
 func TestRetentionSkipsAJobBeingRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := migratedClient(t)
 	j, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -65,34 +57,12 @@ func TestRetentionSkipsAJobBeingRetried(t *testing.T) {
 // (1.5 s a maintenance round at 10 million finished jobs).
 func TestRetentionReadsARangeOfFinishedJobs(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := c.Driver().(*pgdriver.Driver).Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	// The table is empty: without this the planner would rather scan it.
-	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off`); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+pgdriver.DeleteFinishedJobsSQL, int64(7*24*time.Hour/time.Microsecond), 1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Join(plan, "\n")
-	if !strings.Contains(text, "Index Cond: (finished_at <") {
+	d := migrated(t, testdb.Postgres(t))
+	// The table is empty: without enable_seqscan off the planner would
+	// rather scan it.
+	plan := explain(t, d.Pool(), "COSTS OFF", "enable_seqscan = off", pgdriver.DeleteFinishedJobsSQL,
+		int64(7*24*time.Hour/time.Microsecond), 1000)
+	if text := strings.Join(plan, "\n"); !strings.Contains(text, "Index Cond: (finished_at <") {
 		t.Fatalf("retention's pick does not read a range of finished_at:\n%s", text)
 	}
 }

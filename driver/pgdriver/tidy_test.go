@@ -66,14 +66,7 @@ func waitStats(t *testing.T, d *pgdriver.Driver) {
 func TestTidyJobsVacuumsAndAnalyzesPastTheThreshold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := migratedClient(t)
 	d := c.Driver().(*pgdriver.Driver)
 	churnJobs(t, c, 50)
 	if did, err := d.TidyJobs(ctx, 1_000_000); err != nil || did {
@@ -153,14 +146,7 @@ func TestTidyJobsLeavesATableItDoesNotOwn(t *testing.T) {
 func TestTidyJobsSpacesTheAnalysesOfABigTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	c, err := fenced.Open(ctx, testdb.Postgres(t), fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c := migratedClient(t)
 	d := c.Driver().(*pgdriver.Driver)
 	ps := make([]fenced.EnqueueParams, 3000)
 	for i := range ps {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/fenced/fenced"
 )
 
 // producerNap is how long the producer rests once the backlog is full.
@@ -29,7 +27,7 @@ func (b *bench) continuous(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := b.db.c.StartMaintenance(ctx, fenced.MaintenanceConfig{Owner: "fenced-bench", Logger: b.o.Logger, VacuumRows: b.o.VacuumRows})
+	m, err := b.startMaintenance(ctx)
 	if err != nil {
 		ws.stop()
 		return nil, err
@@ -59,11 +57,7 @@ func (b *bench) continuous(ctx context.Context) (*Result, error) {
 	res := b.result(Continuous, ws)
 	res.Jobs, res.Seconds, res.JobsPerSec = jobs, secs, rate(jobs, secs)
 	res.Inserted, res.InsertSeconds, res.InsertPerSec = inserted, secs, rate(inserted, secs)
-	res.Windows = windows
-	res.FirstMinute, res.LastMinute = minuteRates(windows, b.o.Window)
-	if res.FirstMinute > 0 {
-		res.Steadiness = res.LastMinute / res.FirstMinute
-	}
+	res.setWindows(windows, b.o.Window)
 	return res, nil
 }
 

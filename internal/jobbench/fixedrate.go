@@ -44,7 +44,7 @@ func (b *bench) fixedRate(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := b.db.c.StartMaintenance(ctx, fenced.MaintenanceConfig{Owner: "fenced-bench", Logger: b.o.Logger, VacuumRows: b.o.VacuumRows})
+	m, err := b.startMaintenance(ctx)
 	if err != nil {
 		ws.stop()
 		return nil, err
@@ -74,11 +74,7 @@ func (b *bench) fixedRate(ctx context.Context) (*Result, error) {
 	res.Jobs, res.Seconds, res.JobsPerSec = jobs, secs, rate(jobs, secs)
 	res.Inserted, res.InsertSeconds, res.InsertPerSec = inserted, secs, rate(inserted, secs)
 	res.Offered, res.WorkMS = b.o.Rate, float64(b.o.Work)/float64(time.Millisecond)
-	res.Windows = windows
-	res.FirstMinute, res.LastMinute = minuteRates(windows, b.o.Window)
-	if res.FirstMinute > 0 {
-		res.Steadiness = res.LastMinute / res.FirstMinute
-	}
+	res.setWindows(windows, b.o.Window)
 	res.Latency = lat.percentiles()
 	return res, nil
 }
@@ -132,6 +128,22 @@ func recordWindows(ctx context.Context, window, d time.Duration, start time.Time
 		if !end.Before(start.Add(d)) {
 			return ws
 		}
+	}
+}
+
+// startMaintenance starts the maintainer a fixed-rate or continuous run
+// runs beside its workers, as in production.
+func (b *bench) startMaintenance(ctx context.Context) (*fenced.Maintainer, error) {
+	return b.db.c.StartMaintenance(ctx, fenced.MaintenanceConfig{Owner: "fenced-bench", Logger: b.o.Logger, VacuumRows: b.o.VacuumRows})
+}
+
+// setWindows records a run's windows of length window, the mean rate of its
+// first and its last minute (minuteRates) and their ratio.
+func (r *Result) setWindows(ws []Window, window time.Duration) {
+	r.Windows = ws
+	r.FirstMinute, r.LastMinute = minuteRates(ws, window)
+	if r.FirstMinute > 0 {
+		r.Steadiness = r.LastMinute / r.FirstMinute
 	}
 }
 

@@ -203,21 +203,22 @@ func TestAQueueWithUnfinishedJobsIsRefused(t *testing.T) {
 func TestContinuousWorksWhileTheProducerInserts(t *testing.T) {
 	t.Parallel()
 	url := testdb.SQLite(t)
-	res, err := Run(ctx(t), Options{URL: url, Duration: 500 * time.Millisecond, Backlog: 200, Concurrency: 10,
-		Window: 100 * time.Millisecond})
+	res, err := Run(ctx(t), Options{URL: url, Duration: time.Second, Backlog: 200, Concurrency: 10,
+		Window: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Mode != Continuous || res.Jobs == 0 || res.Inserted == 0 || res.Seconds < 0.5 {
+	if res.Mode != Continuous || res.Jobs == 0 || res.Inserted == 0 || res.Seconds < 1 {
 		t.Fatalf("result = %+v", res)
 	}
 	// Each window reports the jobs inserted and not yet worked, the
-	// starting backlog included.
+	// starting backlog included. A window of a loaded machine may work
+	// nothing (the first 200 ms, say); the run as a whole did.
 	if len(res.Windows) != 5 || res.Steadiness <= 0 {
 		t.Fatalf("windows %+v, steadiness %v", res.Windows, res.Steadiness)
 	}
 	for _, w := range res.Windows {
-		if w.Backlog < 0 || w.JobsPerSec <= 0 {
+		if w.Backlog < 0 || w.JobsPerSec < 0 {
 			t.Fatalf("window %+v", w)
 		}
 	}
