@@ -1,6 +1,8 @@
 package fencedtest
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -110,6 +112,50 @@ func runEndJobs(t *testing.T, b Backend) {
 			t.Fatalf("forged end changed job: %+v", got)
 		}
 	})
+	t.Run("BatchOfCompletionsGuardsEachJobAndKeepsEachOutput", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		// A backend may end a batch of completions only by a statement of
+		// its own: every job is still guarded by its own fence, a stale
+		// owner back after a takeover still loses, and each output lands
+		// on its own job.
+		taken := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		stale := e.claimOne(t, "A", 50*time.Millisecond)
+		e.recoverExpired(t, taken.ID)
+		current := e.claimOne(t, "B", long)
+		for range 4 {
+			e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		}
+		jobs := e.claim(t, fenced.DefaultQueue, "A", 4, long)
+		ends := []fenced.JobEnd{
+			{Ref: jobs[0].Ref(), Kind: fenced.EndComplete, Output: []byte(`{"n": 0}`)},
+			{Ref: stale.Ref(), Kind: fenced.EndComplete, Output: []byte(`"A's"`)},
+			{Ref: jobs[1].Ref(), Kind: fenced.EndComplete},
+			{Ref: fenced.JobRef{ID: jobs[2].ID, Fence: jobs[2].Fence + 1}, Kind: fenced.EndComplete, Output: []byte(`"forged"`)},
+			{Ref: jobs[3].Ref(), Kind: fenced.EndComplete, Output: []byte(`[3]`)},
+		}
+		errs, at, err := e.c.EndJobs(ctx(t), nil, ends)
+		wantNoErr(t, err, "end jobs")
+		if errs[0] != nil || errs[2] != nil || errs[4] != nil || !errors.Is(errs[3], fenced.ErrStale) || at.IsZero() {
+			t.Fatalf("errs = %v at %v", errs, at)
+		}
+		wantStale(t, errs[1], stale.Fence, current.Fence, "B", fenced.ReasonSuperseded)
+		for i, want := range []string{`{"n":0}`, "", "", `[3]`} {
+			got, _ := e.job(t, jobs[i].ID)
+			if i == 2 {
+				if got.State != fenced.JobRunning || len(got.Output) != 0 {
+					t.Fatalf("forged completion changed job %d: %+v", got.ID, got)
+				}
+				continue
+			}
+			if got.State != fenced.JobSucceeded || compactJSON(t, got.Output) != want || got.FinishedAt == nil || got.FinishedAt.After(at) {
+				t.Fatalf("job %d after its completion = %+v output %s, want succeeded by %v with %q", got.ID, got, got.Output, at, want)
+			}
+		}
+		if got, _ := e.job(t, taken.ID); got.State != fenced.JobRunning || got.Owner != "B" || len(got.Output) != 0 {
+			t.Fatalf("A's stale completion changed B's job: %+v", got)
+		}
+	})
 	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
 	t.Run("CompleteInALongerTransactionJudgesTheLeaseAtTheWrite", func(t *testing.T) {
 		t.Parallel()
@@ -168,4 +214,18 @@ func runCancelNeverLost(t *testing.T, b Backend) {
 			}
 		})
 	}
+}
+
+// compactJSON is a stored JSON value without insignificant spaces (a
+// backend may store it normalized); "" for none.
+func compactJSON(t *testing.T, v []byte) string {
+	t.Helper()
+	if len(v) == 0 {
+		return ""
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		t.Fatalf("stored JSON %q: %v", v, err)
+	}
+	return b.String()
 }
