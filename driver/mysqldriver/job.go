@@ -119,7 +119,7 @@ const jobPickSQL = `
 SELECT id, concurrency_key IS NOT NULL OR sequence_key IS NOT NULL
     OR EXISTS (SELECT 1 FROM fenced_job_limits l WHERE l.queue = ? AND l.global_limit > 0)
 FROM fenced_jobs%s
-WHERE ` + queueNotPausedMySQL + ` AND state = 'queued' AND queue = ? AND run_at <= ` + now + `%s
+WHERE ` + queueNotPausedMySQL + ` AND queued_queue = ? AND run_at <= ` + now + `%s
 ORDER BY priority, run_at, id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
@@ -130,9 +130,9 @@ func jobPick(kinds int) string {
 	case 0:
 		return fmt.Sprintf(jobPickSQL, "", "")
 	case 1:
-		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_claim_kind)", " AND kind = ?")
+		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_queued_kind)", " AND kind = ?")
 	default:
-		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_claim)", " AND kind IN ("+placeholders(kinds)+")")
+		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_queued)", " AND kind IN ("+placeholders(kinds)+")")
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // kind filter. Parameters: queue (twice), the kinds, window.
 const claimLimitedPickSQL = `
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j%s
-WHERE ` + queueNotPausedMySQL + ` AND j.state = 'queued' AND j.queue = ? AND j.run_at <= ` + now + `%s
+WHERE ` + queueNotPausedMySQL + ` AND j.queued_queue = ? AND j.run_at <= ` + now + `%s
     AND %s
 ORDER BY j.priority, j.run_at, j.id
 LIMIT ?
@@ -32,9 +32,9 @@ func claimLimitedPick(kinds int) string {
 	case 0:
 		return fmt.Sprintf(claimLimitedPickSQL, "", "", claimableSQL)
 	case 1:
-		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_claim_kind)", " AND j.kind = ?", claimableSQL)
+		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_queued_kind)", " AND j.kind = ?", claimableSQL)
 	default:
-		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_claim)",
+		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_queued)",
 			" AND j.kind IN ("+placeholders(kinds)+")", claimableSQL)
 	}
 }

@@ -22,7 +22,7 @@ VALUES (?, '', 0, 0, 0, 0, 0, -1, '')`,
 FROM fenced_jobs FORCE INDEX (fenced_jobs_finished) WHERE finished_at >= ? AND finished_at < ? GROUP BY 1, 2, 3`,
 	Requeued: `SELECT j.queue, a.outcome, count(*) FROM fenced_job_attempts a JOIN fenced_jobs j ON j.id = a.job_id
 WHERE a.outcome IN ('retry', 'lost') AND a.ended_at >= ? AND a.ended_at < ? GROUP BY 1, 2`,
-	Depth: `SELECT queue, count(*) FROM fenced_jobs WHERE state = 'queued' GROUP BY queue`,
+	Depth: `SELECT queued_queue, count(*) FROM fenced_jobs WHERE queued_queue IS NOT NULL GROUP BY queued_queue`,
 	Insert: `INSERT INTO fenced_job_minutes (minute, queue, succeeded, failed, cancelled, retried, lost, depth, waits)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	MarkDepth: `UPDATE fenced_job_minutes SET depth = ? WHERE minute = ? AND queue = ''`,

@@ -1,0 +1,26 @@
+-- Claims read queued jobs through two indexes (claim order, and claim order
+-- within a kind). MySQL has no partial indexes, and both used to lead with
+-- state: every state change moved a job's entry in each, the end of an
+-- attempt included. They now lead with queued_queue, a virtual column that
+-- holds the queue while the job is queued and NULL otherwise: a claim
+-- moves each entry once (to NULL), and an attempt that ends without
+-- coming back to the queue (a completion, a failure out of attempts, a
+-- cancel) leaves both alone. That is two index entries fewer per job in a
+-- queue's usual life (docs/design.md §6.8).
+--
+-- One ALTER, so the step is whole or absent; run again, it finds the column
+-- and does nothing. The table is rebuilt for the new indexes: on a big
+-- table this takes a while (MySQL and MariaDB build them online, with
+-- writes allowed, except for short locks at the start and the end).
+SET @fenced_queued_indexes = IF(EXISTS (SELECT 1 FROM information_schema.COLUMNS
+        WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'fenced_jobs' AND COLUMN_NAME = 'queued_queue'),
+    'DO 0',
+    'ALTER TABLE fenced_jobs
+        ADD COLUMN queued_queue VARBINARY(100) AS (IF(state = ''queued'', queue, NULL)) VIRTUAL,
+        DROP INDEX fenced_jobs_claim,
+        DROP INDEX fenced_jobs_claim_kind,
+        ADD KEY fenced_jobs_queued (queued_queue, priority, run_at, id),
+        ADD KEY fenced_jobs_queued_kind (queued_queue, kind, priority, run_at, id)');
+PREPARE fenced_queued_indexes FROM @fenced_queued_indexes;
+EXECUTE fenced_queued_indexes;
+DEALLOCATE PREPARE fenced_queued_indexes;
