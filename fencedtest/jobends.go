@@ -115,42 +115,60 @@ func runEndJobs(t *testing.T, b Backend) {
 	t.Run("BatchOfCompletionsGuardsEachJobAndKeepsEachOutput", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		// A backend may end a batch of completions only by a statement of
-		// its own: every job is still guarded by its own fence, a stale
-		// owner back after a takeover still loses, and each output lands
-		// on its own job.
+		// A backend may end a batch of completions by a statement of its
+		// own, and may first try it without reading the jobs: every job is
+		// still guarded by its own fence, a stale owner back after a
+		// takeover still loses, and each output lands on its own job.
 		taken := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		stale := e.claimOne(t, "A", 50*time.Millisecond)
 		e.recoverExpired(t, taken.ID)
 		current := e.claimOne(t, "B", long)
-		for range 4 {
+		for range 5 {
 			e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		}
-		jobs := e.claim(t, fenced.DefaultQueue, "A", 4, long)
+		jobs := e.claim(t, fenced.DefaultQueue, "A", 5, long)
+		wantEnded := func(ends []fenced.JobEnd, at time.Time, outputs ...string) {
+			t.Helper()
+			for i, want := range outputs {
+				got, _ := e.job(t, ends[i].Ref.ID)
+				if got.State != fenced.JobSucceeded || compactJSON(t, got.Output) != want || got.FinishedAt == nil || got.FinishedAt.After(at) {
+					t.Fatalf("job %d after its completion = %+v output %s, want succeeded by %v with %q", got.ID, got, got.Output, at, want)
+				}
+			}
+		}
+		// Every completion current.
 		ends := []fenced.JobEnd{
 			{Ref: jobs[0].Ref(), Kind: fenced.EndComplete, Output: []byte(`{"n": 0}`)},
-			{Ref: stale.Ref(), Kind: fenced.EndComplete, Output: []byte(`"A's"`)},
 			{Ref: jobs[1].Ref(), Kind: fenced.EndComplete},
-			{Ref: fenced.JobRef{ID: jobs[2].ID, Fence: jobs[2].Fence + 1}, Kind: fenced.EndComplete, Output: []byte(`"forged"`)},
-			{Ref: jobs[3].Ref(), Kind: fenced.EndComplete, Output: []byte(`[3]`)},
 		}
 		errs, at, err := e.c.EndJobs(ctx(t), nil, ends)
 		wantNoErr(t, err, "end jobs")
-		if errs[0] != nil || errs[2] != nil || errs[4] != nil || !errors.Is(errs[3], fenced.ErrStale) || at.IsZero() {
+		if errs[0] != nil || errs[1] != nil || at.IsZero() {
 			t.Fatalf("errs = %v at %v", errs, at)
 		}
-		wantStale(t, errs[1], stale.Fence, current.Fence, "B", fenced.ReasonSuperseded)
-		for i, want := range []string{`{"n":0}`, "", "", `[3]`} {
-			got, _ := e.job(t, jobs[i].ID)
-			if i == 2 {
-				if got.State != fenced.JobRunning || len(got.Output) != 0 {
-					t.Fatalf("forged completion changed job %d: %+v", got.ID, got)
-				}
-				continue
-			}
-			if got.State != fenced.JobSucceeded || compactJSON(t, got.Output) != want || got.FinishedAt == nil || got.FinishedAt.After(at) {
-				t.Fatalf("job %d after its completion = %+v output %s, want succeeded by %v with %q", got.ID, got, got.Output, at, want)
-			}
+		wantEnded(ends, at, `{"n":0}`, "")
+		// A stale one, a forged one and a second completion of a job
+		// already ended among them.
+		ends = []fenced.JobEnd{
+			{Ref: jobs[2].Ref(), Kind: fenced.EndComplete, Output: []byte(`"two"`)},
+			{Ref: jobs[4].Ref(), Kind: fenced.EndComplete, Output: []byte(`[4]`)},
+			{Ref: stale.Ref(), Kind: fenced.EndComplete, Output: []byte(`"A's"`)},
+			{Ref: fenced.JobRef{ID: jobs[3].ID, Fence: jobs[3].Fence + 1}, Kind: fenced.EndComplete, Output: []byte(`"forged"`)},
+			{Ref: jobs[0].Ref(), Kind: fenced.EndComplete, Output: []byte(`"again"`)},
+		}
+		errs, at, err = e.c.EndJobs(ctx(t), nil, ends)
+		wantNoErr(t, err, "end jobs")
+		if errs[0] != nil || errs[1] != nil || !errors.Is(errs[3], fenced.ErrStale) || at.IsZero() {
+			t.Fatalf("errs = %v at %v", errs, at)
+		}
+		wantStale(t, errs[2], stale.Fence, current.Fence, "B", fenced.ReasonSuperseded)
+		wantStale(t, errs[4], jobs[0].Fence, jobs[0].Fence, "", fenced.ReasonNotRunning)
+		wantEnded(ends, at, `"two"`, `[4]`)
+		if got, _ := e.job(t, jobs[0].ID); compactJSON(t, got.Output) != `{"n":0}` {
+			t.Fatalf("a second completion changed job %d's output to %s", got.ID, got.Output)
+		}
+		if got, _ := e.job(t, jobs[3].ID); got.State != fenced.JobRunning || len(got.Output) != 0 {
+			t.Fatalf("forged completion changed job %d: %+v", got.ID, got)
 		}
 		if got, _ := e.job(t, taken.ID); got.State != fenced.JobRunning || got.Owner != "B" || len(got.Output) != 0 {
 			t.Fatalf("A's stale completion changed B's job: %+v", got)

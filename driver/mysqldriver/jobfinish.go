@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -133,14 +134,43 @@ const (
 // EndJobs implements driver.JobDriver: in one transaction (or the
 // caller's). A job whose end changed nothing is diagnosed in the same
 // transaction.
+//
+// In a transaction of its own, a batch of completions first goes the
+// optimistic way (optimisticEnds): when one of them no longer matches,
+// that transaction is rolled back and the batch is ended again the
+// careful way.
 func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
-	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.inTx, endJobs)
+	if tx == nil {
+		out, at, err := driver.EndJobsIn(ctx, nil, ends, sqlOf, d.inTx, optimisticEnds(true).end)
+		if !errors.Is(err, errEndsNotAllCurrent) {
+			return out, at, err
+		}
+	}
+	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.inTx, optimisticEnds(false).end)
+}
+
+// errEndsNotAllCurrent stops an optimistic end of a batch of completions
+// when the UPDATE matched fewer rows than it named: which ones it ended is
+// not known without the locking read it skipped, so the transaction is
+// rolled back and the batch ended again with that read first.
+var errEndsNotAllCurrent = errors.New("a completion of the batch no longer matches its job")
+
+// optimisticEnds says whether a chunk of several completions skips the
+// locking read (endJobsPickSQL) and lets endCompletesSQL, guarded the same
+// way and locking in the same id order, name all of them: when every one
+// matches, the chunk took one statement instead of two. Only in a
+// transaction of the driver's own, which can be rolled back and run again
+// (errEndsNotAllCurrent).
+type optimisticEnds bool
+
+func (o optimisticEnds) end(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+	return endJobs(ctx, tx, ends, bool(o))
 }
 
 // endJobs ends the jobs in rounds of distinct ids, in id order: a job
 // named twice is ended by its first end, and its second finds it ended. It
 // returns the latest clock reading an end was recorded at.
-func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimistic bool) ([]error, time.Time, error) {
 	out := make([]error, len(ends))
 	var at time.Time
 	if len(ends) == 0 {
@@ -167,7 +197,7 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 				size += endSize(e)
 				n++
 			}
-			t, err := finishChunk(ctx, tx, ends, round[:n], out)
+			t, err := finishChunk(ctx, tx, ends, round[:n], out, optimistic)
 			if err != nil {
 				return nil, time.Time{}, err
 			}
@@ -184,17 +214,21 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 // finishChunk ends the attempts ends[at...] (distinct ids, ascending), sets
 // out[at...] to nil or the diagnosed error, and returns the clock reading
 // the ended ones were recorded at (zero when none was).
-func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error) (time.Time, error) {
+func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error, optimistic bool) (time.Time, error) {
 	refs := make([]fencedtype.JobRef, len(at))
 	kinds := make(map[int64]fencedtype.EndKind, len(at))
+	picked := make([]int64, len(at))
 	for k, i := range at {
 		refs[k] = ends[i].Ref
 		kinds[refs[k].ID] = ends[i].Kind
+		picked[k] = refs[k].ID
 	}
+	complete := allComplete(ends, at)
 	// One row needs no lock first: there is no order to keep, and the UPDATE
-	// matching it or not says whether it ended.
-	picked := []int64{refs[0].ID}
-	if len(refs) > 1 {
+	// matching it or not says whether it ended. Nor do optimistic
+	// completions (optimisticEnds).
+	optimistic = optimistic && complete && len(refs) > 1
+	if len(refs) > 1 && !optimistic {
 		query, args := withRefs(endJobsPickSQL, refs)
 		var err error
 		if picked, err = collectIDs(tx.QueryContext(ctx, query, args...)); err != nil {
@@ -207,7 +241,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		var n int64
 		var t time.Time
 		var err error
-		if allComplete(ends, at) {
+		if complete {
 			output, args := outputOf(ends, at)
 			args = append(args, anys(picked)...)
 			for _, id := range picked {
@@ -228,6 +262,8 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		}
 		decided = t
 		switch {
+		case optimistic && n < int64(len(picked)):
+			return time.Time{}, errEndsNotAllCurrent
 		case len(refs) == 1 && n == 0:
 			ended = nil
 		case n < int64(len(picked)):
