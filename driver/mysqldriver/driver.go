@@ -61,7 +61,9 @@
 //     before it): use 8.0.16 or later.
 //   - Migrations. MySQL has no ADD COLUMN IF NOT EXISTS, so migration 0003
 //     reads information_schema and prepares the ALTER itself: written for
-//     MySQL, run only on MariaDB.
+//     MySQL, run only on MariaDB. Migrations 5 and 9 index virtual
+//     generated columns (MySQL 5.7+, MariaDB 10.2+); the claims name the
+//     column of migration 9 and force its indexes.
 //   - Sessions. The isolation level is set with SET SESSION TRANSACTION
 //     ISOLATION LEVEL, which both accept; a URL that sets it as a variable
 //     must use the server's name for it (transaction_isolation on MySQL 8,
