@@ -17,6 +17,7 @@ var DeleteFinishedJobsSQL = deleteFinishedJobsSQL
 // The statements that read a batch of attempts by id, for their plan test.
 var (
 	EndJobsSQL       = endJobsSQL
+	EndCompletesSQL  = endCompletesSQL
 	HeartbeatJobsSQL = heartbeatJobsSQL
 	JobCurrentSQL    = jobCurrentSQL
 )

@@ -41,6 +41,7 @@ func TestBatchesOfAttemptsAreReadByTheirIDs(t *testing.T) {
 	}{
 		{"ends", pgdriver.EndJobsSQL, []any{ids, fences, []string{"complete", "complete"}, []*string{nil, nil},
 			[]string{"", ""}, []int64{0, 0}, []bool{false, false}, []*int64{nil, nil}, []int64{0, 0}, []float64{0, 0}}},
+		{"completions", pgdriver.EndCompletesSQL, []any{ids, fences, []*string{nil, nil}}},
 		{"heartbeats", pgdriver.HeartbeatJobsSQL, []any{ids, fences, int64(1000)}},
 		{"current attempts", pgdriver.JobCurrentSQL, []any{ids, fences}},
 	} {

@@ -313,6 +313,27 @@ WITH n AS (
 )
 SELECT id, ` + endReportedFence + `, ord, at FROM j`
 
+// endCompletesSQL is endJobsSQL for a batch of completions only, the
+// common case: the same guard, clock reading and report, without the
+// columns, cases and history a completion does not need (in a
+// 200,000-job burn-down, pg_stat_statements: 16.0 µs a job against the
+// general statement's 17.9-20.2).
+var endCompletesSQL = `
+WITH n AS (
+    SELECT clock_timestamp() AS at
+), e AS (
+    SELECT u.*, n.at
+    FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) WITH ORDINALITY AS u(id, fence, output, ord), n
+), j AS (
+    UPDATE fenced_jobs j SET
+        state = 'succeeded', finished_at = e.at, output = e.output, last_error = NULL,
+        lease_expires_at = NULL, updated_at = e.at
+    FROM e
+    WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
+    RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at
+)
+SELECT id, ` + endReportedFence + `, ord, at FROM j`
+
 // EndJobs implements driver.JobDriver.
 func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
@@ -328,8 +349,10 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	ids, fences, kinds := make([]int64, n), make([]int64, n), make([]string, n)
 	outputs, errs, delays, discards := make([]*string, n), make([]string, n), make([]int64, n), make([]bool, n)
 	bases, maxes, jitters := make([]*int64, n), make([]int64, n), make([]float64, n)
+	complete := true
 	for i, at := range order {
 		e := ends[at]
+		complete = complete && e.Kind == fencedtype.EndComplete
 		ids[i], fences[i], kinds[i] = e.Ref.ID, e.Ref.Fence, string(e.Kind)
 		if e.Output != nil {
 			s := string(e.Output)
@@ -354,7 +377,13 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	run := func() error {
 		clear(written)
 		decided = time.Time{}
-		rows, err := q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters)
+		var rows pgx.Rows
+		var err error
+		if complete {
+			rows, err = q.Query(ctx, endCompletesSQL, ids, fences, outputs)
+		} else {
+			rows, err = q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters)
+		}
 		if err != nil {
 			return err
 		}
