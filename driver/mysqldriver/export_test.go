@@ -2,3 +2,6 @@ package mysqldriver
 
 // BackoffUS exposes backoffUS to the backend's external tests.
 var BackoffUS = backoffUS
+
+// ListJobsSQL exposes ListJobs' statement, for its plan test.
+var ListJobsSQL = listJobs

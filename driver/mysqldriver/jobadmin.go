@@ -112,8 +112,20 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 }
 
 // ListJobs implements driver.JobDriver. Each filter adds a fixed condition
-// with its own placeholder.
+// with its own placeholder. A state's page reads the (state,
+// lease_expires_at, id) index: running jobs' sorted, as many as run at
+// once; any other state's in id order.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
+	query, args := listJobs(p)
+	jobs, err := collectJobs(d.db.QueryContext(ctx, query, args...))
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// listJobs is ListJobs' statement for p and its arguments.
+func listJobs(p fencedtype.JobFilter) (string, []any) {
 	where, args := []string{"j.id > ?", "j.id < ?"}, []any{p.AfterID, driver.BeforeBound(p.BeforeID)}
 	for _, f := range []struct{ cond, value string }{
 		{"j.state = ?", string(p.State)}, {"j.queue = ?", p.Queue}, {"j.kind = ?", p.Kind},
@@ -122,6 +134,12 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 			where, args = append(where, f.cond), append(args, f.value)
 		}
 	}
+	if p.State != "" && p.State != fencedtype.JobRunning {
+		// True of every job not running (a CHECK constraint), and what
+		// lets the (state, lease_expires_at, id) index give the state's
+		// jobs in id order (migration 9).
+		where = append(where, "j.lease_expires_at IS NULL")
+	}
 	if p.Failing {
 		where = append(where, "j.last_error IS NOT NULL")
 	}
@@ -129,12 +147,8 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	if p.Desc {
 		order = " DESC"
 	}
-	query := `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE ` + strings.Join(where, " AND ") + ` ORDER BY j.id` + order + ` LIMIT ?`
-	jobs, err := collectJobs(d.db.QueryContext(ctx, query, append(args, p.Limit)...))
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	return jobs, nil
+	return `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE ` + strings.Join(where, " AND ") + ` ORDER BY j.id` + order + ` LIMIT ?`,
+		append(args, p.Limit)
 }
 
 // DeleteJob implements driver.JobDriver. The attempt history goes with the
