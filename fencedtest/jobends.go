@@ -123,10 +123,10 @@ func runEndJobs(t *testing.T, b Backend) {
 		stale := e.claimOne(t, "A", 50*time.Millisecond)
 		e.recoverExpired(t, taken.ID)
 		current := e.claimOne(t, "B", long)
-		for range 5 {
+		for range 7 {
 			e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		}
-		jobs := e.claim(t, fenced.DefaultQueue, "A", 5, long)
+		jobs := e.claim(t, fenced.DefaultQueue, "A", 7, long)
 		wantEnded := func(ends []fenced.JobEnd, at time.Time, outputs ...string) {
 			t.Helper()
 			for i, want := range outputs {
@@ -172,6 +172,27 @@ func runEndJobs(t *testing.T, b Backend) {
 		}
 		if got, _ := e.job(t, taken.ID); got.State != fenced.JobRunning || got.Owner != "B" || len(got.Output) != 0 {
 			t.Fatalf("A's stale completion changed B's job: %+v", got)
+		}
+		// Two completions of each of two attempts in one batch: one of each
+		// pair is written, the other refused, and the job keeps the output
+		// of the one written.
+		ends = []fenced.JobEnd{
+			{Ref: jobs[5].Ref(), Kind: fenced.EndComplete, Output: []byte(`"5a"`)},
+			{Ref: jobs[6].Ref(), Kind: fenced.EndComplete, Output: []byte(`"6a"`)},
+			{Ref: jobs[5].Ref(), Kind: fenced.EndComplete, Output: []byte(`"5b"`)},
+			{Ref: jobs[6].Ref(), Kind: fenced.EndComplete, Output: []byte(`"6b"`)},
+		}
+		errs, at, err = e.c.EndJobs(ctx(t), nil, ends)
+		wantNoErr(t, err, "end jobs")
+		for k, pair := range [][2]int{{0, 2}, {1, 3}} {
+			won, lost := pair[0], pair[1]
+			if errs[won] != nil {
+				won, lost = lost, won
+			}
+			if errs[won] != nil || !errors.Is(errs[lost], fenced.ErrStale) {
+				t.Fatalf("two completions of job %d: errs %v, %v; want one written, one refused", jobs[5+k].ID, errs[pair[0]], errs[pair[1]])
+			}
+			wantEnded(ends[won:won+1], at, compactJSON(t, ends[won].Output))
 		}
 	})
 	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })

@@ -91,7 +91,11 @@
 //     are DATETIME(6) columns holding UTC, read back as UTC whatever the
 //     connection's loc and parseTime. A statement that waited for a row lock
 //     judges by the time it started, before the wait; a grant therefore locks
-//     its row first and decides in the next statement (see lease.go).
+//     its row first and decides in the next statement (see lease.go). An end
+//     that waited for its job's row (a single end, or a batch of completions
+//     in the driver's own transaction) judges the lease as of before the
+//     wait; nobody else can have taken the job meanwhile (recovery skips a
+//     locked row, claims take queued ones), so it writes nothing stale.
 //   - Sessions run READ COMMITTED (unless the URL sets the isolation level)
 //     and nothing is decided from a plain read: guards are locking reads
 //     (LOCK IN SHARE MODE, which MySQL 8 and MariaDB both accept), claims and

@@ -105,11 +105,13 @@ func diagnoseJob(ctx context.Context, q sqldb.Querier, ref fencedtype.JobRef) er
 // jobPickSQL picks eligible jobs in claim order, skipping rows other
 // claimers have locked; none when the queue is paused (queueNotPausedMySQL).
 // Parameters: queue (three times), the kinds of the filter,
-// limit. The first %s names the index, the second is the kind filter: none;
-// one kind, read in claim order from the claim_kind index; or several, for
-// which the claim index is walked in claim order and other kinds are
-// skipped (left to itself the optimizer may read every job of those kinds
-// through claim_kind and sort them, locking each row it reads).
+// limit. The queue is matched on queued_queue, which holds it only while
+// the job is queued (migration 9). The first %s names the index, the
+// second is the kind filter: none; one kind, read in claim order from the
+// queued_kind index; or several, for which the queued index is walked in
+// claim order and other kinds are skipped (left to itself the optimizer may
+// read every job of those kinds through queued_kind and sort them, locking
+// each row it reads).
 //
 // Each row also says whether the claim is gated: the job has a concurrency
 // or sequence key, or the queue has a global limit (a primary-key probe of

@@ -19,10 +19,12 @@ import (
 // size: the rows still current are locked (in id order; a single row is
 // not, the UPDATE alone deciding), one UPDATE ends them all, each by its own
 // kind and guarded by its own fence, and one INSERT records the ended
-// attempts. The ends travel as one JSON document, read as a table by
-// JSON_TABLE (MySQL 8.0.4, MariaDB 10.6): a derived table of literal rows
-// (SELECT … UNION ALL …) took the server 3–5 ms to plan for 100 ends and
-// 50–200 ms for 500, against 2 ms for JSON_TABLE's 500.
+// attempts. A batch of completions is one single-table UPDATE
+// (endCompletesSQL); any other batch's ends travel as one JSON document,
+// read as a table by JSON_TABLE (MySQL 8.0.4, MariaDB 10.6): a derived
+// table of literal rows (SELECT … UNION ALL …) took the server 3–5 ms to
+// plan for 100 ends and 50–200 ms for 500, against 2 ms for JSON_TABLE's
+// 500.
 
 // endsTableSQL reads the ends' document (endsTable) as a table. Text travels
 // as JSON strings, so that an output keeps its bytes; a JSON null is NULL.
@@ -207,6 +209,9 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimist
 			round = round[n:]
 		}
 		order = again
+		// The ends of a later round name jobs an earlier one ended or
+		// refused: the optimistic way would only miss and start over.
+		optimistic = false
 	}
 	return out, at, nil
 }
@@ -327,15 +332,25 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 	return decided, nil
 }
 
-// allComplete says whether every end of ends[at...] is a completion.
+// allComplete says whether every end of ends[at...] is a completion and
+// at most maxCaseOutputs of them carry an output: endCompletesSQL's CASE
+// tries its branches one by one for every row, so a chunk of many outputs
+// goes the general way, whose join finds each row's own.
 func allComplete(ends []fencedtype.JobEnd, at []int) bool {
+	outputs := 0
 	for _, i := range at {
 		if ends[i].Kind != fencedtype.EndComplete {
 			return false
 		}
+		if ends[i].Output != nil {
+			outputs++
+		}
 	}
-	return true
+	return outputs <= maxCaseOutputs
 }
+
+// maxCaseOutputs bounds the branches of endCompletesSQL's output CASE.
+const maxCaseOutputs = 32
 
 // endRow is one end in the ends' document.
 type endRow struct {

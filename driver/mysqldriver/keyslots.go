@@ -12,7 +12,7 @@ import (
 // listKeySlotsSQL reads the load of the concurrency keys of a queue (every
 // queue when empty): the keyed running jobs and the keyed due queued ones,
 // grouped by queue and key, with the limit of driver.KeySlotLimitSQL. The
-// rows are found by state (the state indexes) and the keyed ones kept: no
+// rows are found by state (the state index) and the keyed ones kept: no
 // index holds the keys of queued jobs, and the virtual key column of
 // running jobs is indexed behind the queue, which this read may not name.
 var listKeySlotsSQL = `
