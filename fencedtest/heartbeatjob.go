@@ -39,10 +39,7 @@ func runHeartbeatJob(t *testing.T, b Backend) {
 	t.Run("StaleAfterATakeoverIsDiagnosedAndExtendsNothing", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		a := e.claimOne(t, "A", 50*time.Millisecond)
-		e.recoverExpired(t, j.ID)
-		bj := e.claimOne(t, "B", long)
+		j, a, bj := e.takenOver(t)
 		hb, err := e.c.HeartbeatJob(ctx(t), a.Ref(), long)
 		wantStale(t, err, a.Fence, bj.Fence, "B", fenced.ReasonSuperseded)
 		if hb != nil {

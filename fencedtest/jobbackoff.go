@@ -79,10 +79,7 @@ func runJobBackoff(t *testing.T, b Backend) {
 	t.Run("StaleFailWithBackoffWritesNothing", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		a := e.claimOne(t, "A", 50*time.Millisecond)
-		e.recoverExpired(t, j.ID)
-		bj := e.claimOne(t, "B", long)
+		j, a, bj := e.takenOver(t)
 		before, beforeAttempts := e.job(t, j.ID)
 		at, err := e.c.EndJob(ctx(t), nil, fenced.JobEnd{Ref: a.Ref(), Kind: fenced.EndFail, Error: "A", Backoff: &backoff})
 		wantStale(t, err, a.Fence, bj.Fence, "B", fenced.ReasonSuperseded)

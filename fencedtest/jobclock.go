@@ -76,10 +76,7 @@ func runJobClock(t *testing.T, b Backend) {
 	t.Run("StaleEndAfterATakeoverCarriesItsDiagnosisReading", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		a := e.claimOne(t, "A", 50*time.Millisecond)
-		e.recoverExpired(t, j.ID)
-		bj := e.claimOne(t, "B", long)
+		j, a, bj := e.takenOver(t)
 		before, beforeAttempts := e.job(t, j.ID)
 		for _, end := range []fenced.JobEnd{
 			{Ref: a.Ref(), Kind: fenced.EndComplete, Output: []byte(`"A's"`)},

@@ -119,10 +119,7 @@ func runEndJobs(t *testing.T, b Backend) {
 		// own, and may first try it without reading the jobs: every job is
 		// still guarded by its own fence, a stale owner back after a
 		// takeover still loses, and each output lands on its own job.
-		taken := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		stale := e.claimOne(t, "A", 50*time.Millisecond)
-		e.recoverExpired(t, taken.ID)
-		current := e.claimOne(t, "B", long)
+		taken, stale, current := e.takenOver(t)
 		for range 7 {
 			e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		}

@@ -3,7 +3,6 @@ package fencedtest
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
@@ -37,10 +36,7 @@ func runJobError(t *testing.T, b Backend) {
 	t.Run("CompletionAfterALostAttemptClearsItNotTheStaleOnes", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
-		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
-		a := e.claimOne(t, "A", 50*time.Millisecond)
-		e.recoverExpired(t, j.ID)
-		bj := e.claimOne(t, "B", long)
+		j, a, bj := e.takenOver(t)
 		// A comes back after the takeover: its completion is refused and
 		// leaves the job, its error included, as it was.
 		before, _ := e.job(t, j.ID)

@@ -40,6 +40,17 @@ func (e *env) job(t *testing.T, id int64) (*fenced.Job, []fenced.JobAttempt) {
 	return j, attempts
 }
 
+// takenOver enqueues a job that A claims, loses (its lease runs out and
+// recovery takes the job back) and B claims again: the job, A's stale
+// attempt and B's current one.
+func (e *env) takenOver(t *testing.T) (j, stale, current *fenced.Job) {
+	t.Helper()
+	j = e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+	stale = e.claimOne(t, "A", 50*time.Millisecond)
+	e.recoverExpired(t, j.ID)
+	return j, stale, e.claimOne(t, "B", long)
+}
+
 // recoverExpired runs recovery until the job's expired attempt was taken
 // back (its lease must have run out by the database clock first).
 func (e *env) recoverExpired(t *testing.T, id int64) *fenced.Job {

@@ -228,11 +228,11 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		kinds[refs[k].ID] = ends[i].Kind
 		picked[k] = refs[k].ID
 	}
-	complete := allComplete(ends, at)
+	completes := completesOnly(ends, at)
 	// One row needs no lock first: there is no order to keep, and the UPDATE
 	// matching it or not says whether it ended. Nor do optimistic
 	// completions (optimisticEnds).
-	optimistic = optimistic && complete && len(refs) > 1
+	optimistic = optimistic && completes && len(refs) > 1
 	if len(refs) > 1 && !optimistic {
 		query, args := withRefs(endJobsPickSQL, refs)
 		var err error
@@ -246,7 +246,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		var n int64
 		var t time.Time
 		var err error
-		if complete {
+		if completes {
 			output, args := outputOf(ends, at)
 			args = append(args, anys(picked)...)
 			for _, id := range picked {
@@ -332,11 +332,11 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 	return decided, nil
 }
 
-// allComplete says whether every end of ends[at...] is a completion and
-// at most maxCaseOutputs of them carry an output: endCompletesSQL's CASE
+// completesOnly says whether endCompletesSQL can end ends[at...]: every end
+// is a completion and at most maxCaseOutputs of them carry an output (its CASE
 // tries its branches one by one for every row, so a chunk of many outputs
-// goes the general way, whose join finds each row's own.
-func allComplete(ends []fencedtype.JobEnd, at []int) bool {
+// goes the general way, whose join finds each row's own).
+func completesOnly(ends []fencedtype.JobEnd, at []int) bool {
 	outputs := 0
 	for _, i := range at {
 		if ends[i].Kind != fencedtype.EndComplete {
