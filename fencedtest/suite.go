@@ -116,6 +116,7 @@ func Run(t *testing.T, b Backend) {
 		{"GetSemaphore", runGetSemaphore},
 		{"SlotTx", runSlotTx},
 		{"Enqueue", runEnqueue},
+		{"EnqueueBulk", runEnqueueBulk},
 		{"ClaimJobs", runClaimJobs},
 		{"ClaimJobsByKind", runClaimJobsByKind},
 		{"HeartbeatJobs", runHeartbeatJobs},

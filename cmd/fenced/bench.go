@@ -12,8 +12,9 @@ import (
 
 // benchFlags are the options of "bench".
 type benchFlags struct {
-	o      jobbench.Options
-	asJSON bool
+	o                      jobbench.Options
+	asJSON                 bool
+	cpuProfile, memProfile string
 }
 
 func newBenchCmd(a *app) *cobra.Command {
@@ -25,8 +26,8 @@ func newBenchCmd(a *app) *cobra.Command {
 that still take the whole fenced path: a claim that bumps the fence, a
 completion guarded by it, the attempt recorded in the history.
 
-Burn-down (the default) inserts --jobs jobs, a thousand per statement, timed
-on their own; then starts workers running --workers jobs at once and times
+Burn-down (the default) inserts --jobs jobs, a thousand per statement
+(Client.EnqueueBulk: a COPY on PostgreSQL), timed on their own; then starts workers running --workers jobs at once and times
 them from their start until every job succeeded. On PostgreSQL it adds the
 database work per job while the workers worked: the WAL written, the
 statements and round trips the pool sent, and, when the database has the
@@ -96,6 +97,8 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 	fl.IntVar(&f.o.Instances, "instances", jobbench.DefaultInstances, "fenced workers sharing --workers, each with its own claim loop")
 	fl.IntVar(&f.o.FetchBatch, "fetch-batch", 0, "jobs one claim takes at most (default the worker's)")
 	fl.IntVar(&f.o.PoolConns, "pool", jobbench.DefaultPoolConns, "PostgreSQL or MySQL connections, unless the URL sets pool_max_conns")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write the benchmark's CPU profile (of this process, not the database) to this file")
+	fl.StringVar(&f.memProfile, "memprofile", "", "write its allocation profile to this file at the end")
 	jsonFlag(cmd, &f.asJSON)
 	return cmd
 }
@@ -161,7 +164,14 @@ func (a *app) bench(cmd *cobra.Command, f benchFlags) error {
 	if p.TTY {
 		o.ProgressEvery = 200 * time.Millisecond
 	}
+	stop, err := startProfiles(f.cpuProfile, f.memProfile)
+	if err != nil {
+		return err
+	}
 	res, err := jobbench.Run(cmd.Context(), o)
+	if perr := stop(); err == nil {
+		err = perr
+	}
 	p.Clear()
 	if err != nil {
 		return err

@@ -29,37 +29,30 @@ SELECT i.kind, i.queue, i.args, i.priority,
 FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
         $9::text[], $10::text[], $11::bool[])
     WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, ord)
-ORDER BY i.ord%s
-RETURNING ` + jobColumns
+ORDER BY i.ord%s`
 
 const enqueueOnConflict = `
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
 // The enqueue statements of batches with and without idempotency keys.
 var (
-	enqueueKeyedSQL = fmt.Sprintf(enqueueSQL, enqueueOnConflict)
-	enqueuePlainSQL = fmt.Sprintf(enqueueSQL, "")
+	enqueueKeyedSQL = fmt.Sprintf(enqueueSQL, enqueueOnConflict) + enqueueReturning
+	enqueuePlainSQL = fmt.Sprintf(enqueueSQL, "") + enqueueReturning
+	// EnqueueBulk's, which read nothing back.
+	enqueueKeyedBulkSQL = fmt.Sprintf(enqueueSQL, enqueueOnConflict)
+	enqueuePlainBulkSQL = fmt.Sprintf(enqueueSQL, "")
 )
+
+const enqueueReturning = `
+RETURNING ` + jobColumns
 
 // Enqueue implements driver.JobDriver.
 func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
 	n := len(jobs)
-	kinds, queues, args, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
-	runAts := make([]*time.Time, n)
-	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
+	args, keyed := enqueueArgs(jobs)
 	query := enqueuePlainSQL
-	for i, j := range jobs {
-		kinds[i], queues[i], args[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
-		if j.IdempotencyKey != "" {
-			query = enqueueKeyedSQL
-		}
-		ckeys[i], skeys[i], sconts[i] = j.ConcurrencyKey, j.SequenceKey, j.SequenceContinueOnFailed
-		prios[i], maxes[i], delays[i] = int32(j.Priority), int32(j.MaxAttempts), j.Delay.Microseconds()
-		if !j.RunAt.IsZero() {
-			t := j.RunAt
-			runAts[i] = &t
-		}
+	if keyed {
+		query = enqueueKeyedSQL
 	}
 	var q querier = d.pool
 	if tx != nil {
@@ -69,8 +62,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		}
 		q = ptx
 	}
-	inserted, err := collectJobs(q.Query(ctx, query, kinds, queues, args, prios, runAts, delays, maxes, keys,
-		ckeys, skeys, sconts))
+	inserted, err := collectJobs(q.Query(ctx, query, args...))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", err)
 	}
@@ -115,6 +107,27 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		}
 	}
 	return out, nil
+}
+
+// enqueueArgs are enqueueSQL's arguments for jobs, and whether one of them
+// has an idempotency key.
+func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
+	n := len(jobs)
+	kinds, queues, jargs, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
+	runAts := make([]*time.Time, n)
+	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
+	for i, j := range jobs {
+		kinds[i], queues[i], jargs[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
+		keyed = keyed || j.IdempotencyKey != ""
+		ckeys[i], skeys[i], sconts[i] = j.ConcurrencyKey, j.SequenceKey, j.SequenceContinueOnFailed
+		prios[i], maxes[i], delays[i] = int32(j.Priority), int32(j.MaxAttempts), j.Delay.Microseconds()
+		if !j.RunAt.IsZero() {
+			t := j.RunAt
+			runAts[i] = &t
+		}
+	}
+	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts}, keyed
 }
 
 // cancelJobSQL cancels a queued job at once and flags a running one; the

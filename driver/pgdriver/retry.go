@@ -186,3 +186,20 @@ func (p *pool) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 	return nil
 }
+
+// CopyFrom copies rows into a table, retried as above; a source that can
+// start over (restarter) does so before each try.
+func (p *pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	var n int64
+	err := p.retry(ctx, func() (err error) {
+		if r, ok := src.(restarter); ok {
+			r.restart()
+		}
+		n, err = p.Pool.CopyFrom(ctx, table, columns, src)
+		return err
+	})
+	return n, err
+}
+
+// restarter is a pgx.CopyFromSource that can be read again from its start.
+type restarter interface{ restart() }

@@ -9,7 +9,8 @@ import (
 	"github.com/fenced/fenced"
 )
 
-// inserter enqueues no-op jobs in batches of InsertBatch, each job's args
+// inserter enqueues no-op jobs in batches of InsertBatch (EnqueueBulk, as
+// a producer that needs no job back would), each job's args
 // numbering it ({"num": n}, as River's benchmark does). With keys, job n
 // carries the concurrency key k<n mod keys>; with sequences, the sequence
 // key s<n mod sequences>.
@@ -52,7 +53,7 @@ func (in *inserter) insertBatch(ctx context.Context, k int) error {
 			ps[i].SequenceKey = "s" + strconv.Itoa(in.next%in.sequences)
 		}
 	}
-	if _, err := in.c.EnqueueMany(ctx, nil, ps); err != nil {
+	if _, err := in.c.EnqueueBulk(ctx, nil, ps); err != nil {
 		return err
 	}
 	in.done.Add(int64(k))
