@@ -207,7 +207,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.runCtx = ctx
 	w.claimCtx, w.endClaims = context.WithCancel(ctx)
 	w.stopFetch = make(chan struct{})
-	w.ends = make(chan endRequest)
+	// Buffered: while the completer writes one batch, the next queues up
+	// without parking every finishing handler's goroutine on the channel.
+	w.ends = make(chan endRequest, MaxClaimBatch)
 	bg, stopBg := context.WithCancel(ctx)
 	w.stopBg = stopBg
 	w.bgWG.Add(3)

@@ -281,8 +281,11 @@ func (w *Worker) endOnce(e JobEnd) (err error, whole bool) {
 // its own fence.
 func (w *Worker) completer(ctx context.Context) {
 	defer w.bgWG.Done()
+	// One batch's buffers, used again by the next (endJobs keeps neither).
+	batch := make([]endRequest, 0, MaxClaimBatch)
+	ends := make([]JobEnd, 0, MaxClaimBatch)
 	for {
-		var batch []endRequest
+		batch, ends = batch[:0], ends[:0]
 		select {
 		case r := <-w.ends:
 			batch = append(batch, r)
@@ -298,9 +301,8 @@ func (w *Worker) completer(ctx context.Context) {
 				break more
 			}
 		}
-		ends := make([]JobEnd, len(batch))
-		for i, r := range batch {
-			ends[i] = r.end
+		for _, r := range batch {
+			ends = append(ends, r.end)
 		}
 		// Bounded: past a lease's length the attempts are lost anyway, and a
 		// hung statement must not hold every outcome (and Stop) for ever.

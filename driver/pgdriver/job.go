@@ -23,26 +23,48 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, clock_timestamp()`
 
 func scanJob(row pgx.Row) (*fencedtype.Job, error) {
-	var j fencedtype.Job
-	var state string
-	err := row.Scan(jobDest(&j, &state)...)
-	j.State = fencedtype.JobState(state)
-	return &j, err
+	var s jobScanner
+	return s.scan(row)
 }
 
-// jobDest are the scan targets of jobColumns.
-func jobDest(j *fencedtype.Job, state *string) []any {
-	return []any{&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, state, &j.Attempt, &j.MaxAttempts, &j.Fence,
-		&j.Owner, &j.RunAt, &j.LeaseExpiresAt, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
-		(*[]byte)(&j.Progress), &j.IdempotencyKey, &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt,
-		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, &j.DecidedAt}
+// jobScanner scans rows of jobColumns, followed by extra columns, into new
+// Jobs. Its destinations are one slice for every row it scans: a claim of a
+// batch allocates the jobs, not a slice of destinations per job.
+type jobScanner struct {
+	dest  []any
+	state string
+}
+
+// newJobScanner scans jobColumns, then the extra destinations given.
+func newJobScanner(extra ...any) *jobScanner {
+	return &jobScanner{dest: append(make([]any, jobColumnCount, jobColumnCount+len(extra)), extra...)}
+}
+
+// jobColumnCount is the number of jobColumns.
+const jobColumnCount = 24
+
+func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
+	if s.dest == nil {
+		s.dest = make([]any, jobColumnCount)
+	}
+	j := new(fencedtype.Job)
+	d := s.dest
+	d[0], d[1], d[2], d[3], d[4], d[5] = &j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &s.state
+	d[6], d[7], d[8], d[9], d[10], d[11] = &j.Attempt, &j.MaxAttempts, &j.Fence, &j.Owner, &j.RunAt, &j.LeaseExpiresAt
+	d[12], d[13], d[14], d[15], d[16] = &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError, (*[]byte)(&j.Progress), &j.IdempotencyKey
+	d[17], d[18], d[19], d[20], d[21] = &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.ConcurrencyKey, &j.SequenceKey
+	d[22], d[23] = &j.SequenceContinueOnFailed, &j.DecidedAt
+	err := row.Scan(d...)
+	j.State = fencedtype.JobState(s.state)
+	return j, err
 }
 
 func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return scanJob(r) })
+	var s jobScanner
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
 }
 
 // claimJobsSQL picks eligible jobs in priority order, skipping rows other
@@ -125,13 +147,8 @@ func (d *Driver) claimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	}
 	rows, err := d.pool.Query(ctx, query, args...)
 	var gated bool
-	jobs, err := collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) {
-		var j fencedtype.Job
-		var state string
-		err := r.Scan(append(jobDest(&j, &state), &gated)...)
-		j.State = fencedtype.JobState(state)
-		return &j, err
-	})
+	s := newJobScanner(&gated)
+	jobs, err := collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
 	return jobs, gated, err
 }
 

@@ -476,13 +476,8 @@ func readAdmitted(br pgx.BatchResults, locked bool) (jobs []*fencedtype.Job, mix
 		}
 	}
 	rows, err := br.Query()
-	jobs, err = collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) {
-		var j fencedtype.Job
-		var state string
-		err := r.Scan(append(jobDest(&j, &state), &mixed)...)
-		j.State = fencedtype.JobState(state)
-		return &j, err
-	})
+	s := newJobScanner(&mixed)
+	jobs, err = collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
 	if err != nil {
 		return nil, false, err
 	}
