@@ -3,7 +3,8 @@
 # of JOBS jobs and continuous for SECONDS, ROUNDS rounds of each, each run on
 # a fresh database, alternating River and fenced; then the medians and
 # their ratio (the target: fenced >= 2 x River in both modes). Both use a
-# pool of POOL connections and 2,000 jobs at once.
+# pool of POOL connections, 2,000 jobs at once and the same connection
+# settings (sslmode=disable: no TLS on either side).
 #
 # River is measured by a program outside this repository, given as
 # RIVERBENCH (a built binary that takes -db, -n, -duration, -pool and
@@ -65,7 +66,7 @@ run_mode() { # mode name, fenced args, river args, wal (whether to measure it)
 		fresh
 		a=$(lsn)
 		# shellcheck disable=SC2086
-		f=$("$FENCED" --db "$PGURL/$DB" bench --pool "$POOL" $fargs --json 2>/dev/null | fenced_rate)
+		f=$("$FENCED" --db "$PGURL/$DB?sslmode=disable" bench --pool "$POOL" $fargs --json 2>/dev/null | fenced_rate)
 		b=$(lsn)
 		[ "$wal" = wal ] && fw=$(wal_per_job "$a" "$b")
 		printf '%s round %d: River %.0f jobs/s, fenced %.0f jobs/s (%.2fx)' "$mode" "$i" "$r" "$f" "$(echo "$f / $r" | bc -l)"
