@@ -25,6 +25,26 @@ func migratedClient(t *testing.T) *fenced.Client {
 	return c
 }
 
+// twoClients are two Clients of one fresh migrated test database (two
+// processes, as far as the database can tell), closed when the test ends.
+func twoClients(t *testing.T) (a, b *fenced.Client) {
+	t.Helper()
+	url := testdb.Postgres(t)
+	open := func() *fenced.Client {
+		c, err := fenced.Open(context.Background(), url, fenced.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b = open(), open()
+	if _, err := a.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
 // explain returns the lines of EXPLAIN (options) of sql with args, run in a
 // transaction that is rolled back (so EXPLAIN ANALYZE changes nothing).
 // setting, unless empty, is set for that transaction first (SET LOCAL),

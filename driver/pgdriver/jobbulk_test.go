@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
 )
 
 // TestABulkCopyWakesOtherClients: jobs copied in by EnqueueBulk notify
@@ -17,19 +16,7 @@ func TestABulkCopyWakesOtherClients(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	url := testdb.Postgres(t)
-	open := func() *fenced.Client {
-		c, err := fenced.Open(ctx, url, fenced.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	producer, workers := open(), open()
-	if _, err := producer.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	producer, workers := twoClients(t)
 	w, err := workers.NewWorker(fenced.WorkerConfig{Queues: map[string]int{"bulk": 4}, PollInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

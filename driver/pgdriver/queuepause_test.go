@@ -8,7 +8,6 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
 )
 
 // TestClaimPauseProbeRunsOncePerStatement: the pause check of the claim
@@ -66,19 +65,7 @@ func TestResumeNotifiesOtherClients(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	url := testdb.Postgres(t)
-	open := func() *fenced.Client {
-		c, err := fenced.Open(ctx, url, fenced.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	admin, workers := open(), open()
-	if _, err := admin.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	admin, workers := twoClients(t)
 	if _, _, err := admin.PauseQueue(ctx, "held"); err != nil {
 		t.Fatal(err)
 	}
