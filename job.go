@@ -260,9 +260,11 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 // EnqueueBulk adds a batch of jobs as EnqueueMany does, validated the same
 // way, but does not read them back: it returns only how many jobs it
 // inserted (a job whose idempotency key exists already is not counted).
-// It is the cheaper way to enqueue many jobs: on PostgreSQL, a batch of
-// jobs that run now without idempotency keys is copied in (COPY), and no
-// backend sends the jobs' rows back.
+// It is the cheaper way to enqueue many jobs on PostgreSQL: a batch of
+// jobs that run now without idempotency keys is copied in (COPY), any other
+// batch inserted without the jobs' rows sent back. The other backends
+// enqueue as EnqueueMany does and count. Once a standalone batch inserted
+// a job, this Client's idle workers of the batch's queues are woken.
 func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil
@@ -284,12 +286,12 @@ func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (in
 		}
 	}
 	if err == nil && tx == nil && n > 0 {
-		// Committed: wake this Client's waiters (as EnqueueMany does).
-		woken := ""
+		// Committed: wake this Client's waiters on the batch's queues.
+		woken := map[string]bool{}
 		for _, p := range in {
-			if p.Queue != woken {
+			if !woken[p.Queue] {
 				c.waker.wake(p.Queue)
-				woken = p.Queue
+				woken[p.Queue] = true
 			}
 		}
 	}

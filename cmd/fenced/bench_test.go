@@ -1,9 +1,13 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fenced/fenced/internal/testdb"
 )
 
 func TestBenchBurnDown(t *testing.T) {
@@ -78,5 +82,24 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "extra"},
 	} {
 		c.fails(exitUsage, args...)
+	}
+}
+
+// TestBenchProfiles: --cpuprofile and --memprofile write non-empty pprof
+// files; a path that cannot be written fails before the benchmark runs.
+func TestBenchProfiles(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, testdb.SQLite(t))
+	cpu, mem := filepath.Join(c.dir, "cpu.prof"), filepath.Join(c.dir, "mem.prof")
+	c.ok("bench", "--jobs", "100", "--workers", "10", "--cpuprofile", cpu, "--memprofile", mem)
+	for _, p := range []string{cpu, mem} {
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 {
+			t.Fatalf("%s: %v (size %d)", p, err, st.Size())
+		}
+	}
+	missing := filepath.Join(c.dir, "no-such-dir", "mem.prof")
+	r := c.run("bench", "--jobs", "100", "--workers", "10", "--memprofile", missing)
+	if r.code == 0 || !strings.Contains(r.stderr, "memory profile") || strings.Contains(r.stdout, "burn-down") {
+		t.Fatalf("exit %d, stdout %q, stderr %q: want a failure before the run", r.code, r.stdout, r.stderr)
 	}
 }

@@ -11,14 +11,25 @@ import (
 // startProfiles starts a CPU profile into cpuPath and, at the end, writes
 // the allocation profile into memPath (either may be empty: none). The
 // returned stop ends the CPU profile and writes the allocation one.
+// Both files are created before the run, so that a path that cannot be
+// written fails at once rather than after the benchmark.
 func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
-	var cpu *os.File
-	if cpuPath != "" {
-		if cpu, err = os.Create(cpuPath); err != nil {
-			return nil, fmt.Errorf("cpu profile: %w", err)
+	var cpu, mem *os.File
+	if memPath != "" {
+		if mem, err = os.Create(memPath); err != nil {
+			return nil, fmt.Errorf("memory profile: %w", err)
 		}
-		if err = pprof.StartCPUProfile(cpu); err != nil {
-			cpu.Close()
+	}
+	if cpuPath != "" {
+		if cpu, err = os.Create(cpuPath); err == nil {
+			if err = pprof.StartCPUProfile(cpu); err != nil {
+				cpu.Close()
+			}
+		}
+		if err != nil {
+			if mem != nil {
+				mem.Close()
+			}
 			return nil, fmt.Errorf("cpu profile: %w", err)
 		}
 	}
@@ -28,18 +39,15 @@ func startProfiles(cpuPath, memPath string) (stop func() error, err error) {
 			pprof.StopCPUProfile()
 			errs = append(errs, cpu.Close())
 		}
-		if memPath != "" {
-			errs = append(errs, writeAllocs(memPath))
+		if mem != nil {
+			errs = append(errs, writeAllocs(mem))
 		}
 		return errors.Join(errs...)
 	}, nil
 }
 
-func writeAllocs(path string) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("memory profile: %w", err)
-	}
+// writeAllocs writes the allocation profile into f and closes it.
+func writeAllocs(f *os.File) error {
 	runtime.GC()
 	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 		f.Close()
