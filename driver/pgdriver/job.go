@@ -23,13 +23,13 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, clock_timestamp()`
 
 func scanJob(row pgx.Row) (*fencedtype.Job, error) {
-	var s jobScanner
-	return s.scan(row)
+	return newJobScanner().scan(row)
 }
 
 // jobScanner scans rows of jobColumns, followed by extra columns, into new
 // Jobs. Its destinations are one slice for every row it scans: a claim of a
-// batch allocates the jobs, not a slice of destinations per job.
+// batch allocates the jobs, not a slice of destinations per job. Make it
+// with newJobScanner.
 type jobScanner struct {
 	dest  []any
 	state string
@@ -44,9 +44,6 @@ func newJobScanner(extra ...any) *jobScanner {
 const jobColumnCount = 24
 
 func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
-	if s.dest == nil {
-		s.dest = make([]any, jobColumnCount)
-	}
 	j := new(fencedtype.Job)
 	d := s.dest
 	d[0], d[1], d[2], d[3], d[4], d[5] = &j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &s.state
@@ -60,11 +57,8 @@ func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 }
 
 func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
-	if err != nil {
-		return nil, err
-	}
-	var s jobScanner
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
+	s := newJobScanner()
+	return collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
 }
 
 // claimJobsSQL picks eligible jobs in priority order, skipping rows other

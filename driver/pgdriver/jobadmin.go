@@ -36,11 +36,12 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
 // The enqueue statements of batches with and without idempotency keys.
 var (
-	enqueueKeyedSQL = fmt.Sprintf(enqueueSQL, enqueueOnConflict) + enqueueReturning
-	enqueuePlainSQL = fmt.Sprintf(enqueueSQL, "") + enqueueReturning
 	// EnqueueBulk's, which read nothing back.
 	enqueueKeyedBulkSQL = fmt.Sprintf(enqueueSQL, enqueueOnConflict)
 	enqueuePlainBulkSQL = fmt.Sprintf(enqueueSQL, "")
+	// Enqueue's, which read the jobs back.
+	enqueueKeyedSQL = enqueueKeyedBulkSQL + enqueueReturning
+	enqueuePlainSQL = enqueuePlainBulkSQL + enqueueReturning
 )
 
 const enqueueReturning = `

@@ -26,7 +26,7 @@ func TestTheJobScannerBindsEveryColumnOfJobColumns(t *testing.T) {
 	if n != jobColumnCount {
 		t.Fatalf("jobColumns lists %d columns, jobColumnCount says %d", n, jobColumnCount)
 	}
-	var s jobScanner
+	s := newJobScanner()
 	row := rowFunc(func(dest ...any) error {
 		if len(dest) != n {
 			t.Fatalf("scan gave %d destinations, want %d", len(dest), n)
