@@ -169,6 +169,11 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 // jobGuard is the condition every worker-owned write carries.
 const jobGuard = `state = 'running' AND lease_expires_us > ` + nowUS
 
+// jobGuardByID is jobGuard for a statement that finds its jobs by id
+// through a join: its columns, written +col, serve no index, so the planner
+// looks each job up by its id instead of walking the running jobs.
+const jobGuardByID = `+state = 'running' AND +lease_expires_us > ` + nowUS
+
 const heartbeatJobsSQL = `
 UPDATE fenced_jobs SET lease_expires_us = ` + nowUS + ` + ?3
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
@@ -217,128 +222,12 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 	return res, nil
 }
 
-// endJobsSQL ends one attempt, guarded by its fence. A failure retries
-// (queued, run_at = now + delay) unless attempts are exhausted or it is
-// discarded; a snooze does not count against max_attempts. A job asked to
-// cancel that fails or snoozes ends cancelled. A completion clears the
-// job's last error (the history keeps each attempt's). A failure given a
-// backoff (?8 not NULL) waits the backoff of its attempt (backoffUS)
-// instead of ?6. The clock is read once per statement (SQLite's 'now'
-// holds for a whole statement), so the end is recorded at the reading its
-// guard used, which it returns. Parameters: ?1 id, ?2 fence, ?3 kind,
-// ?4 output, ?5 error, ?6 delay_us, ?7 discard, ?8 backoff base_us (NULL
-// for none), ?9 max_us, ?10 jitter.
-var endJobsSQL = `
-UPDATE fenced_jobs SET
-    state = CASE
-        WHEN ?3 = 'complete' THEN 'succeeded'
-        WHEN ?3 = 'cancel' OR cancel_requested THEN 'cancelled'
-        WHEN ?3 = 'snooze' THEN 'queued'
-        WHEN ?7 OR attempt >= max_attempts THEN 'failed'
-        ELSE 'queued' END,
-    finished_us = CASE
-        WHEN ?3 IN ('complete', 'cancel') OR cancel_requested OR (?3 = 'fail' AND (?7 OR attempt >= max_attempts))
-        THEN ` + nowUS + ` END,
-    output = CASE WHEN ?3 = 'complete' THEN ?4 ELSE output END,
-    last_error = CASE WHEN ?3 IN ('fail', 'cancel') THEN ?5 WHEN ?3 = 'complete' THEN NULL ELSE last_error END,
-    run_at_us = CASE WHEN ?3 IN ('fail', 'snooze') THEN ` + nowUS + ` + CASE
-            WHEN ?8 IS NULL THEN ?6
-            ELSE ` + backoffUS("attempt", "?8", "?9", "?10") + ` END
-        ELSE run_at_us END,
-    max_attempts = CASE WHEN ?3 = 'snooze' THEN max_attempts + 1 ELSE max_attempts END,
-    lease_expires_us = NULL,
-    updated_us = ` + nowUS + `
-WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
-RETURNING state, updated_us`
-
 // jobAttemptSQL records the attempt that just ended on job ?1, read from the
 // row the ending statement left (updated_us is its clock reading).
 const jobAttemptSQL = `
 INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_us, ended_us, outcome, error)
 SELECT id, attempt, fence, owner, attempted_us, updated_us, ?2, NULLIF(?3, '')
 FROM fenced_jobs WHERE id = ?1`
-
-// EndJobs implements driver.JobDriver: one write transaction (or the
-// caller's) running, per job, the guarded end and, unless it completed the
-// job, its history row. A job
-// whose end changed nothing is diagnosed in the same transaction. With tx
-// non-nil the caller already holds SQLite's write lock (a JobTx or its own
-// IMMEDIATE transaction), so the writer slot is not taken again.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
-	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.writeTx, endJobs)
-}
-
-// endJobs ends each attempt of ends inside tx, in order, and returns the
-// latest clock reading an end was recorded at.
-func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
-	var at time.Time
-	end, err := tx.PrepareContext(ctx, endJobsSQL)
-	if err != nil {
-		return nil, at, err
-	}
-	defer end.Close()
-	record, err := tx.PrepareContext(ctx, jobAttemptSQL)
-	if err != nil {
-		return nil, at, err
-	}
-	defer record.Close()
-	out := make([]error, len(ends))
-	for i, e := range ends {
-		var output any
-		if e.Output != nil {
-			output = string(e.Output)
-		}
-		var baseUS, maxUS, jitter any // no backoff: NULL
-		if b := e.Backoff; b != nil {
-			baseUS, maxUS, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
-		}
-		var state string
-		var us int64
-		err := end.QueryRowContext(ctx, e.Ref.ID, e.Ref.Fence, string(e.Kind), output, e.Error,
-			e.Delay.Microseconds(), e.Discard, baseUS, maxUS, jitter).Scan(&state, &us)
-		if errors.Is(err, sql.ErrNoRows) {
-			if out[i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[i]) {
-				return nil, time.Time{}, out[i]
-			}
-			continue
-		}
-		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("job %d: %w", e.Ref.ID, err)
-		}
-		// A completed attempt stays on the row it leaves succeeded
-		// (driver.WithRowAttempts): no history row.
-		if e.Kind != fencedtype.EndComplete {
-			if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, fencedtype.JobState(state)), e.Error); err != nil {
-				return nil, time.Time{}, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
-			}
-		}
-		if t := usTime(us); t.After(at) {
-			at = t
-		}
-	}
-	return out, at, nil
-}
-
-// isDiagnosis tells a diagnosed refusal from a failed read.
-func isDiagnosis(err error) bool {
-	return errors.Is(err, fencedtype.ErrStale) || errors.Is(err, fencedtype.ErrNotFound)
-}
-
-// endOutcome is the history outcome of an attempt ended by kind, leaving the
-// job in state.
-func endOutcome(kind fencedtype.EndKind, state fencedtype.JobState) string {
-	switch {
-	case kind == fencedtype.EndComplete:
-		return fencedtype.OutcomeSucceeded
-	case state == fencedtype.JobCancelled:
-		return fencedtype.OutcomeCancelled
-	case kind == fencedtype.EndSnooze:
-		return fencedtype.OutcomeSnoozed
-	case state == fencedtype.JobFailed:
-		return fencedtype.OutcomeFailed
-	}
-	return fencedtype.OutcomeRetry
-}
 
 // reportProgressSQL stores a running attempt's progress and returns the
 // clock reading it was stored at.

@@ -1,0 +1,206 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
+)
+
+// endJobsSQL ends a batch of attempts in one statement, each guarded by its
+// own fence. ?1 is a JSON array with one element per end (endArgs):
+// [id, fence, kind, output, error, delay_us, discard, backoff base_us,
+// max_us, jitter], output and error the hex of their bytes (so they are
+// stored byte for byte), output and base_us null for none. No two elements
+// may name the same job (endJobs splits the batch).
+//
+// A failure retries (queued, run_at = now + delay) unless attempts are
+// exhausted or it is discarded; a snooze does not count against
+// max_attempts. A job asked to cancel that fails or snoozes ends cancelled.
+// A completion clears the job's last error (the history keeps each
+// attempt's). A failure given a backoff waits the backoff of its attempt
+// (backoffUS) instead of delay_us. The clock is read once per statement
+// (SQLite's 'now' holds for a whole statement), so every end is recorded at
+// the reading its guard used, which it returns. It returns one row per job
+// it ended: a job whose fence or lease no longer holds is left alone.
+var endJobsSQL = `
+UPDATE fenced_jobs SET
+    state = CASE
+        WHEN e.end_kind = 'complete' THEN 'succeeded'
+        WHEN e.end_kind = 'cancel' OR cancel_requested THEN 'cancelled'
+        WHEN e.end_kind = 'snooze' THEN 'queued'
+        WHEN e.end_discard OR attempt >= max_attempts THEN 'failed'
+        ELSE 'queued' END,
+    finished_us = CASE
+        WHEN e.end_kind IN ('complete', 'cancel') OR cancel_requested
+            OR (e.end_kind = 'fail' AND (e.end_discard OR attempt >= max_attempts))
+        THEN ` + nowUS + ` END,
+    output = CASE WHEN e.end_kind = 'complete' THEN e.end_output ELSE output END,
+    last_error = CASE
+        WHEN e.end_kind IN ('fail', 'cancel') THEN e.end_error
+        WHEN e.end_kind = 'complete' THEN NULL
+        ELSE last_error END,
+    run_at_us = CASE WHEN e.end_kind IN ('fail', 'snooze') THEN ` + nowUS + ` + CASE
+            WHEN e.end_base_us IS NULL THEN e.end_delay_us
+            ELSE ` + backoffUS("attempt", "e.end_base_us", "e.end_max_us", "e.end_jitter") + ` END
+        ELSE run_at_us END,
+    max_attempts = CASE WHEN e.end_kind = 'snooze' THEN max_attempts + 1 ELSE max_attempts END,
+    lease_expires_us = NULL,
+    updated_us = ` + nowUS + `
+FROM (SELECT value ->> 0 AS end_id, value ->> 1 AS end_fence, value ->> 2 AS end_kind,
+        CAST(unhex(value ->> 3) AS TEXT) AS end_output, CAST(unhex(value ->> 4) AS TEXT) AS end_error,
+        value ->> 5 AS end_delay_us, value ->> 6 AS end_discard, value ->> 7 AS end_base_us,
+        value ->> 8 AS end_max_us, value ->> 9 AS end_jitter
+    FROM jsonb_each(?1)) AS e
+WHERE fenced_jobs.id = e.end_id AND fenced_jobs.fence = e.end_fence AND ` + jobGuardByID + `
+RETURNING id, state, updated_us`
+
+// EndJobs implements driver.JobDriver: one write transaction (or the
+// caller's) running the guarded end of the batch and, for each attempt that
+// did not complete its job, its history row. A job whose end changed
+// nothing is diagnosed in the same transaction. With tx non-nil the caller
+// already holds SQLite's write lock (a JobTx or its own IMMEDIATE
+// transaction), so the writer slot is not taken again.
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.writeTx, endJobs)
+}
+
+// endJobs ends each attempt of ends inside tx and returns the latest clock
+// reading an end was recorded at. A batch naming a job more than once is
+// ended in runs that name each job once, in order, so a later end of a job
+// meets what an earlier one left, as it would alone.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+	out := make([]error, len(ends))
+	var at time.Time
+	var record *sql.Stmt // the history statement, prepared when first needed
+	defer func() {
+		if record != nil {
+			record.Close()
+		}
+	}()
+	for start := 0; start < len(ends); {
+		stop := runOfDistinctJobs(ends, start)
+		run := ends[start:stop]
+		ended, err := endRun(ctx, tx, run)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		for i, e := range run {
+			r, ok := ended[e.Ref.ID]
+			if !ok {
+				if out[start+i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[start+i]) {
+					return nil, time.Time{}, out[start+i]
+				}
+				continue
+			}
+			// A completed attempt stays on the row it leaves succeeded
+			// (driver.WithRowAttempts): no history row.
+			if e.Kind != fencedtype.EndComplete {
+				if record == nil {
+					if record, err = tx.PrepareContext(ctx, jobAttemptSQL); err != nil {
+						return nil, time.Time{}, err
+					}
+				}
+				if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, r.state), e.Error); err != nil {
+					return nil, time.Time{}, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+				}
+			}
+			if t := usTime(r.us); t.After(at) {
+				at = t
+			}
+		}
+		start = stop
+	}
+	return out, at, nil
+}
+
+// runOfDistinctJobs returns where the run of ends starting at start stops:
+// before the first end naming a job already named in the run.
+func runOfDistinctJobs(ends []fencedtype.JobEnd, start int) int {
+	seen := make(map[int64]struct{}, len(ends)-start)
+	for i := start; i < len(ends); i++ {
+		if _, dup := seen[ends[i].Ref.ID]; dup {
+			return i
+		}
+		seen[ends[i].Ref.ID] = struct{}{}
+	}
+	return len(ends)
+}
+
+// endedJob is what endJobsSQL returns for a job it ended.
+type endedJob struct {
+	state fencedtype.JobState
+	us    int64
+}
+
+// endRun runs endJobsSQL on run, whose ends name distinct jobs, and returns
+// the jobs it ended by id.
+func endRun(ctx context.Context, tx *sql.Tx, run []fencedtype.JobEnd) (map[int64]endedJob, error) {
+	arg, err := endArgs(run)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, endJobsSQL, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ended := make(map[int64]endedJob, len(run))
+	for rows.Next() {
+		var id int64
+		var state string
+		var r endedJob
+		if err := rows.Scan(&id, &state, &r.us); err != nil {
+			return nil, err
+		}
+		r.state = fencedtype.JobState(state)
+		ended[id] = r
+	}
+	return ended, rows.Err()
+}
+
+// endArgs is endJobsSQL's ?1 for run.
+func endArgs(run []fencedtype.JobEnd) (string, error) {
+	elems := make([][10]any, len(run))
+	for i, e := range run {
+		var output any // none: null
+		if e.Output != nil {
+			output = hex.EncodeToString(e.Output)
+		}
+		var baseUS, maxUS, jitter any // no backoff: null
+		if b := e.Backoff; b != nil {
+			baseUS, maxUS, jitter = b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter
+		}
+		elems[i] = [10]any{e.Ref.ID, e.Ref.Fence, string(e.Kind), output, hex.EncodeToString([]byte(e.Error)),
+			e.Delay.Microseconds(), e.Discard, baseUS, maxUS, jitter}
+	}
+	b, err := json.Marshal(elems)
+	return string(b), err
+}
+
+// isDiagnosis tells a diagnosed refusal from a failed read.
+func isDiagnosis(err error) bool {
+	return errors.Is(err, fencedtype.ErrStale) || errors.Is(err, fencedtype.ErrNotFound)
+}
+
+// endOutcome is the history outcome of an attempt ended by kind, leaving the
+// job in state.
+func endOutcome(kind fencedtype.EndKind, state fencedtype.JobState) string {
+	switch {
+	case kind == fencedtype.EndComplete:
+		return fencedtype.OutcomeSucceeded
+	case state == fencedtype.JobCancelled:
+		return fencedtype.OutcomeCancelled
+	case kind == fencedtype.EndSnooze:
+		return fencedtype.OutcomeSnoozed
+	case state == fencedtype.JobFailed:
+		return fencedtype.OutcomeFailed
+	}
+	return fencedtype.OutcomeRetry
+}
