@@ -1,0 +1,86 @@
+package sqlitedriver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/fenced/fenced/driver"
+)
+
+var _ driver.BulkEnqueuer = (*Driver)(nil)
+
+// enqueueBulkSQL enqueues a batch in one statement, each job as enqueueSQL
+// enqueues it. ?1 is a JSON array with one element per job (bulkArgs):
+// [kind, queue, args (the hex of its bytes, so they are stored as given),
+// priority, run_at_us or null, delay_us, max_attempts, idempotency key,
+// concurrency key and sequence key (null for none),
+// sequence_continue_on_failed]. The jobs are inserted in the array's order,
+// so their ids ascend in input order; a job whose idempotency key exists
+// already (committed before, or earlier in the batch) is skipped. (WHERE
+// true tells SQLite's parser that ON CONFLICT is the upsert's.)
+const enqueueBulkSQL = `
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, created_us, updated_us)
+SELECT value ->> 0, value ->> 1, CAST(unhex(value ->> 2) AS TEXT), value ->> 3,
+    COALESCE(value ->> 4, ` + nowUS + ` + (value ->> 5)), value ->> 6, value ->> 7,
+    value ->> 8, value ->> 9, value ->> 10, ` + nowUS + `, ` + nowUS + `
+FROM jsonb_each(?1) WHERE true ORDER BY key
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
+
+// EnqueueBulk implements driver.BulkEnqueuer: enqueueBulkSQL in one write
+// transaction, or in the caller's, whose write lock it already holds.
+func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
+	arg, err := bulkArgs(jobs)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue: %w", err)
+	}
+	var n int64
+	insert := func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, enqueueBulkSQL, arg)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	}
+	if tx != nil {
+		var stx *sql.Tx
+		if stx, err = sqlOf(tx); err != nil {
+			return 0, err
+		}
+		err = insert(stx)
+	} else {
+		err = d.writeTx(ctx, insert)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("enqueue: %w", err)
+	}
+	return int(n), nil
+}
+
+// bulkArgs is enqueueBulkSQL's ?1 for jobs.
+func bulkArgs(jobs []driver.EnqueueParams) (string, error) {
+	elems := make([][11]any, len(jobs))
+	for i, in := range jobs {
+		var runAt any // none: null, run after the delay
+		if !in.RunAt.IsZero() {
+			runAt = in.RunAt.UnixMicro()
+		}
+		elems[i] = [11]any{in.Kind, in.Queue, hex.EncodeToString(in.Args), in.Priority,
+			runAt, in.Delay.Microseconds(), in.MaxAttempts, orNull(in.IdempotencyKey),
+			orNull(in.ConcurrencyKey), orNull(in.SequenceKey), in.SequenceContinueOnFailed}
+	}
+	b, err := json.Marshal(elems)
+	return string(b), err
+}
+
+// orNull is s, or nil (JSON null) for the empty string.
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
