@@ -13,14 +13,14 @@ import (
 var _ driver.BulkEnqueuer = (*Driver)(nil)
 
 // enqueueBulkSQL enqueues a batch in one statement, each job as enqueueSQL
-// enqueues it. ?1 is a JSON array with one element per job (bulkArgs):
+// enqueues it but with one clock reading for the whole batch. ?1 is a JSON array with one element per job (bulkArgs):
 // [kind, queue, args (the hex of its bytes, so they are stored as given),
 // priority, run_at_us or null, delay_us, max_attempts, idempotency key,
 // concurrency key and sequence key (null for none),
 // sequence_continue_on_failed]. The jobs are inserted in the array's order,
 // so their ids ascend in input order; a job whose idempotency key exists
 // already (committed before, or earlier in the batch) is skipped. (WHERE
-// true tells SQLite's parser that ON CONFLICT is the upsert's.)
+// true, as SQLite's documentation of upsert advises for INSERT … SELECT.)
 const enqueueBulkSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, created_us, updated_us)
@@ -61,7 +61,9 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 	return int(n), nil
 }
 
-// bulkArgs is enqueueBulkSQL's ?1 for jobs.
+// bulkArgs is enqueueBulkSQL's ?1 for jobs. Kind, queue and keys go as JSON
+// strings, which keep every byte of valid UTF-8: the client refuses names
+// that are not (validName).
 func bulkArgs(jobs []driver.EnqueueParams) (string, error) {
 	elems := make([][11]any, len(jobs))
 	for i, in := range jobs {

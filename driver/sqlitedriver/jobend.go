@@ -17,8 +17,9 @@ import (
 // own fence. ?1 is a JSON array with one element per end (endArgs):
 // [id, fence, kind, output, error, delay_us, discard, backoff base_us,
 // max_us, jitter], output and error the hex of their bytes (so they are
-// stored byte for byte), output and base_us null for none. No two elements
-// may name the same job (endJobs splits the batch).
+// stored byte for byte), output null for none, and the three of the backoff
+// null for none. No two elements may name the same job (endJobs splits the
+// batch).
 //
 // A failure retries (queued, run_at = now + delay) unless attempts are
 // exhausted or it is discarded; a snooze does not count against
@@ -29,6 +30,11 @@ import (
 // (SQLite's 'now' holds for a whole statement), so every end is recorded at
 // the reading its guard used, which it returns. It returns one row per job
 // it ended: a job whose fence or lease no longer holds is left alone.
+//
+// Each job is looked up by its id (jobGuardByID), the one plan that costs a
+// lookup per end. Like every plan of this driver it assumes no planner
+// statistics: the driver collects none, and an ANALYZE of a nearly empty
+// fenced_jobs would make it walk the table (docs/design.md §10).
 var endJobsSQL = `
 UPDATE fenced_jobs SET
     state = CASE
@@ -84,12 +90,13 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 			record.Close()
 		}
 	}()
+	seen := make(map[int64]struct{}, len(ends))
 	for start := 0; start < len(ends); {
-		stop := runOfDistinctJobs(ends, start)
+		stop := runOfDistinctJobs(ends, start, seen)
 		run := ends[start:stop]
 		ended, err := endRun(ctx, tx, run)
 		if err != nil {
-			return nil, time.Time{}, err
+			return nil, time.Time{}, fmt.Errorf("end %d jobs from job %d: %w", len(run), run[0].Ref.ID, err)
 		}
 		for i, e := range run {
 			r, ok := ended[e.Ref.ID]
@@ -121,9 +128,10 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 }
 
 // runOfDistinctJobs returns where the run of ends starting at start stops:
-// before the first end naming a job already named in the run.
-func runOfDistinctJobs(ends []fencedtype.JobEnd, start int) int {
-	seen := make(map[int64]struct{}, len(ends)-start)
+// before the first end naming a job already named in the run. seen is
+// scratch space, cleared first.
+func runOfDistinctJobs(ends []fencedtype.JobEnd, start int, seen map[int64]struct{}) int {
+	clear(seen)
 	for i := start; i < len(ends); i++ {
 		if _, dup := seen[ends[i].Ref.ID]; dup {
 			return i

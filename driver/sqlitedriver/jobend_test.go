@@ -1,12 +1,16 @@
 package sqlitedriver_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // TestEndJobsLooksUpEachJobByID: the batch end joins its list of ends to
@@ -41,5 +45,70 @@ func TestEndJobsLooksUpEachJobByID(t *testing.T) {
 	if len(steps) != 2 || !strings.HasPrefix(steps[0], "SCAN jsonb_each") ||
 		!strings.Contains(steps[1], "SEARCH fenced_jobs USING INTEGER PRIMARY KEY (rowid=?)") {
 		t.Fatalf("plan = %s; want the list scanned and each job searched by its primary key", plan)
+	}
+}
+
+// TestEndJobsBatchNamingAJobTwiceEndsItInOrder: a batch is ended in one
+// statement per run of distinct jobs, and a job named twice is ended by its
+// first end; the second meets what the first left, as it would alone.
+func TestEndJobsBatchNamingAJobTwiceEndsItInOrder(t *testing.T) {
+	t.Parallel()
+	d, _ := setupJobs(t)
+	a := claimOne(t, d, 3, "w", time.Minute)
+	b := claimOne(t, d, 3, "w", time.Minute)
+	errs := finish(t, d,
+		fencedtype.JobEnd{Ref: a, Kind: fencedtype.EndFail, Error: "e1"},
+		fencedtype.JobEnd{Ref: b, Kind: fencedtype.EndComplete},
+		fencedtype.JobEnd{Ref: a, Kind: fencedtype.EndComplete})
+	var stale *fencedtype.StaleError
+	if errs[0] != nil || errs[1] != nil || !errors.As(errs[2], &stale) || stale.Reason != fencedtype.ReasonNotRunning {
+		t.Fatalf("errs = %v; want the first two written and the second end of job %d refused as not running", errs, a.ID)
+	}
+	j, attempts := getJob(t, d, a.ID)
+	if j.State != fencedtype.JobQueued || j.LastError != "e1" || len(attempts) != 1 || attempts[0].Outcome != fencedtype.OutcomeRetry {
+		t.Fatalf("job %d = %s, last error %q, history %+v; want queued by its failure, one retry in the history", a.ID, j.State, j.LastError, attempts)
+	}
+	if j, _ := getJob(t, d, b.ID); j.State != fencedtype.JobSucceeded {
+		t.Fatalf("job %d = %s, want succeeded", b.ID, j.State)
+	}
+}
+
+// TestEndJobsStoresOutputAndErrorAsGiven: the batch statement receives
+// output and error as hex inside a JSON document; they must be stored as
+// text with exactly the bytes given, an empty error as ” (not NULL).
+func TestEndJobsStoresOutputAndErrorAsGiven(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := setupJobs(t)
+	failed := claimOne(t, d, 3, "w", time.Minute)
+	blank := claimOne(t, d, 3, "w", time.Minute)
+	done := claimOne(t, d, 3, "w", time.Minute)
+	output := []byte("{\"s\":\"\u00e9 \xc3\xa9 <&>\"}")
+	errs := finish(t, d,
+		fencedtype.JobEnd{Ref: failed, Kind: fencedtype.EndFail, Error: "a\x00\xffb"},
+		fencedtype.JobEnd{Ref: blank, Kind: fencedtype.EndFail},
+		fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete, Output: output})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("end %d: %v", i, err)
+		}
+	}
+	read := func(id int64, column string) ([]byte, string) {
+		t.Helper()
+		var v []byte
+		var typ string
+		if err := d.DB().QueryRowContext(ctx, `SELECT `+column+`, typeof(`+column+`) FROM fenced_jobs WHERE id = ?1`, id).Scan(&v, &typ); err != nil {
+			t.Fatalf("read %s of job %d: %v", column, id, err)
+		}
+		return v, typ
+	}
+	for _, c := range []struct {
+		id     int64
+		column string
+		want   []byte
+	}{{failed.ID, "last_error", []byte("a\x00\xffb")}, {blank.ID, "last_error", []byte{}}, {done.ID, "output", output}} {
+		if got, typ := read(c.id, c.column); !bytes.Equal(got, c.want) || typ != "text" {
+			t.Errorf("job %d %s = %q (%s), want %q (text)", c.id, c.column, got, typ, c.want)
+		}
 	}
 }
