@@ -75,7 +75,8 @@ func TestEndJobsBatchNamingAJobTwiceEndsItInOrder(t *testing.T) {
 
 // TestEndJobsStoresOutputAndErrorAsGiven: the batch statement receives
 // output and error as hex inside a JSON document; they must be stored as
-// text with exactly the bytes given, an empty error as ” (not NULL).
+// text with exactly the bytes given, an empty error as empty text (not
+// NULL).
 func TestEndJobsStoresOutputAndErrorAsGiven(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
