@@ -24,10 +24,12 @@ func newBenchCmd(a *app) *cobra.Command {
 		Short: "Measure the job queue's throughput with no-op jobs",
 		Long: `Measure how many jobs a second the fenced job queue works, with no-op jobs
 that still take the whole fenced path: a claim that bumps the fence, a
-completion guarded by it, the attempt recorded in the history.
+completion guarded by it, the attempt recorded (on the job's row, as a
+successful attempt is).
 
 Burn-down (the default) inserts --jobs jobs, a thousand per statement
-(Client.EnqueueBulk: a COPY on PostgreSQL), timed on their own; then
+(Client.EnqueueBulk: a COPY on PostgreSQL, one INSERT on SQLite), timed on
+their own; then
 starts workers running --workers jobs at once and times them from their
 start until every job succeeded. On PostgreSQL it adds the
 database work per job while the workers worked: the WAL written, the
