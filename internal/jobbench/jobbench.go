@@ -8,7 +8,7 @@
 //
 // Every job goes through the real fenced path: a claim that bumps its fence,
 // a completion guarded by id + fence + running + unexpired lease, and the
-// attempt recorded in the history.
+// attempt recorded (on the job's row, as a successful attempt is).
 package jobbench
 
 import (
