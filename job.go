@@ -260,11 +260,12 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 // EnqueueBulk adds a batch of jobs as EnqueueMany does, validated the same
 // way, but does not read them back: it returns only how many jobs it
 // inserted (a job whose idempotency key exists already is not counted).
-// It is the cheaper way to enqueue many jobs on PostgreSQL: a batch of
+// It is the cheaper way to enqueue many jobs: on PostgreSQL a batch of
 // jobs that run now without idempotency keys is copied in (COPY), any other
-// batch inserted without the jobs' rows sent back. The other backends
-// enqueue as EnqueueMany does and count. Once a standalone batch inserted
-// a job, this Client's idle workers of the batch's queues are woken.
+// batch inserted without the jobs' rows sent back; on SQLite the batch is
+// one statement; on MySQL the inserts are EnqueueMany's, with nothing read
+// back. Once a standalone batch inserted a job, this Client's idle workers
+// of the batch's queues are woken.
 func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil

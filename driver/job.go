@@ -118,8 +118,8 @@ type JobDriver interface {
 // BulkEnqueuer is a JobDriver with a cheaper way to enqueue a batch whose
 // caller needs only how many jobs were inserted (Client.EnqueueBulk).
 type BulkEnqueuer interface {
-	// EnqueueBulk enqueues jobs as Enqueue does, in one statement or
-	// inside tx, without reading them back: it returns how many were
+	// EnqueueBulk enqueues jobs as Enqueue does, in a transaction of its
+	// own or inside tx, without reading them back: it returns how many were
 	// inserted (a job whose idempotency key exists already is not).
 	EnqueueBulk(ctx context.Context, tx Tx, jobs []EnqueueParams) (int, error)
 }

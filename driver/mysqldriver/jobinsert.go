@@ -82,12 +82,8 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams, co
 	in := &inserter{tx: tx, jobs: jobs, out: make([]fencedtype.EnqueueResult, len(jobs)), inserted: map[int]int64{}}
 	for i := 0; i < len(jobs); {
 		end := i + 1
-		if consecutive && jobs[i].IdempotencyKey == "" {
-			size := len(jobs[i].Args)
-			for end < len(jobs) && jobs[end].IdempotencyKey == "" && end-i < insertRunJobs && size < insertRunBytes {
-				size += len(jobs[end].Args)
-				end++
-			}
+		if consecutive {
+			end = runEnd(jobs, i)
 		}
 		var err error
 		if end-i > 1 {
@@ -106,8 +102,33 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams, co
 	return in.out, nil
 }
 
-func (in *inserter) args(i int) []any {
-	p := in.jobs[i]
+// runEnd returns where the multiple-row INSERT of jobs from start ends:
+// after a run of jobs without an idempotency key, within the statement's
+// limits, or after jobs[start] alone when it has a key.
+func runEnd(jobs []driver.EnqueueParams, start int) int {
+	end := start + 1
+	if jobs[start].IdempotencyKey != "" {
+		return end
+	}
+	size := len(jobs[start].Args)
+	for end < len(jobs) && jobs[end].IdempotencyKey == "" && end-start < insertRunJobs && size < insertRunBytes {
+		size += len(jobs[end].Args)
+		end++
+	}
+	return end
+}
+
+// insertSQL is the INSERT of jobs[from:to] and its arguments.
+func insertSQL(jobs []driver.EnqueueParams, from, to int) (string, []any) {
+	rows := make([]string, 0, to-from)
+	var args []any
+	for i := from; i < to; i++ {
+		rows, args = append(rows, jobInsertRow), append(args, insertArgs(jobs[i])...)
+	}
+	return enqueueSQL + strings.Join(rows, ", "), args
+}
+
+func insertArgs(p driver.EnqueueParams) []any {
 	var runAt any
 	if !p.RunAt.IsZero() {
 		runAt = timeArg(p.RunAt)
@@ -124,7 +145,8 @@ func (in *inserter) args(i int) []any {
 
 // one inserts jobs[i], or finds the job holding its idempotency key.
 func (in *inserter) one(ctx context.Context, i int) error {
-	res, err := in.tx.ExecContext(ctx, enqueueSQL+jobInsertRow, in.args(i)...)
+	query, args := insertSQL(in.jobs, i, i+1)
+	res, err := in.tx.ExecContext(ctx, query, args...)
 	if err == nil {
 		id, err := res.LastInsertId()
 		in.inserted[i] = id
@@ -148,12 +170,8 @@ func (in *inserter) one(ctx context.Context, i int) error {
 // run inserts jobs[from:to], none with an idempotency key, in one statement
 // whose ids are consecutive.
 func (in *inserter) run(ctx context.Context, from, to int) error {
-	rows := make([]string, 0, to-from)
-	var args []any
-	for i := from; i < to; i++ {
-		rows, args = append(rows, jobInsertRow), append(args, in.args(i)...)
-	}
-	res, err := in.tx.ExecContext(ctx, enqueueSQL+strings.Join(rows, ", "), args...)
+	query, args := insertSQL(in.jobs, from, to)
+	res, err := in.tx.ExecContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
