@@ -128,6 +128,7 @@ func insertSQL(jobs []driver.EnqueueParams, from, to int) (string, []any) {
 	return enqueueSQL + strings.Join(rows, ", "), args
 }
 
+// insertArgs are the arguments of p's jobInsertRow.
 func insertArgs(p driver.EnqueueParams) []any {
 	var runAt any
 	if !p.RunAt.IsZero() {
