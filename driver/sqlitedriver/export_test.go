@@ -5,3 +5,12 @@ var BackoffUS = backoffUS
 
 // EndJobsSQL exposes endJobsSQL, for its query plan.
 var EndJobsSQL = endJobsSQL
+
+// Where a batch end's runs and a bulk insert's statements stop.
+var (
+	RunOfDistinctJobs = runOfDistinctJobs
+	BulkRunEnd        = bulkRunEnd
+)
+
+// RunBytes is runBytes.
+const RunBytes = runBytes

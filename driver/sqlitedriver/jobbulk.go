@@ -31,20 +31,34 @@ FROM jsonb_each(?1) WHERE true ORDER BY key
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
 // EnqueueBulk implements driver.BulkEnqueuer: enqueueBulkSQL in one write
-// transaction, or in the caller's, whose write lock it already holds.
+// transaction, or in the caller's, whose write lock it already holds; once
+// for each run of jobs holding runBytes of args, in order.
 func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
-	arg, err := bulkArgs(jobs)
-	if err != nil {
-		return 0, fmt.Errorf("enqueue: %w", err)
+	var args []string // one statement's ?1 for each run of jobs, in order
+	for start := 0; start < len(jobs); {
+		stop := bulkRunEnd(jobs, start)
+		arg, err := bulkArgs(jobs[start:stop])
+		if err != nil {
+			return 0, fmt.Errorf("enqueue: %w", err)
+		}
+		args, start = append(args, arg), stop
 	}
+	var err error
 	var n int64
 	insert := func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, enqueueBulkSQL, arg)
-		if err != nil {
-			return err
+		n = 0
+		for _, arg := range args {
+			res, err := tx.ExecContext(ctx, enqueueBulkSQL, arg)
+			if err != nil {
+				return err
+			}
+			k, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			n += k
 		}
-		n, err = res.RowsAffected()
-		return err
+		return nil
 	}
 	if tx != nil {
 		var stx *sql.Tx
@@ -59,6 +73,19 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 		return 0, fmt.Errorf("enqueue: %w", err)
 	}
 	return int(n), nil
+}
+
+// bulkRunEnd returns where the run of jobs inserted by one statement from
+// start stops: once it holds runBytes of args.
+func bulkRunEnd(jobs []driver.EnqueueParams, start int) int {
+	size := 0
+	for i := start; i < len(jobs); i++ {
+		if i > start && size >= runBytes {
+			return i
+		}
+		size += len(jobs[i].Args)
+	}
+	return len(jobs)
 }
 
 // bulkArgs is enqueueBulkSQL's ?1 for jobs. Kind, queue and keys go as JSON

@@ -80,7 +80,8 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 // endJobs ends each attempt of ends inside tx and returns the latest clock
 // reading an end was recorded at. A batch naming a job more than once is
 // ended in runs that name each job once, in order, so a later end of a job
-// meets what an earlier one left, as it would alone.
+// meets what an earlier one left, as it would alone; a batch with more than
+// runBytes of output and error, in runs of about that much.
 func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
 	out := make([]error, len(ends))
 	var at time.Time
@@ -127,16 +128,25 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 	return out, at, nil
 }
 
+// runBytes bounds the output and error text of one run of ends, and the
+// args of one bulk insert: a batch of 1,000 jobs with 1 MiB each would
+// otherwise make a JSON document of 2 GB, past SQLite's limit on a string
+// (and the memory a worker expects to use). A single larger one goes alone.
+const runBytes = 4 << 20
+
 // runOfDistinctJobs returns where the run of ends starting at start stops:
-// before the first end naming a job already named in the run. seen is
-// scratch space, cleared first.
+// before the first end naming a job already named in the run, or once the
+// run holds runBytes of output and error. seen is scratch space, cleared
+// first.
 func runOfDistinctJobs(ends []fencedtype.JobEnd, start int, seen map[int64]struct{}) int {
 	clear(seen)
+	size := 0
 	for i := start; i < len(ends); i++ {
-		if _, dup := seen[ends[i].Ref.ID]; dup {
+		if _, dup := seen[ends[i].Ref.ID]; dup || (i > start && size >= runBytes) {
 			return i
 		}
 		seen[ends[i].Ref.ID] = struct{}{}
+		size += len(ends[i].Output) + len(ends[i].Error)
 	}
 	return len(ends)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/sqlitedriver"
 	"github.com/fenced/fenced/fencedtype"
 )
@@ -110,6 +111,81 @@ func TestEndJobsStoresOutputAndErrorAsGiven(t *testing.T) {
 	}{{failed.ID, "last_error", []byte("a\x00\xffb")}, {blank.ID, "last_error", []byte{}}, {done.ID, "output", output}} {
 		if got, typ := read(c.id, c.column); !bytes.Equal(got, c.want) || typ != "text" {
 			t.Errorf("job %d %s = %q (%s), want %q (text)", c.id, c.column, got, typ, c.want)
+		}
+	}
+}
+
+// TestBatchesAreSplitBySize: a batch's output and error, and a bulk insert's
+// args, go in statements of about RunBytes each (one JSON document each),
+// not in one document of the whole batch, which a batch of large values
+// would take past SQLite's limit on a string. Values larger than the limit
+// go alone.
+func TestBatchesAreSplitBySize(t *testing.T) {
+	t.Parallel()
+	mib := strings.Repeat("x", 1<<20)
+	ends := make([]fencedtype.JobEnd, 10)
+	jobs := make([]driver.EnqueueParams, 10)
+	for i := range ends {
+		ends[i] = fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: int64(i + 1), Fence: 1}, Kind: fencedtype.EndFail, Error: mib}
+		jobs[i] = driver.EnqueueParams{Args: []byte(`"` + mib + `"`)}
+	}
+	per := sqlitedriver.RunBytes / (1 << 20) // values of the limit's size a run takes
+	seen := map[int64]struct{}{}
+	if got := sqlitedriver.RunOfDistinctJobs(ends, 0, seen); got != per {
+		t.Errorf("a run of 1 MiB errors stops at %d, want %d", got, per)
+	}
+	if got := sqlitedriver.RunOfDistinctJobs(ends, 8, seen); got != 10 {
+		t.Errorf("the last run stops at %d, want 10", got)
+	}
+	if got := sqlitedriver.BulkRunEnd(jobs, 0); got != per {
+		t.Errorf("a bulk insert of 1 MiB args stops at %d, want %d", got, per)
+	}
+	ends[0].Error = strings.Repeat("x", sqlitedriver.RunBytes*2)
+	if got := sqlitedriver.RunOfDistinctJobs(ends, 0, seen); got != 1 {
+		t.Errorf("a run starting with an error past the limit stops at %d, want 1 (alone)", got)
+	}
+}
+
+// TestLargeBatchesEndAndEnqueueWhole: a batch past RunBytes, in several
+// statements, is enqueued and ended whole, in input order.
+func TestLargeBatchesEndAndEnqueueWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, _ := setupJobs(t)
+	const n = 6
+	big := `"` + strings.Repeat("é", 1<<19) + `"` // 1 MiB of JSON
+	jobs := make([]driver.EnqueueParams, n)
+	for i := range jobs {
+		jobs[i] = newJob("big")
+		jobs[i].Args = []byte(big)
+		jobs[i].Priority = i
+	}
+	if got, err := d.EnqueueBulk(ctx, nil, jobs); err != nil || got != n {
+		t.Fatalf("enqueue bulk = %d, %v; want %d", got, err, n)
+	}
+	claimed := claim(t, d, "big", "w", n, time.Minute)
+	if len(claimed) != n {
+		t.Fatalf("claimed %d jobs, want %d", len(claimed), n)
+	}
+	ends := make([]fencedtype.JobEnd, n)
+	for i, j := range claimed {
+		if i > 0 && j.ID <= claimed[i-1].ID {
+			t.Fatalf("ids %d then %d: not in input order", claimed[i-1].ID, j.ID)
+		}
+		if string(j.Args) != big {
+			t.Fatalf("job %d's args are %d bytes, want the %d given", j.ID, len(j.Args), len(big))
+		}
+		ends[i] = fencedtype.JobEnd{Ref: j.Ref(), Kind: fencedtype.EndComplete, Output: []byte(big)}
+	}
+	for i, err := range finish(t, d, ends...) {
+		if err != nil {
+			t.Fatalf("end %d: %v", i, err)
+		}
+	}
+	for _, j := range claimed {
+		got, _ := getJob(t, d, j.ID)
+		if got.State != fencedtype.JobSucceeded || string(got.Output) != big {
+			t.Fatalf("job %d = %s with %d bytes of output, want succeeded with %d", j.ID, got.State, len(got.Output), len(big))
 		}
 	}
 }
