@@ -264,8 +264,9 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 // jobs that run now without idempotency keys is copied in (COPY), any other
 // batch inserted without the jobs' rows sent back; on SQLite the batch is
 // one statement; on MySQL the inserts are EnqueueMany's, with nothing read
-// back. Once a standalone batch inserted a job, this Client's idle workers
-// of the batch's queues are woken.
+// back; etcd enqueues as EnqueueMany does and counts. Once a standalone
+// batch inserted a job, this Client's idle workers of the batch's queues
+// are woken.
 func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil

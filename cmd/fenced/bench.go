@@ -29,9 +29,8 @@ successful attempt is).
 
 Burn-down (the default) inserts --jobs jobs, a thousand per statement
 (Client.EnqueueBulk: a COPY on PostgreSQL, one INSERT on SQLite), timed on
-their own; then
-starts workers running --workers jobs at once and times them from their
-start until every job succeeded. On PostgreSQL it adds the
+their own; then starts workers running --workers jobs at once and times
+them from their start until every job succeeded. On PostgreSQL it adds the
 database work per job while the workers worked: the WAL written, the
 statements and round trips the pool sent, and, when the database has the
 pg_walinspect extension, the WAL's row writes (HOT updates among them),

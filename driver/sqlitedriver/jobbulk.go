@@ -13,20 +13,21 @@ import (
 var _ driver.BulkEnqueuer = (*Driver)(nil)
 
 // enqueueBulkSQL enqueues a batch in one statement, each job as enqueueSQL
-// enqueues it but with one clock reading for the whole batch. ?1 is a JSON array with one element per job (bulkArgs):
-// [kind, queue, args (the hex of its bytes, so they are stored as given),
-// priority, run_at_us or null, delay_us, max_attempts, idempotency key,
-// concurrency key and sequence key (null for none),
-// sequence_continue_on_failed]. The jobs are inserted in the array's order,
-// so their ids ascend in input order; a job whose idempotency key exists
-// already (committed before, or earlier in the batch) is skipped. (WHERE
-// true, as SQLite's documentation of upsert advises for INSERT … SELECT.)
+// enqueues it but with one clock reading for the whole batch. ?1 is a JSON
+// array with one element per job (bulkArgs): [kind, queue, args (the hex of
+// its bytes, so they are stored as given), priority, run_at_us or null,
+// delay_us, max_attempts, idempotency key, concurrency key and sequence key
+// (empty for none), sequence_continue_on_failed]. The jobs are inserted in
+// the array's order, so their ids ascend in input order; a job whose
+// idempotency key exists already (committed before, or earlier in the
+// batch) is skipped. (WHERE true, as SQLite's documentation of upsert
+// advises for INSERT … SELECT.)
 const enqueueBulkSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, created_us, updated_us)
 SELECT value ->> 0, value ->> 1, CAST(unhex(value ->> 2) AS TEXT), value ->> 3,
-    COALESCE(value ->> 4, ` + nowUS + ` + (value ->> 5)), value ->> 6, value ->> 7,
-    value ->> 8, value ->> 9, value ->> 10, ` + nowUS + `, ` + nowUS + `
+    COALESCE(value ->> 4, ` + nowUS + ` + (value ->> 5)), value ->> 6, NULLIF(value ->> 7, ''),
+    NULLIF(value ->> 8, ''), NULLIF(value ->> 9, ''), value ->> 10, ` + nowUS + `, ` + nowUS + `
 FROM jsonb_each(?1) WHERE true ORDER BY key
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
@@ -99,17 +100,9 @@ func bulkArgs(jobs []driver.EnqueueParams) (string, error) {
 			runAt = in.RunAt.UnixMicro()
 		}
 		elems[i] = [11]any{in.Kind, in.Queue, hex.EncodeToString(in.Args), in.Priority,
-			runAt, in.Delay.Microseconds(), in.MaxAttempts, orNull(in.IdempotencyKey),
-			orNull(in.ConcurrencyKey), orNull(in.SequenceKey), in.SequenceContinueOnFailed}
+			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
+			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed}
 	}
 	b, err := json.Marshal(elems)
 	return string(b), err
-}
-
-// orNull is s, or nil (JSON null) for the empty string.
-func orNull(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
