@@ -72,16 +72,20 @@ func TestPersonInBrowser(t *testing.T) {
 	}
 
 	// at waits until the page's URL contains part (a click navigated).
+	// Reading the URL while the old page unloads can fail ("Inspected
+	// target navigated or closed"); that is the navigation under way, so
+	// at reads again until its context ends, and then reports the last
+	// URL and error it saw.
 	at := func(part string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 			for {
 				loc, err := chromedp.Location()(ctx, tg)
-				if err != nil || strings.Contains(loc, part) {
-					return err
+				if err == nil && strings.Contains(loc, part) {
+					return nil
 				}
 				select {
 				case <-ctx.Done():
-					return fmt.Errorf("the page stayed at %s, waiting for %q: %w", loc, part, ctx.Err())
+					return fmt.Errorf("the page stayed at %q (last error %v), waiting for %q: %w", loc, err, part, ctx.Err())
 				case <-time.After(50 * time.Millisecond):
 				}
 			}
