@@ -2,6 +2,7 @@ package fencedtest
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,40 @@ func runClaimJobs(t *testing.T, b Backend) {
 				t.Fatalf("claimed %d, want %d", j.ID, wantID)
 			}
 		}
+	})
+	t.Run("ClaimReturnsTheJobAsStored", func(t *testing.T) {
+		// What a claim returns is the row as its start left it, field by
+		// field (a backend may build it from the row it locked instead of
+		// reading it again): a second attempt, after a failure with a
+		// progress report, keeps the error and drops the progress.
+		t.Parallel()
+		e := setup(t, b)
+		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Args: map[string]any{"a": 1}, Priority: 3, MaxAttempts: 5,
+			IdempotencyKey: "claimed-as-stored"})
+		asStored := func(got *fenced.Job) {
+			t.Helper()
+			if got.State != fenced.JobRunning || got.DecidedAt.IsZero() || got.AttemptedAt == nil || got.AttemptedAt.After(got.DecidedAt) {
+				t.Fatalf("claimed job: state %s, attempted at %v, decided at %v", got.State, got.AttemptedAt, got.DecidedAt)
+			}
+			stored, _ := e.job(t, got.ID)
+			claimed, _ := json.Marshal(got) // DecidedAt is not marshalled: a read has its own
+			read, _ := json.Marshal(stored)
+			if string(claimed) != string(read) {
+				t.Fatalf("attempt %d: the claim returned\n%s\nthe job as stored is\n%s", got.Attempt, claimed, read)
+			}
+		}
+		first := e.claimOne(t, "A", long)
+		asStored(first)
+		if _, err := e.c.ReportProgress(ctx(t), first.Ref(), fenced.Progress{Stage: "half"}); err != nil {
+			t.Fatalf("progress: %v", err)
+		}
+		wantNoErr(t, e.c.FailJob(ctx(t), first.Ref(), "boom", time.Millisecond, false), "fail")
+		e.waitDue(t, j.ID)
+		second := e.claimOne(t, "B", long)
+		if second.Attempt != 2 || second.LastError != "boom" || second.Progress != nil {
+			t.Fatalf("second attempt: attempt %d, error %q, progress %s", second.Attempt, second.LastError, second.Progress)
+		}
+		asStored(second)
 	})
 	t.Run("ClaimSkipsARowLockedByAnotherTransaction", func(t *testing.T) {
 		t.Parallel()

@@ -113,16 +113,18 @@ func diagnoseJob(ctx context.Context, q sqldb.Querier, ref fencedtype.JobRef) er
 // read every job of those kinds through queued_kind and sort them, locking
 // each row it reads).
 //
-// Each row also says whether the claim is gated: the job has a concurrency
-// or sequence key, or the queue has a global limit (a primary-key probe of
-// fenced_job_limits; a subquery of a locking read reads without locking).
-// A gated claim starts nothing here and goes the limited way.
+// Each row is the whole job, as the claim returns it once started
+// (startPicked), and says whether the claim is gated: the job has a
+// concurrency or sequence key, or the queue has a global limit (a
+// primary-key probe of fenced_job_limits; a subquery of a locking read
+// reads without locking). A gated claim starts nothing here and goes the
+// limited way.
 const jobPickSQL = `
-SELECT id, concurrency_key IS NOT NULL OR sequence_key IS NOT NULL
+SELECT ` + jobColumns + `, j.concurrency_key IS NOT NULL OR j.sequence_key IS NOT NULL
     OR EXISTS (SELECT 1 FROM fenced_job_limits l WHERE l.queue = ? AND l.global_limit > 0)
-FROM fenced_jobs%s
-WHERE ` + queueNotPausedMySQL + ` AND queued_queue = ? AND run_at <= ` + now + `%s
-ORDER BY priority, run_at, id
+FROM fenced_jobs j%s
+WHERE ` + queueNotPausedMySQL + ` AND j.queued_queue = ? AND j.run_at <= ` + now + `%s
+ORDER BY j.priority, j.run_at, j.id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
@@ -132,9 +134,9 @@ func jobPick(kinds int) string {
 	case 0:
 		return fmt.Sprintf(jobPickSQL, "", "")
 	case 1:
-		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_queued_kind)", " AND kind = ?")
+		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_queued_kind)", " AND j.kind = ?")
 	default:
-		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_queued)", " AND kind IN ("+placeholders(kinds)+")")
+		return fmt.Sprintf(jobPickSQL, " FORCE INDEX (fenced_jobs_queued)", " AND j.kind IN ("+placeholders(kinds)+")")
 	}
 }
 
@@ -152,33 +154,38 @@ WHERE state = 'queued' AND id IN (%s)`
 // errClaimGated stops the single claim when its pick found it gated.
 var errClaimGated = errors.New("claim gated by keys or limits")
 
-// ClaimJobs implements driver.JobDriver: pick, start and read back in one
-// short transaction; when the pick found the claim gated by keys or
-// limits, claimLimitedJobs instead. The jobs come back in claim order.
+// ClaimJobs implements driver.JobDriver: pick and start in one short
+// transaction; when the pick found the claim gated by keys or limits,
+// claimLimitedJobs instead. The jobs come back in claim order.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		jobs = nil
 		pick := append(append([]any{p.Queue, p.Queue, p.Queue}, anys(p.Kinds)...), p.Limit)
 		type picked struct {
-			id    int64
+			job   *fencedtype.Job
 			gated bool
 		}
 		rows, err := sqldb.All(ctx, tx, func(r sqldb.Scanner) (picked, error) {
+			var s jobScan
 			var p picked
-			return p, r.Scan(&p.id, &p.gated)
+			if err := r.Scan(append(s.dest(), &p.gated)...); err != nil {
+				return p, err
+			}
+			p.job = s.row()
+			return p, nil
 		}, jobPick(len(p.Kinds)), pick...)
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		ids := make([]int64, len(rows))
+		locked := make([]*fencedtype.Job, len(rows))
 		for i, r := range rows {
 			if r.gated {
 				return errClaimGated
 			}
-			ids[i] = r.id
+			locked[i] = r.job
 		}
-		jobs, err = startJobs(ctx, tx, p, ids)
+		jobs, err = startPicked(ctx, tx, p, locked)
 		return err
 	})
 	if errors.Is(err, errClaimGated) {
@@ -189,6 +196,39 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	}
 	// run_at is unchanged by the claim: this is the order they were picked in.
 	driver.SortClaimed(jobs)
+	return jobs, nil
+}
+
+// jobStartAtSQL is jobStartSQL handing back its clock reading
+// (clockAsInsertID): the lease and the attempt's start are that reading.
+var jobStartAtSQL = jobStartSQL + ` AND ` + clockAsInsertID
+
+// startPicked starts jobs, read whole and locked (FOR UPDATE) by tx's pick,
+// and returns them as the start left them, without reading them again: the
+// rows stay locked from the pick to the end of tx, so they hold what the
+// pick read with jobStartSQL's assignments applied, at the statement's
+// clock reading. The start is still the guarded UPDATE; it must start
+// every job it names.
+func startPicked(ctx context.Context, tx *sql.Tx, p driver.ClaimJobsParams, jobs []*fencedtype.Job) ([]*fencedtype.Job, error) {
+	ttl := p.TTL.Microseconds()
+	args := []any{p.Owner, ttl}
+	for _, j := range jobs {
+		args = append(args, j.ID)
+	}
+	n, at, err := execAt(ctx, tx, fmt.Sprintf(jobStartAtSQL, placeholders(len(jobs))), args...)
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(jobs)) {
+		return nil, fmt.Errorf("started %d of %d locked jobs", n, len(jobs))
+	}
+	expires := at.Add(time.Duration(ttl) * time.Microsecond)
+	for _, j := range jobs {
+		j.State, j.Attempt, j.Fence, j.Owner = fencedtype.JobRunning, j.Attempt+1, j.Fence+1, p.Owner
+		started, until := at, expires // each job its own: callers may write through them
+		j.LeaseExpiresAt, j.AttemptedAt = &until, &started
+		j.CancelRequested, j.Progress, j.DecidedAt = false, nil, at
+	}
 	return jobs, nil
 }
 
