@@ -5,6 +5,7 @@ package failover_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,15 +156,33 @@ func fenceAnomalies(rep *chaos.Report) int {
 // TestFailoverAsynchronousGrantsAFenceTwice shows the hazard: promoted
 // without the commits that granted them, the standby grants the same
 // fences again, and the checkers catch a fence granted twice.
+//
+// A promotion does not always lose a grant: in one CI run of about six the
+// checkers found nothing missing at all, not even an acknowledged enqueue,
+// so that promotion had lost no commit. The scenario therefore runs up to
+// asyncTries times, each on a cluster of its own, and the hazard must show
+// in one of them.
 func TestFailoverAsynchronousGrantsAFenceTwice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	rep := asyncRun(t, 6550, "")
-	if fenceAnomalies(rep) == 0 {
-		t.Fatalf("an asynchronous promotion that lost commits granted no fence twice (anomalies: %v)", rep.AnomalyKinds)
+	for try := 1; try <= asyncTries; try++ {
+		var rep *chaos.Report
+		t.Run(fmt.Sprintf("run%d", try), func(t *testing.T) { rep = asyncRun(t, 6550, "") })
+		if t.Failed() {
+			return
+		}
+		if fenceAnomalies(rep) > 0 {
+			return
+		}
+		t.Logf("run %d: no fence granted twice (anomalies: %v)", try, rep.AnomalyKinds)
 	}
+	t.Fatalf("%d asynchronous promotions granted no fence twice", asyncTries)
 }
+
+// asyncTries is how many runs TestFailoverAsynchronousGrantsAFenceTwice
+// makes at most to see a lost grant granted again.
+const asyncTries = 3
 
 // TestFailoverAsynchronousWithAdvanceGrantsNoFenceTwice: the same scenario
 // with fenced_promotion_advance: every client's first connection to the
