@@ -141,15 +141,16 @@ func jobPick(kinds int) string {
 }
 
 // jobStartSQL starts a new attempt on each picked (and locked) job: state
-// running, fence and attempt bumped, lease from the database clock.
-// Parameters: owner, ttl_us, then the ids.
+// running, fence and attempt bumped, lease from the database clock, whose
+// reading it hands back (clockAsInsertID). Parameters: owner, ttl_us, then
+// the ids.
 const jobStartSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = 'running', attempt = attempt + 1, fence = fence + 1, owner = ?,
     lease_expires_at = ` + now + ` + INTERVAL ? MICROSECOND,
     attempted_at = ` + now + `, updated_at = ` + now + `,
     cancel_requested = FALSE, progress = NULL
-WHERE state = 'queued' AND id IN (%s)`
+WHERE state = 'queued' AND id IN (%s) AND ` + clockAsInsertID
 
 // errClaimGated stops the single claim when its pick found it gated.
 var errClaimGated = errors.New("claim gated by keys or limits")
@@ -199,30 +200,33 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	return jobs, nil
 }
 
-// jobStartAtSQL is jobStartSQL handing back its clock reading
-// (clockAsInsertID): the lease and the attempt's start are that reading.
-var jobStartAtSQL = jobStartSQL + ` AND ` + clockAsInsertID
+// startIDs starts the jobs ids, locked by tx (jobStartSQL), and returns
+// the statement's clock reading: the attempts' start, and their leases'
+// base. It must start every job it names.
+func startIDs(ctx context.Context, tx *sql.Tx, p driver.ClaimJobsParams, ids []int64) (time.Time, error) {
+	args := append([]any{p.Owner, p.TTL.Microseconds()}, anys(ids)...)
+	n, at, err := execAt(ctx, tx, fmt.Sprintf(jobStartSQL, placeholders(len(ids))), args...)
+	if err == nil && n != int64(len(ids)) {
+		err = fmt.Errorf("started %d of %d locked jobs", n, len(ids))
+	}
+	return at, err
+}
 
 // startPicked starts jobs, read whole and locked (FOR UPDATE) by tx's pick,
 // and returns them as the start left them, without reading them again: the
 // rows stay locked from the pick to the end of tx, so they hold what the
 // pick read with jobStartSQL's assignments applied, at the statement's
-// clock reading. The start is still the guarded UPDATE; it must start
-// every job it names.
+// clock reading.
 func startPicked(ctx context.Context, tx *sql.Tx, p driver.ClaimJobsParams, jobs []*fencedtype.Job) ([]*fencedtype.Job, error) {
-	ttl := p.TTL.Microseconds()
-	args := []any{p.Owner, ttl}
-	for _, j := range jobs {
-		args = append(args, j.ID)
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
 	}
-	n, at, err := execAt(ctx, tx, fmt.Sprintf(jobStartAtSQL, placeholders(len(jobs))), args...)
+	at, err := startIDs(ctx, tx, p, ids)
 	if err != nil {
 		return nil, err
 	}
-	if n != int64(len(jobs)) {
-		return nil, fmt.Errorf("started %d of %d locked jobs", n, len(jobs))
-	}
-	expires := at.Add(time.Duration(ttl) * time.Microsecond)
+	expires := at.Add(time.Duration(p.TTL.Microseconds()) * time.Microsecond)
 	for _, j := range jobs {
 		j.State, j.Attempt, j.Fence, j.Owner = fencedtype.JobRunning, j.Attempt+1, j.Fence+1, p.Owner
 		started, until := at, expires // each job its own: callers may write through them
@@ -234,13 +238,8 @@ func startPicked(ctx context.Context, tx *sql.Tx, p driver.ClaimJobsParams, jobs
 
 // startJobs starts the jobs ids, locked by tx, and reads them back.
 func startJobs(ctx context.Context, tx *sql.Tx, p driver.ClaimJobsParams, ids []int64) ([]*fencedtype.Job, error) {
-	args := append([]any{p.Owner, p.TTL.Microseconds()}, anys(ids)...)
-	n, err := execCount(ctx, tx, fmt.Sprintf(jobStartSQL, placeholders(len(ids))), args...)
-	if err != nil {
+	if _, err := startIDs(ctx, tx, p, ids); err != nil {
 		return nil, err
-	}
-	if n != int64(len(ids)) {
-		return nil, fmt.Errorf("started %d of %d locked jobs", n, len(ids))
 	}
 	byID, err := readJobs(ctx, tx, ids)
 	if err != nil {
