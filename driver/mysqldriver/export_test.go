@@ -5,3 +5,6 @@ var BackoffUS = backoffUS
 
 // ListJobsSQL exposes ListJobs' statement, for its plan test.
 var ListJobsSQL = listJobs
+
+// ClaimLimitedPick exposes the limited claim's pick, for its locking test.
+var ClaimLimitedPick = claimLimitedPick

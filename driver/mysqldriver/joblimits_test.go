@@ -1,0 +1,64 @@
+package mysqldriver_test
+
+import (
+	"database/sql"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/mysqldriver"
+)
+
+// The limited pick passes over the queued jobs of a full key, which it
+// finds by counting the queue's running keyed jobs once (full_keys), and
+// that count locks none of the running jobs it reads: a locking read's CTE
+// reads without locking, so a claim never holds the rows that heartbeats
+// and ends of running attempts update.
+func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
+	t.Parallel()
+	url, c := setup(t)
+	q := fenced.DefaultQueue
+	_, err := c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, PerKey: 1})
+	must(t, err, "set limit")
+	enqueue := func(key string) *fenced.Job {
+		j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
+		must(t, err, "enqueue")
+		return j
+	}
+	a1 := enqueue("a")
+	claimed, err := c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
+	must(t, err, "claim")
+	if len(claimed) != 1 || claimed[0].ID != a1.ID {
+		t.Fatalf("claimed %v, want job %d", claimed, a1.ID)
+	}
+	enqueue("a")
+	b1 := enqueue("b")
+
+	db := openDB(t, url)
+	tx, err := db.BeginTx(ctx(t), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	must(t, err, "begin")
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx(t), mysqldriver.ClaimLimitedPick(0), q, q, q, q, q, 10)
+	must(t, err, "pick")
+	var picked []int64
+	for rows.Next() {
+		var id int64
+		var kind, key, seq string
+		must(t, rows.Scan(&id, &kind, &key, &seq), "scan")
+		picked = append(picked, id)
+	}
+	must(t, rows.Err(), "rows")
+	if !slices.Equal(picked, []int64{b1.ID}) {
+		t.Fatalf("picked %v, want only job %d: key a is full", picked, b1.ID)
+	}
+
+	other, err := db.BeginTx(ctx(t), nil)
+	must(t, err, "begin other")
+	defer other.Rollback()
+	var id int64
+	err = other.QueryRowContext(ctx(t), `SELECT id FROM fenced_jobs WHERE id = ? FOR UPDATE NOWAIT`, a1.ID).Scan(&id)
+	if err != nil {
+		t.Fatalf("the running job %d is locked while the pick's transaction is open: %v", a1.ID, err)
+	}
+}
