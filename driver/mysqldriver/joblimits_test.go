@@ -12,9 +12,9 @@ import (
 
 // The limited pick passes over the queued jobs of a full key, which it
 // finds by counting the queue's running keyed jobs once (full_keys), and
-// that count locks none of the running jobs it reads: a locking read's CTE
-// reads without locking, so a claim never holds the rows that heartbeats
-// and ends of running attempts update.
+// that count locks none of the rows it reads: a locking read's CTE reads
+// without locking, so a claim never holds the running jobs that heartbeats
+// and ends update, nor the limits SetJobLimit writes.
 func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	t.Parallel()
 	url, c := setup(t)
@@ -60,5 +60,11 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	err = other.QueryRowContext(ctx(t), `SELECT id FROM fenced_jobs WHERE id = ? FOR UPDATE NOWAIT`, a1.ID).Scan(&id)
 	if err != nil {
 		t.Fatalf("the running job %d is locked while the pick's transaction is open: %v", a1.ID, err)
+	}
+	var perKey int
+	err = other.QueryRowContext(ctx(t), `SELECT per_key_limit FROM fenced_job_limits
+		WHERE queue = ? AND kind = '' AND concurrency_key = '' FOR UPDATE NOWAIT`, q).Scan(&perKey)
+	if err != nil {
+		t.Fatalf("the queue's limit is locked while the pick's transaction is open: %v", err)
 	}
 }
