@@ -264,6 +264,34 @@ func runConcurrencyLimits(t *testing.T, b Backend) {
 			t.Fatalf("claimed %d more", len(more))
 		}
 	})
+	t.Run("AKeyFullUnderItsKindsDefaultHoldsBackNoOtherKey", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		e.setLimit(t, fenced.JobLimit{Queue: "q", Kind: "k", PerKey: 1})
+		e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "a"})
+		if got := e.claim(t, "q", "A", 1, long); len(got) != 1 {
+			t.Fatalf("first claim took %d jobs, want 1", len(got))
+		}
+		// More queued jobs of the full key than a claim's window holds,
+		// ahead of a job of another key in claim order.
+		for range 40 {
+			e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "a"})
+		}
+		other := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "b"})
+		// A claim may come back short once (PostgreSQL's first pick after
+		// a claim that found no key full leaves full keys out); the next
+		// must see key a full and reach key b.
+		for try := 1; ; try++ {
+			got := e.claim(t, "q", "B", 1, long)
+			if len(got) == 1 && got[0].ID == other.ID {
+				break
+			}
+			if len(got) != 0 || try == 3 {
+				t.Fatalf("claim %d took %v, want job %d of key b: key a is full under its kind's default", try, keyCounts(got), other.ID)
+			}
+		}
+		e.wantRunning(t, "q", map[string]int{"a": 1, "b": 1})
+	})
 	t.Run("GlobalLimits", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

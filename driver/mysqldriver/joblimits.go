@@ -102,8 +102,9 @@ func rewrite(query, from, to string) string {
 }
 
 // claimableSQL is the pick's pre-filter (driver.JobClaimableSQL with the
-// key's fullness read from full_keys, and the sequence's test on MySQL's
-// key columns). Read before the locks, it only saves picking jobs that
+// key's fullness read from full_keys, tested job by job only in a queue
+// with per-kind defaults (driver.KindKeyDefaultsSQL), and the sequence's
+// test on MySQL's key columns). Read before the locks, it only saves picking jobs that
 // cannot be admitted. The deliberately broken build's filters nothing and
 // has nothing to rewrite.
 var claimableSQL = func() string {
@@ -111,7 +112,9 @@ var claimableSQL = func() string {
 		return driver.JobClaimableSQL
 	}
 	return `NOT ` + onSequenceColumns(driver.JobSequenceBlockedSQL) + `
-    AND (j.concurrency_key IS NULL OR j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys))`
+    AND (j.concurrency_key IS NULL OR (j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys)
+        AND (NOT ` + driver.KindKeyDefaultsSQL + `
+            OR ` + rewrite(driver.JobKeyNotFullSQL, keyColumns[0], keyColumns[1]) + `)))`
 }()
 
 // The gate rows of a limited claim (fenced_job_gates): claimGatesLockSQL

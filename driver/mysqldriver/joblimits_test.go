@@ -1,3 +1,5 @@
+//go:build !fenced_broken_limits
+
 package mysqldriver_test
 
 import (
@@ -21,6 +23,8 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	q := fenced.DefaultQueue
 	_, err := c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, PerKey: 1})
 	must(t, err, "set limit")
+	_, err = c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, ConcurrencyKey: "a", PerKey: 1})
+	must(t, err, "set the key's own limit")
 	enqueue := func(key string) *fenced.Job {
 		j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
 		must(t, err, "enqueue")
@@ -61,10 +65,12 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the running job %d is locked while the pick's transaction is open: %v", a1.ID, err)
 	}
-	var perKey int
-	err = other.QueryRowContext(ctx(t), `SELECT per_key_limit FROM fenced_job_limits
-		WHERE queue = ? AND kind = '' AND concurrency_key = '' FOR UPDATE NOWAIT`, q).Scan(&perKey)
-	if err != nil {
-		t.Fatalf("the queue's limit is locked while the pick's transaction is open: %v", err)
+	for _, key := range []string{"", "a"} {
+		var perKey int
+		err = other.QueryRowContext(ctx(t), `SELECT per_key_limit FROM fenced_job_limits
+			WHERE queue = ? AND kind = '' AND concurrency_key = ? FOR UPDATE NOWAIT`, q, key).Scan(&perKey)
+		if err != nil {
+			t.Fatalf("the limit of key %q is locked while the pick's transaction is open: %v", key, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/fenced/fenced/driver"
@@ -113,7 +114,9 @@ const sequenceBlockedPG = `(j.sequence_key IN (SELECT sequence_key FROM running_
 const sequenceHeadsMax = "500"
 
 // claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
-// sequence heads and, with full, the full keys as sets). Read before the
+// sequence heads and, with full, the full keys as sets; a queue with
+// per-kind defaults tests its keyed jobs one by one too,
+// driver.KindKeyDefaultsSQL). Read before the
 // locks, it only saves picking jobs that cannot be admitted: a sequenced
 // job passes only if it is a head (or the walk did not take every
 // sequence) and its sequence is not blocked. The deliberately broken build
@@ -127,7 +130,9 @@ func claimablePG(full bool) string {
         AND NOT ` + sequenceBlockedPG + `))`
 	if full {
 		f += `
-    AND (j.concurrency_key IS NULL OR j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys))`
+    AND (j.concurrency_key IS NULL OR (j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys)
+        AND (NOT ` + strings.Replace(driver.KindKeyDefaultsSQL, "kd.queue = j.queue", "kd.queue = $1", 1) + `
+            OR ` + driver.JobKeyNotFullSQL + `)))`
 	}
 	return f
 }
