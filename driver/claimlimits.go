@@ -90,17 +90,6 @@ func claimable() string {
 // the job (none declared: no bound). Valid on every backend.
 var JobKeyNotFullSQL = `(j.concurrency_key IS NULL OR ` + JobKeyRunningSQL + ` < ` + fmt.Sprintf(jobKeyLimitSQL, "2147483647") + `)`
 
-// KindKeyDefaultsSQL is true when the queue of the job row aliased j
-// declares a per-key default for one of its kinds. A key's limit may then
-// depend on the kind of the job asking, and a set of full keys read once
-// per pick (the key's own limit, else the largest default of the queue and
-// its kinds) does not say whether the key is full for j: a key of a kind
-// whose default it has reached would pass, and its queued jobs could fill
-// the pick's window ahead of other keys' jobs. Pre-filters test such a
-// queue's keyed jobs with JobKeyNotFullSQL too. Valid on every backend.
-const KindKeyDefaultsSQL = `EXISTS (SELECT 1 FROM fenced_job_limits kd
-        WHERE kd.queue = j.queue AND kd.kind <> '' AND kd.concurrency_key = '' AND kd.per_key_limit > 0)`
-
 // JobClaimLoadColumns are the columns JobClaimLoadSQL-style reads return per
 // candidate row aliased j, in ScanClaimCandidate's order: id, kind,
 // concurrency key, sequence key, the key's limit (0 none), the key's

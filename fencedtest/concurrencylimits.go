@@ -268,29 +268,16 @@ func runConcurrencyLimits(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		e.setLimit(t, fenced.JobLimit{Queue: "q", Kind: "k", PerKey: 1})
-		e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "a"})
-		if got := e.claim(t, "q", "A", 1, long); len(got) != 1 {
-			t.Fatalf("first claim took %d jobs, want 1", len(got))
-		}
-		// More queued jobs of the full key than a claim's window holds,
-		// ahead of a job of another key in claim order.
-		for range 40 {
-			e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "a"})
-		}
-		other := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "b"})
-		// A claim may come back short once (PostgreSQL's first pick after
-		// a claim that found no key full leaves full keys out); the next
-		// must see key a full and reach key b.
-		for try := 1; ; try++ {
-			got := e.claim(t, "q", "B", 1, long)
-			if len(got) == 1 && got[0].ID == other.ID {
-				break
-			}
-			if len(got) != 0 || try == 3 {
-				t.Fatalf("claim %d took %v, want job %d of key b: key a is full under its kind's default", try, keyCounts(got), other.ID)
-			}
-		}
-		e.wantRunning(t, "q", map[string]int{"a": 1, "b": 1})
+		wantFullKeyHoldsBackNoOtherKey(t, e)
+	})
+	t.Run("AKeyFullUnderTheQueuesDefaultHoldsBackNoOtherKey", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		// Kind k has no default of its own: the queue's 1 applies, though
+		// another kind allows more.
+		e.setLimit(t, fenced.JobLimit{Queue: "q", PerKey: 1})
+		e.setLimit(t, fenced.JobLimit{Queue: "q", Kind: "big", PerKey: 5})
+		wantFullKeyHoldsBackNoOtherKey(t, e)
 	})
 	t.Run("GlobalLimits", func(t *testing.T) {
 		t.Parallel()
@@ -417,6 +404,36 @@ func runConcurrencyLimits(t *testing.T, b Backend) {
 			}
 		}
 	})
+}
+
+// wantFullKeyHoldsBackNoOtherKey: with key a's limit in queue q at 1 for
+// kind k, one job of a runs and more of a are queued than a claim's window
+// holds, ahead of a job of key b; b's job is claimed within a few claims.
+func wantFullKeyHoldsBackNoOtherKey(t *testing.T, e *env) {
+	t.Helper()
+	e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "a"})
+	if got := e.claim(t, "q", "A", 1, long); len(got) != 1 {
+		t.Fatalf("first claim took %d jobs, want 1", len(got))
+	}
+	// More queued jobs of the full key than a claim's window holds,
+	// ahead of a job of another key in claim order.
+	for range 40 {
+		e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "a"})
+	}
+	other := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Queue: "q", ConcurrencyKey: "b"})
+	// A claim may come back short once (PostgreSQL's first pick after
+	// a claim that found no key full leaves full keys out); the next
+	// must see key a full and reach key b.
+	for try := 1; ; try++ {
+		got := e.claim(t, "q", "B", 1, long)
+		if len(got) == 1 && got[0].ID == other.ID {
+			break
+		}
+		if len(got) != 0 || try == 3 {
+			t.Fatalf("claim %d took %v, want job %d of key b: key a is full", try, keyCounts(got), other.ID)
+		}
+	}
+	e.wantRunning(t, "q", map[string]int{"a": 1, "b": 1})
 }
 
 func (e *env) setLimit(t *testing.T, l fenced.JobLimit) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/fenced/fenced/driver"
@@ -35,7 +34,8 @@ FOR UPDATE OF j SKIP LOCKED`
 // without the full keys.
 func limitedPick(kinds string, full bool) string {
 	if full {
-		return fmt.Sprintf(claimLimitedPickSQL, ",\nfull_keys AS ("+fullKeysSQL+")", "EXISTS (SELECT 1 FROM full_keys)", kinds, claimablePG(true))
+		return fmt.Sprintf(claimLimitedPickSQL, ",\nfull_keys AS ("+fullKeysSQL+"),\nfull_key_kinds AS ("+fullKeyKindsSQL+")",
+			"EXISTS (SELECT 1 FROM full_keys) OR EXISTS (SELECT 1 FROM full_key_kinds)", kinds, claimablePG(true))
 	}
 	return fmt.Sprintf(claimLimitedPickSQL, "", "false", kinds, claimablePG(false))
 }
@@ -57,6 +57,22 @@ const fullKeysSQL = `
     WHERE n.n >= COALESCE(NULLIF(l.per_key_limit, 0),
         (SELECT CASE WHEN bool_or(l.kind = '') THEN max(l.per_key_limit) END FROM fenced_job_limits l
             WHERE l.queue = $1 AND l.concurrency_key = '' AND l.per_key_limit > 0))`
+
+// fullKeyKindsSQL lists the concurrency keys of queue $1 that have no own
+// limit and whose running attempts reach a default: with the kind of that
+// default, or the empty kind for the queue's (which applies to the kinds that declare
+// none). full_keys, read with the largest default, misses a key full under
+// a smaller default of one kind; this set, tested by the pair (key, kind),
+// finds it. Together the two are exact: a job passes only if its key is
+// under the limit driver.JobKeyLimitSQL gives the job.
+const fullKeyKindsSQL = `
+    SELECT n.concurrency_key, d.kind FROM (
+        SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
+        WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+        GROUP BY r.concurrency_key) n
+    JOIN fenced_job_limits d ON d.queue = $1 AND d.concurrency_key = '' AND d.per_key_limit > 0
+    LEFT JOIN fenced_job_limits o ON o.queue = $1 AND o.kind = '' AND o.concurrency_key = n.concurrency_key
+    WHERE COALESCE(o.per_key_limit, 0) = 0 AND n.n >= d.per_key_limit`
 
 // sequenceHeadsSQL finds the head of each sequence of queue $1: its
 // queued job of the lowest id, the only one of its jobs that may be
@@ -113,10 +129,15 @@ const sequenceBlockedPG = `(j.sequence_key IN (SELECT sequence_key FROM running_
 // descents each, on every limited claim of the queue.
 const sequenceHeadsMax = "500"
 
+// kindKeyDefaultsPG lists the kinds of queue $1 that declare a per-key
+// default.
+const kindKeyDefaultsPG = `SELECT d.kind FROM fenced_job_limits d
+                WHERE d.queue = $1 AND d.concurrency_key = '' AND d.kind <> '' AND d.per_key_limit > 0`
+
 // claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
-// sequence heads and, with full, the full keys as sets; a queue with
-// per-kind defaults tests its keyed jobs one by one too,
-// driver.KindKeyDefaultsSQL). Read before the
+// sequence heads and, with full, the full keys as sets: full_keys, and
+// full_key_kinds for the keys full under their job's kind's default or the
+// queue's). Read before the
 // locks, it only saves picking jobs that cannot be admitted: a sequenced
 // job passes only if it is a head (or the walk did not take every
 // sequence) and its sequence is not blocked. The deliberately broken build
@@ -131,8 +152,9 @@ func claimablePG(full bool) string {
 	if full {
 		f += `
     AND (j.concurrency_key IS NULL OR (j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys)
-        AND (NOT ` + strings.Replace(driver.KindKeyDefaultsSQL, "kd.queue = j.queue", "kd.queue = $1", 1) + `
-            OR ` + driver.JobKeyNotFullSQL + `)))`
+        AND (j.concurrency_key, j.kind) NOT IN (SELECT concurrency_key, kind FROM full_key_kinds WHERE kind <> '')
+        AND NOT (j.concurrency_key IN (SELECT concurrency_key FROM full_key_kinds WHERE kind = '')
+            AND j.kind NOT IN (` + kindKeyDefaultsPG + `))))`
 	}
 	return f
 }
