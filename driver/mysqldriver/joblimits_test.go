@@ -16,7 +16,8 @@ import (
 // finds by counting the queue's running keyed jobs once (full_keys), and
 // that count locks none of the rows it reads: a locking read's CTE reads
 // without locking, so a claim never holds the running jobs that heartbeats
-// and ends update, nor the limits SetJobLimit writes.
+// and ends update, nor the limits SetJobLimit writes (a queue's default, a
+// kind's, a key's own).
 func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	t.Parallel()
 	url, c := setup(t)
@@ -25,6 +26,8 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	must(t, err, "set limit")
 	_, err = c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, ConcurrencyKey: "a", PerKey: 1})
 	must(t, err, "set the key's own limit")
+	_, err = c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, Kind: "k", PerKey: 1})
+	must(t, err, "set the kind's default")
 	enqueue := func(key string) *fenced.Job {
 		j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
 		must(t, err, "enqueue")
@@ -65,12 +68,12 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the running job %d is locked while the pick's transaction is open: %v", a1.ID, err)
 	}
-	for _, key := range []string{"", "a"} {
+	for _, scope := range [][2]string{{"", ""}, {"", "a"}, {"k", ""}} {
 		var perKey int
 		err = other.QueryRowContext(ctx(t), `SELECT per_key_limit FROM fenced_job_limits
-			WHERE queue = ? AND kind = '' AND concurrency_key = ? FOR UPDATE NOWAIT`, q, key).Scan(&perKey)
+			WHERE queue = ? AND kind = ? AND concurrency_key = ? FOR UPDATE NOWAIT`, q, scope[0], scope[1]).Scan(&perKey)
 		if err != nil {
-			t.Fatalf("the limit of key %q is locked while the pick's transaction is open: %v", key, err)
+			t.Fatalf("the limit of kind %q and key %q is locked while the pick's transaction is open: %v", scope[0], scope[1], err)
 		}
 	}
 }
