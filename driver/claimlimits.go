@@ -90,6 +90,21 @@ func claimable() string {
 // the job (none declared: no bound). Valid on every backend.
 var JobKeyNotFullSQL = `(j.concurrency_key IS NULL OR ` + JobKeyRunningSQL + ` < ` + fmt.Sprintf(jobKeyLimitSQL, "2147483647") + `)`
 
+// FullKeysTestSQL is true when the keyed job row aliased j is not made
+// unclaimable by the set full_keys of its queue: rows (key, kind) where
+// kind NULL means the key's own limit is reached, a kind that the key
+// reached that kind's default, and the empty kind that it reached the
+// queue's default, which applies to the kinds declaring none. kindDefaults
+// is a subquery listing the queue's kinds that declare a per-key default.
+// Each test reads the set as a whole (a hashed or materialized subquery),
+// not per job. Valid on PostgreSQL and MySQL.
+func FullKeysTestSQL(kindDefaults string) string {
+	return `j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys WHERE kind IS NULL)
+        AND (j.concurrency_key, j.kind) NOT IN (SELECT concurrency_key, kind FROM full_keys WHERE kind <> '')
+        AND NOT (j.concurrency_key IN (SELECT concurrency_key FROM full_keys WHERE kind = '')
+            AND j.kind NOT IN ` + kindDefaults + `)`
+}
+
 // JobClaimLoadColumns are the columns JobClaimLoadSQL-style reads return per
 // candidate row aliased j, in ScanClaimCandidate's order: id, kind,
 // concurrency key, sequence key, the key's limit (0 none), the key's

@@ -17,11 +17,10 @@ import (
 // statement reads them (claimableSQL; its subqueries and the full keys'
 // CTE read without locking), skipping rows other claimers hold; none when
 // the queue is paused (queueNotPausedMySQL). The first %s names the
-// index, the second is the kind filter. Parameters: queue (nine times),
+// index, the second is the kind filter. Parameters: queue (six times),
 // the kinds, window.
 const claimLimitedPickSQL = `
-WITH ` + fullKeysMySQL + `,
-` + fullKeyKindsMySQL + `
+WITH ` + fullKeysMySQL + `
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j%s
 WHERE ` + queueNotPausedMySQL + ` AND j.queued_queue = ? AND j.run_at <= ` + now + `%s
     AND %s
@@ -29,46 +28,29 @@ ORDER BY j.priority, j.run_at, j.id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-// fullKeysMySQL lists the concurrency keys of the queue whose running
-// attempts reach their limit: the key's own limit, or else, when the queue
-// declares a default, the largest default of the queue and of its kinds
-// (the most a candidate of any kind may be allowed). It is read once per
-// pick, from the running keyed rows of the queue in fenced_jobs_key_running,
-// and tested as a set: a candidate costs a lookup in it, where a count of
-// its key's running attempts and probes of its limits each (the shared
-// driver.JobClaimableSQL) made a pick that passed over a backlog of full
-// keys read every running attempt of those keys once per queued job. The
-// admission reads each candidate's exact limit after the locks.
-// Parameters: queue (three times).
+// fullKeysMySQL lists, as full_keys, the concurrency keys of the queue
+// whose running attempts reach a limit, each with the kinds it is full for
+// (as pgdriver's fullKeysSQL: NULL for the key's own limit, a kind for
+// that kind's default, the empty kind for the queue's), and, as
+// kind_key_defaults, the queue's kinds that declare a per-key default. The
+// running keyed rows are read once per pick, from fenced_jobs_key_running,
+// and the sets are tested as wholes (driver.FullKeysTestSQL): a candidate
+// costs lookups in them, where a count of its key's running attempts and
+// probes of its limits each (the shared driver.JobClaimableSQL) made a
+// pick that passed over a backlog of full keys read every running attempt
+// of those keys once per queued job. The admission reads each candidate's
+// limit again after the locks. Parameters: queue (four times).
 const fullKeysMySQL = `full_keys AS (
-    SELECT n.concurrency_key FROM (
-        SELECT r.running_concurrency_key AS concurrency_key, COUNT(*) AS n
-        FROM fenced_jobs r FORCE INDEX (fenced_jobs_key_running)
-        WHERE r.queue = ? AND r.running_concurrency_key IS NOT NULL
-        GROUP BY r.running_concurrency_key) n
-    LEFT JOIN fenced_job_limits l ON l.queue = ? AND l.kind = '' AND l.concurrency_key = n.concurrency_key
-    WHERE n.n >= COALESCE(NULLIF(l.per_key_limit, 0),
-        (SELECT CASE WHEN MAX(d.kind = '') = 1 THEN MAX(d.per_key_limit) END FROM fenced_job_limits d
-            WHERE d.queue = ? AND d.concurrency_key = '' AND d.per_key_limit > 0)))`
-
-// fullKeyKindsMySQL lists, as full_key_kinds, the concurrency keys of the
-// queue that have no own limit and whose running attempts reach a default:
-// with the kind of that default, or the empty kind for the queue's (which applies to
-// the kinds that declare none); and, as kind_key_defaults, the kinds that
-// declare one. full_keys, read with the largest default, misses a key full
-// under a smaller default of one kind; tested by the pair (key, kind),
-// these find it, and the three together are exact: a job passes only if
-// its key is under the limit driver.JobKeyLimitSQL gives the job.
-// Parameters: queue (four times).
-const fullKeyKindsMySQL = `full_key_kinds AS (
     SELECT n.concurrency_key, d.kind FROM (
         SELECT r.running_concurrency_key AS concurrency_key, COUNT(*) AS n
         FROM fenced_jobs r FORCE INDEX (fenced_jobs_key_running)
         WHERE r.queue = ? AND r.running_concurrency_key IS NOT NULL
         GROUP BY r.running_concurrency_key) n
-    JOIN fenced_job_limits d ON d.queue = ? AND d.concurrency_key = '' AND d.per_key_limit > 0
-    LEFT JOIN fenced_job_limits o ON o.queue = ? AND o.kind = '' AND o.concurrency_key = n.concurrency_key
-    WHERE COALESCE(o.per_key_limit, 0) = 0 AND n.n >= d.per_key_limit),
+    LEFT JOIN fenced_job_limits o
+        ON o.queue = ? AND o.kind = '' AND o.concurrency_key = n.concurrency_key AND o.per_key_limit > 0
+    LEFT JOIN fenced_job_limits d
+        ON o.queue IS NULL AND d.queue = ? AND d.concurrency_key = '' AND d.per_key_limit > 0
+    WHERE n.n >= COALESCE(o.per_key_limit, d.per_key_limit)),
 kind_key_defaults AS (
     SELECT d.kind FROM fenced_job_limits d
     WHERE d.queue = ? AND d.concurrency_key = '' AND d.kind <> '' AND d.per_key_limit > 0)`
@@ -125,8 +107,8 @@ func rewrite(query, from, to string) string {
 }
 
 // claimableSQL is the pick's pre-filter (driver.JobClaimableSQL with the
-// key's fullness read from the sets full_keys and full_key_kinds, and the
-// sequence's test on MySQL's key columns). Read before the locks, it only saves picking jobs that
+// key's fullness read from the sets of fullKeysMySQL, and the sequence's
+// test on MySQL's key columns). Read before the locks, it only saves picking jobs that
 // cannot be admitted. The deliberately broken build's filters nothing and
 // has nothing to rewrite.
 var claimableSQL = func() string {
@@ -134,10 +116,7 @@ var claimableSQL = func() string {
 		return driver.JobClaimableSQL
 	}
 	return `NOT ` + onSequenceColumns(driver.JobSequenceBlockedSQL) + `
-    AND (j.concurrency_key IS NULL OR (j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys)
-        AND (j.concurrency_key, j.kind) NOT IN (SELECT concurrency_key, kind FROM full_key_kinds WHERE kind <> '')
-        AND NOT (j.concurrency_key IN (SELECT concurrency_key FROM full_key_kinds WHERE kind = '')
-            AND j.kind NOT IN (SELECT kind FROM kind_key_defaults))))`
+    AND (j.concurrency_key IS NULL OR (` + driver.FullKeysTestSQL("(SELECT kind FROM kind_key_defaults)") + `))`
 }()
 
 // The gate rows of a limited claim (fenced_job_gates): claimGatesLockSQL
@@ -191,7 +170,7 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 func (d *Driver) claimLimitedOnce(ctx context.Context, p driver.ClaimJobsParams) (jobs []*fencedtype.Job, missing []string, err error) {
 	err = d.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		jobs, missing = nil, nil
-		pick := append(append([]any{p.Queue, p.Queue, p.Queue, p.Queue, p.Queue, p.Queue, p.Queue, p.Queue, p.Queue}, anys(p.Kinds)...), driver.ClaimWindow(p.Limit))
+		pick := append(append([]any{p.Queue, p.Queue, p.Queue, p.Queue, p.Queue, p.Queue}, anys(p.Kinds)...), driver.ClaimWindow(p.Limit))
 		cands, err := sqldb.All(ctx, tx, func(r sqldb.Scanner) (driver.ClaimCandidate, error) {
 			var c driver.ClaimCandidate
 			return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)

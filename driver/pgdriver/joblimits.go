@@ -34,45 +34,32 @@ FOR UPDATE OF j SKIP LOCKED`
 // without the full keys.
 func limitedPick(kinds string, full bool) string {
 	if full {
-		return fmt.Sprintf(claimLimitedPickSQL, ",\nfull_keys AS ("+fullKeysSQL+"),\nfull_key_kinds AS ("+fullKeyKindsSQL+")",
-			"EXISTS (SELECT 1 FROM full_keys) OR EXISTS (SELECT 1 FROM full_key_kinds)", kinds, claimablePG(true))
+		return fmt.Sprintf(claimLimitedPickSQL, ",\nfull_keys AS ("+fullKeysSQL+")", "EXISTS (SELECT 1 FROM full_keys)", kinds, claimablePG(true))
 	}
 	return fmt.Sprintf(claimLimitedPickSQL, "", "false", kinds, claimablePG(false))
 }
 
 // fullKeysSQL lists the concurrency keys of queue $1 whose running attempts
-// reach their limit: the key's own limit, or else, when the queue declares
-// a default, the largest default of the queue and of its kinds (the most a
-// candidate of any kind may be allowed). Read once per pick (the running
-// rows of the queue, by their index, joined to the queue's own limits
-// rather than probing them per key) and used as a hashed set, it costs a
-// candidate no subquery of its own; the admission reads each candidate's
-// exact limit after the locks. (driver.JobKeyLimitSQL is that exact limit.)
+// reach a limit, each with the kinds it is full for: NULL when the key's own
+// limit is reached (full for every kind); else, for each default of the
+// queue the count reaches, the default's kind, or the empty kind for the
+// queue's own default (full for the kinds that declare none). Read once per
+// pick (the running rows of the queue, by their index, joined to the
+// queue's limits rather than probing them per key) and tested as hashed
+// sets (claimablePG), it costs a candidate no subquery of its own, and
+// passes a keyed job exactly when its key is under the limit that applies
+// to the job (driver.JobKeyLimitSQL), as read when the pick starts; the
+// admission reads each candidate's limit again after the locks.
 const fullKeysSQL = `
-    SELECT n.concurrency_key FROM (
-        SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
-        WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
-        GROUP BY r.concurrency_key) n
-    LEFT JOIN fenced_job_limits l ON l.queue = $1 AND l.kind = '' AND l.concurrency_key = n.concurrency_key
-    WHERE n.n >= COALESCE(NULLIF(l.per_key_limit, 0),
-        (SELECT CASE WHEN bool_or(l.kind = '') THEN max(l.per_key_limit) END FROM fenced_job_limits l
-            WHERE l.queue = $1 AND l.concurrency_key = '' AND l.per_key_limit > 0))`
-
-// fullKeyKindsSQL lists the concurrency keys of queue $1 that have no own
-// limit and whose running attempts reach a default: with the kind of that
-// default, or the empty kind for the queue's (which applies to the kinds that declare
-// none). full_keys, read with the largest default, misses a key full under
-// a smaller default of one kind; this set, tested by the pair (key, kind),
-// finds it. Together the two are exact: a job passes only if its key is
-// under the limit driver.JobKeyLimitSQL gives the job.
-const fullKeyKindsSQL = `
     SELECT n.concurrency_key, d.kind FROM (
         SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
         WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
         GROUP BY r.concurrency_key) n
-    JOIN fenced_job_limits d ON d.queue = $1 AND d.concurrency_key = '' AND d.per_key_limit > 0
-    LEFT JOIN fenced_job_limits o ON o.queue = $1 AND o.kind = '' AND o.concurrency_key = n.concurrency_key
-    WHERE COALESCE(o.per_key_limit, 0) = 0 AND n.n >= d.per_key_limit`
+    LEFT JOIN fenced_job_limits o
+        ON o.queue = $1 AND o.kind = '' AND o.concurrency_key = n.concurrency_key AND o.per_key_limit > 0
+    LEFT JOIN fenced_job_limits d
+        ON o.queue IS NULL AND d.queue = $1 AND d.concurrency_key = '' AND d.per_key_limit > 0
+    WHERE n.n >= COALESCE(o.per_key_limit, d.per_key_limit)`
 
 // sequenceHeadsSQL finds the head of each sequence of queue $1: its
 // queued job of the lowest id, the only one of its jobs that may be
@@ -135,10 +122,8 @@ const kindKeyDefaultsPG = `SELECT d.kind FROM fenced_job_limits d
                 WHERE d.queue = $1 AND d.concurrency_key = '' AND d.kind <> '' AND d.per_key_limit > 0`
 
 // claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
-// sequence heads and, with full, the full keys as sets: full_keys, and
-// full_key_kinds for the keys full under their job's kind's default or the
-// queue's). Read before the
-// locks, it only saves picking jobs that cannot be admitted: a sequenced
+// sequence heads and, with full, the full keys as sets,
+// driver.FullKeysTestSQL). Read before the locks, it only saves picking jobs that cannot be admitted: a sequenced
 // job passes only if it is a head (or the walk did not take every
 // sequence) and its sequence is not blocked. The deliberately broken build
 // filters nothing.
@@ -151,10 +136,7 @@ func claimablePG(full bool) string {
         AND NOT ` + sequenceBlockedPG + `))`
 	if full {
 		f += `
-    AND (j.concurrency_key IS NULL OR (j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys)
-        AND (j.concurrency_key, j.kind) NOT IN (SELECT concurrency_key, kind FROM full_key_kinds WHERE kind <> '')
-        AND NOT (j.concurrency_key IN (SELECT concurrency_key FROM full_key_kinds WHERE kind = '')
-            AND j.kind NOT IN (` + kindKeyDefaultsPG + `))))`
+    AND (j.concurrency_key IS NULL OR (` + driver.FullKeysTestSQL("("+kindKeyDefaultsPG+")") + `))`
 	}
 	return f
 }
