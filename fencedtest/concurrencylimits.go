@@ -3,6 +3,7 @@ package fencedtest
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -279,6 +280,13 @@ func runConcurrencyLimits(t *testing.T, b Backend) {
 		e.setLimit(t, fenced.JobLimit{Queue: "q", Kind: "big", PerKey: 5})
 		wantFullKeyHoldsBackNoOtherKey(t, e)
 	})
+	t.Run("EveryJobUnderItsLimitIsClaimed", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		for trial := range 12 {
+			wantEveryJobUnderItsLimitClaimed(t, e, fmt.Sprintf("q%d", trial), rand.New(rand.NewPCG(uint64(trial), 7)))
+		}
+	})
 	t.Run("GlobalLimits", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -439,6 +447,70 @@ func wantFullKeyHoldsBackNoOtherKey(t *testing.T, e *env) {
 		}
 	}
 	e.wantRunning(t, "q", map[string]int{"a": 2, "b": 1})
+}
+
+// wantEveryJobUnderItsLimitClaimed declares random per-key limits in
+// queue (a queue default, kind defaults, keys' own; each absent or 1 to 2),
+// queues more jobs of each key and kind than a claim's window holds, in
+// key order, and claims one job at a time until three claims in a row take
+// nothing. Then every job left queued must have a key full for it: its
+// key's running attempts reach the limit that applies to its kind. A
+// claim that passes over the jobs of a key full for one kind must still
+// reach the key's other kinds and the other keys.
+func wantEveryJobUnderItsLimitClaimed(t *testing.T, e *env, queue string, rng *rand.Rand) {
+	t.Helper()
+	kinds, keys := []string{"k1", "k2", "k3"}, []string{"a", "b", "c"}
+	pick := func() int { return rng.IntN(3) } // 0: none declared
+	declare := func(kind, key string) int {
+		n := pick()
+		if n > 0 {
+			e.setLimit(t, fenced.JobLimit{Queue: queue, Kind: kind, ConcurrencyKey: key, PerKey: n})
+		}
+		return n
+	}
+	queueDefault := declare("", "")
+	kindDefault, own := map[string]int{}, map[string]int{}
+	for _, k := range kinds {
+		kindDefault[k] = declare(k, "")
+	}
+	for _, k := range keys {
+		own[k] = declare("", k)
+	}
+	limit := func(kind, key string) int { // 0: none
+		for _, n := range []int{own[key], kindDefault[kind], queueDefault} {
+			if n > 0 {
+				return n
+			}
+		}
+		return 0
+	}
+	for _, key := range keys {
+		for _, kind := range kinds {
+			for range 24 {
+				e.enqueue(t, fenced.EnqueueParams{Kind: kind, Queue: queue, ConcurrencyKey: key})
+			}
+		}
+	}
+	for empty, claims := 0, 0; empty < 3; claims++ {
+		if claims > 200 {
+			t.Fatalf("%s: more than 200 claims", queue)
+		}
+		if got := e.claim(t, queue, "A", 1, long); len(got) == 0 {
+			empty++
+		} else {
+			empty = 0
+		}
+	}
+	running := e.running(t, queue)
+	left, err := e.c.ListJobs(ctx(t), fenced.JobFilter{Queue: queue, State: fenced.JobQueued, Limit: fenced.MaxListLimit})
+	wantNoErr(t, err, "list queued")
+	for _, j := range left {
+		if n := limit(j.Kind, j.ConcurrencyKey); n == 0 || running[j.ConcurrencyKey] < n {
+			t.Fatalf("%s: job %d (kind %s, key %s) left queued with %d of its key running, limit %d "+
+				"(queue default %d, kind defaults %v, own %v)", queue, j.ID, j.Kind, j.ConcurrencyKey,
+				running[j.ConcurrencyKey], n, queueDefault, kindDefault, own)
+		}
+	}
 }
 
 func (e *env) setLimit(t *testing.T, l fenced.JobLimit) {
