@@ -82,28 +82,42 @@ func claimable() string {
 		return `1 = 1`
 	}
 	return `NOT ` + JobSequenceBlockedSQL + `
-    AND ` + JobKeyNotFullSQL
+    AND (j.concurrency_key IS NULL OR ` + JobKeyRunningSQL + ` < ` + fmt.Sprintf(jobKeyLimitSQL, "2147483647") + `)`
 }
 
-// JobKeyNotFullSQL is true when the job row aliased j has no concurrency
-// key, or its key's running attempts are below the limit that applies to
-// the job (none declared: no bound). Valid on every backend.
-var JobKeyNotFullSQL = `(j.concurrency_key IS NULL OR ` + JobKeyRunningSQL + ` < ` + fmt.Sprintf(jobKeyLimitSQL, "2147483647") + `)`
+// FullKeysCTE defines, for a claim's pick of queue $1, full_keys: the
+// concurrency keys of the queue whose running attempts reach a limit, each
+// with the kinds it is full for: NULL when the key's own limit is reached
+// (full for every kind); else, for each default of the queue the count
+// reaches, the default's kind, or the empty kind for the queue's own
+// default (full for the kinds that declare none); and kind_key_defaults:
+// the kinds of the queue that declare a per-key default. The running rows
+// are read once per pick, by their index, and joined to the queue's limits
+// rather than probing them per key. Valid on PostgreSQL; MySQL rewrites
+// the running read onto its key column.
+const FullKeysCTE = `full_keys AS (
+    SELECT n.concurrency_key, d.kind FROM (
+        SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
+        WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+        GROUP BY r.concurrency_key) n
+    LEFT JOIN fenced_job_limits o
+        ON o.queue = $1 AND o.kind = '' AND o.concurrency_key = n.concurrency_key AND o.per_key_limit > 0
+    LEFT JOIN fenced_job_limits d
+        ON o.queue IS NULL AND d.queue = $1 AND d.concurrency_key = '' AND d.per_key_limit > 0
+    WHERE n.n >= COALESCE(o.per_key_limit, d.per_key_limit)),
+kind_key_defaults AS (
+    SELECT d.kind FROM fenced_job_limits d
+    WHERE d.queue = $1 AND d.concurrency_key = '' AND d.kind <> '' AND d.per_key_limit > 0)`
 
 // FullKeysTestSQL is true when the keyed job row aliased j is not made
-// unclaimable by the set full_keys of its queue: rows (key, kind) where
-// kind NULL means the key's own limit is reached, a kind that the key
-// reached that kind's default, and the empty kind that it reached the
-// queue's default, which applies to the kinds declaring none. kindDefaults
-// is a subquery listing the queue's kinds that declare a per-key default.
-// Each test reads the set as a whole (a hashed or materialized subquery),
-// not per job. Valid on PostgreSQL and MySQL.
-func FullKeysTestSQL(kindDefaults string) string {
-	return `j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys WHERE kind IS NULL)
+// unclaimable by FullKeysCTE's sets: it passes exactly when j's key is
+// under the limit that applies to j (JobKeyLimitSQL), as the sets were
+// read. Each test reads a set as a whole (a hashed or materialized
+// subquery), not per job.
+const FullKeysTestSQL = `j.concurrency_key NOT IN (SELECT concurrency_key FROM full_keys WHERE kind IS NULL)
         AND (j.concurrency_key, j.kind) NOT IN (SELECT concurrency_key, kind FROM full_keys WHERE kind <> '')
         AND NOT (j.concurrency_key IN (SELECT concurrency_key FROM full_keys WHERE kind = '')
-            AND j.kind NOT IN ` + kindDefaults + `)`
-}
+            AND j.kind NOT IN (SELECT kind FROM kind_key_defaults))`
 
 // JobClaimLoadColumns are the columns JobClaimLoadSQL-style reads return per
 // candidate row aliased j, in ScanClaimCandidate's order: id, kind,

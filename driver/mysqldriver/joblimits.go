@@ -19,7 +19,7 @@ import (
 // the queue is paused (queueNotPausedMySQL). The first %s names the
 // index, the second is the kind filter. Parameters: queue (six times),
 // the kinds, window.
-const claimLimitedPickSQL = `
+var claimLimitedPickSQL = `
 WITH ` + fullKeysMySQL + `
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j%s
 WHERE ` + queueNotPausedMySQL + ` AND j.queued_queue = ? AND j.run_at <= ` + now + `%s
@@ -28,32 +28,21 @@ ORDER BY j.priority, j.run_at, j.id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-// fullKeysMySQL lists, as full_keys, the concurrency keys of the queue
-// whose running attempts reach a limit, each with the kinds it is full for
-// (as pgdriver's fullKeysSQL: NULL for the key's own limit, a kind for
-// that kind's default, the empty kind for the queue's), and, as
-// kind_key_defaults, the queue's kinds that declare a per-key default. The
-// running keyed rows are read once per pick, from fenced_jobs_key_running,
-// and the sets are tested as wholes (driver.FullKeysTestSQL): a candidate
-// costs lookups in them, where a count of its key's running attempts and
-// probes of its limits each (the shared driver.JobClaimableSQL) made a
-// pick that passed over a backlog of full keys read every running attempt
-// of those keys once per queued job. The admission reads each candidate's
-// limit again after the locks. Parameters: queue (four times).
-const fullKeysMySQL = `full_keys AS (
-    SELECT n.concurrency_key, d.kind FROM (
-        SELECT r.running_concurrency_key AS concurrency_key, COUNT(*) AS n
+// fullKeysMySQL is driver.FullKeysCTE with the running keyed rows read
+// from MySQL's key column through fenced_jobs_key_running. Tested by
+// driver.FullKeysTestSQL, it costs a candidate lookups in sets, where a
+// count of its key's running attempts and probes of its limits each (the
+// shared driver.JobClaimableSQL) made a pick that passed over a backlog of
+// full keys read every running attempt of those keys once per queued job.
+// Parameters: queue (four times).
+var fullKeysMySQL = mysqlParams(rewrite(driver.FullKeysCTE,
+	`SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
+        WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
+        GROUP BY r.concurrency_key`,
+	`SELECT r.running_concurrency_key AS concurrency_key, COUNT(*) AS n
         FROM fenced_jobs r FORCE INDEX (fenced_jobs_key_running)
-        WHERE r.queue = ? AND r.running_concurrency_key IS NOT NULL
-        GROUP BY r.running_concurrency_key) n
-    LEFT JOIN fenced_job_limits o
-        ON o.queue = ? AND o.kind = '' AND o.concurrency_key = n.concurrency_key AND o.per_key_limit > 0
-    LEFT JOIN fenced_job_limits d
-        ON o.queue IS NULL AND d.queue = ? AND d.concurrency_key = '' AND d.per_key_limit > 0
-    WHERE n.n >= COALESCE(o.per_key_limit, d.per_key_limit)),
-kind_key_defaults AS (
-    SELECT d.kind FROM fenced_job_limits d
-    WHERE d.queue = ? AND d.concurrency_key = '' AND d.kind <> '' AND d.per_key_limit > 0)`
+        WHERE r.queue = $1 AND r.running_concurrency_key IS NOT NULL
+        GROUP BY r.running_concurrency_key`))
 
 // claimLimitedPick returns the limited pick of a kind filter.
 func claimLimitedPick(kinds int) string {
@@ -108,15 +97,15 @@ func rewrite(query, from, to string) string {
 
 // claimableSQL is the pick's pre-filter (driver.JobClaimableSQL with the
 // key's fullness read from the sets of fullKeysMySQL, and the sequence's
-// test on MySQL's key columns). Read before the locks, it only saves picking jobs that
-// cannot be admitted. The deliberately broken build's filters nothing and
+// test on MySQL's key columns). Read before the locks, it only saves
+// picking jobs that cannot be admitted. The deliberately broken build's filters nothing and
 // has nothing to rewrite.
 var claimableSQL = func() string {
 	if !driver.LimitsEnforced {
 		return driver.JobClaimableSQL
 	}
 	return `NOT ` + onSequenceColumns(driver.JobSequenceBlockedSQL) + `
-    AND (j.concurrency_key IS NULL OR (` + driver.FullKeysTestSQL("(SELECT kind FROM kind_key_defaults)") + `))`
+    AND (j.concurrency_key IS NULL OR (` + driver.FullKeysTestSQL + `))`
 }()
 
 // The gate rows of a limited claim (fenced_job_gates): claimGatesLockSQL

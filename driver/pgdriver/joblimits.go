@@ -34,32 +34,10 @@ FOR UPDATE OF j SKIP LOCKED`
 // without the full keys.
 func limitedPick(kinds string, full bool) string {
 	if full {
-		return fmt.Sprintf(claimLimitedPickSQL, ",\nfull_keys AS ("+fullKeysSQL+")", "EXISTS (SELECT 1 FROM full_keys)", kinds, claimablePG(true))
+		return fmt.Sprintf(claimLimitedPickSQL, ",\n"+driver.FullKeysCTE, "EXISTS (SELECT 1 FROM full_keys)", kinds, claimablePG(true))
 	}
 	return fmt.Sprintf(claimLimitedPickSQL, "", "false", kinds, claimablePG(false))
 }
-
-// fullKeysSQL lists the concurrency keys of queue $1 whose running attempts
-// reach a limit, each with the kinds it is full for: NULL when the key's own
-// limit is reached (full for every kind); else, for each default of the
-// queue the count reaches, the default's kind, or the empty kind for the
-// queue's own default (full for the kinds that declare none). Read once per
-// pick (the running rows of the queue, by their index, joined to the
-// queue's limits rather than probing them per key) and tested as hashed
-// sets (claimablePG), it costs a candidate no subquery of its own, and
-// passes a keyed job exactly when its key is under the limit that applies
-// to the job (driver.JobKeyLimitSQL), as read when the pick starts; the
-// admission reads each candidate's limit again after the locks.
-const fullKeysSQL = `
-    SELECT n.concurrency_key, d.kind FROM (
-        SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
-        WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
-        GROUP BY r.concurrency_key) n
-    LEFT JOIN fenced_job_limits o
-        ON o.queue = $1 AND o.kind = '' AND o.concurrency_key = n.concurrency_key AND o.per_key_limit > 0
-    LEFT JOIN fenced_job_limits d
-        ON o.queue IS NULL AND d.queue = $1 AND d.concurrency_key = '' AND d.per_key_limit > 0
-    WHERE n.n >= COALESCE(o.per_key_limit, d.per_key_limit)`
 
 // sequenceHeadsSQL finds the head of each sequence of queue $1: its
 // queued job of the lowest id, the only one of its jobs that may be
@@ -116,16 +94,11 @@ const sequenceBlockedPG = `(j.sequence_key IN (SELECT sequence_key FROM running_
 // descents each, on every limited claim of the queue.
 const sequenceHeadsMax = "500"
 
-// kindKeyDefaultsPG lists the kinds of queue $1 that declare a per-key
-// default.
-const kindKeyDefaultsPG = `SELECT d.kind FROM fenced_job_limits d
-                WHERE d.queue = $1 AND d.concurrency_key = '' AND d.kind <> '' AND d.per_key_limit > 0`
-
 // claimablePG is the pick's pre-filter (driver.JobClaimableSQL with the
-// sequence heads and, with full, the full keys as sets,
-// driver.FullKeysTestSQL). Read before the locks, it only saves picking jobs that cannot be admitted: a sequenced
-// job passes only if it is a head (or the walk did not take every
-// sequence) and its sequence is not blocked. The deliberately broken build
+// sequence heads and, with full, the full keys as sets, driver.FullKeysCTE
+// and FullKeysTestSQL). Read before the locks, it only saves picking jobs
+// that cannot be admitted: a sequenced job passes only if it is a head (or
+// the walk did not take every sequence) and its sequence is not blocked. The deliberately broken build
 // filters nothing.
 func claimablePG(full bool) string {
 	if !driver.LimitsEnforced {
@@ -136,7 +109,7 @@ func claimablePG(full bool) string {
         AND NOT ` + sequenceBlockedPG + `))`
 	if full {
 		f += `
-    AND (j.concurrency_key IS NULL OR (` + driver.FullKeysTestSQL("("+kindKeyDefaultsPG+")") + `))`
+    AND (j.concurrency_key IS NULL OR (` + driver.FullKeysTestSQL + `))`
 	}
 	return f
 }
