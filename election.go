@@ -57,7 +57,9 @@ type CampaignOptions struct {
 // refused with a *StaleError, whatever its context says.
 //
 // Campaign returns:
-//   - context.Cause(ctx) once ctx ends (after releasing any lease it held);
+//   - context.Cause(ctx) once ctx ends, after releasing any lease it held.
+//     An acquire still running then is waited for (at most min(ttl, 5s)),
+//     and the lease it won released, so that no lease is left held;
 //   - lead's error, after releasing the lease, when lead returns a non-nil
 //     error — except an error that is its own context's error or cause,
 //     returned after that context ended: that is lead reporting it was
@@ -91,7 +93,7 @@ func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Dura
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		k, err := c.Keep(ctx, name, owner, ttl, opts.Keep)
+		k, err := c.campaignKeep(ctx, name, owner, ttl, opts.Keep)
 		if err != nil {
 			if errors.Is(err, ErrInvalid) {
 				return err
@@ -114,6 +116,32 @@ func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Dura
 	}
 }
 
+// campaignKeep is Keep for Campaign, which promises to release every lease
+// it won: the acquire runs under a context that ctx ending does not cancel
+// (bounded by releaseWithin), so its outcome is always known — a statement
+// cut off by ctx could commit unseen and leave the lease held until it
+// expired. If ctx ended while it ran, the lease it won is released at once.
+func (c *Client) campaignKeep(ctx context.Context, name, owner string, ttl time.Duration, opts KeepOptions) (*Keeper, error) {
+	start := c.now()
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin(ttl))
+	l, err := c.AcquireLease(actx, name, owner, ttl)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin(ttl))
+		_, _ = c.ReleaseLease(rctx, *l) // if this fails too, the lease expires
+		cancel()
+		return nil, context.Cause(ctx)
+	}
+	return c.keep(ctx, *l, start, ttl, opts), nil
+}
+
+// releaseWithin bounds the statements Campaign runs past its context's end:
+// the acquire it waits for and the release that ends a term.
+func releaseWithin(ttl time.Duration) time.Duration { return min(ttl, 5*time.Second) }
+
 // term runs lead for one term under k, then releases the lease. It returns
 // why the term ended (see OnTermEnd), and lead's error when that ends the
 // campaign.
@@ -130,7 +158,7 @@ func (c *Client) term(ctx context.Context, k *Keeper, ttl time.Duration, opts Ca
 			err = nil // lead stopped because it was told to
 		}
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(ttl, 5*time.Second))
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin(ttl))
 	rerr := k.Release(rctx)
 	cancel()
 	if rerr != nil {

@@ -57,6 +57,11 @@ func (c *Client) Keep(ctx context.Context, name, owner string, ttl time.Duration
 	if err != nil {
 		return nil, err
 	}
+	return c.keep(ctx, *l, start, ttl, opts), nil
+}
+
+// keep starts renewing l, acquired by a statement sent at start.
+func (c *Client) keep(ctx context.Context, l Lease, start time.Time, ttl time.Duration, opts KeepOptions) *Keeper {
 	if opts.RenewEvery <= 0 {
 		opts.RenewEvery = ttl / 3
 	}
@@ -64,10 +69,10 @@ func (c *Client) Keep(ctx context.Context, name, owner string, ttl time.Duration
 		opts.SafetyMargin = ttl / 10
 	}
 	kctx, cancel := context.WithCancelCause(ctx)
-	k := &Keeper{c: c, ttl: ttl, opts: opts, lease: *l, ctx: kctx, cancel: cancel,
+	k := &Keeper{c: c, ttl: ttl, opts: opts, lease: l, ctx: kctx, cancel: cancel,
 		stop: make(chan struct{}), ended: make(chan struct{})}
 	go k.run(start)
-	return k, nil
+	return k
 }
 
 // Lease returns the generation held, with the expiry of the last renewal.

@@ -1,19 +1,21 @@
 // Package testetcd runs a real etcd cluster for tests: embedded members
 // (go.etcd.io/etcd/server/v3/embed) on loopback ports picked free at start,
-// their data in a temporary directory. Start runs them inside the test
-// process; StartProcesses runs each in a process of its own, the test
-// binary started again (see MaybeRunMember), so that a member can be
-// paused. Nothing is downloaded.
+// below the ephemeral range, their data in a temporary directory. Start runs
+// them inside the test process; StartProcesses runs each in a process of its
+// own, the test binary started again (see MaybeRunMember), so that a member
+// can be paused. Nothing is downloaded.
 package testetcd
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,13 +91,49 @@ func newMembers(dir string, n int) ([]*member, error) {
 	return members, nil
 }
 
+// freeURL is a loopback address on a port that is free now. The port is
+// drawn at random below the kernel's ephemeral range, which a port the
+// kernel hands out (as a listen on :0 does) lies in: between this check and
+// the member's own listen, any outgoing connection of the busy test machine
+// could take such a port, and the member then fails to start.
 func freeURL() (url.URL, error) {
+	lo, hi := 20000, ephemeralLow()
+	for range 200 {
+		if hi <= lo {
+			break
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+mrand.IntN(hi-lo)))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		return url.URL{Scheme: "http", Host: addr}, nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return url.URL{}, err
 	}
 	defer l.Close()
 	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
+}
+
+// ephemeralLow is the first port of Linux's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), or 32768, its default.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 32768
+	}
+	return n
 }
 
 // config is member m's configuration, the same in the test process and in
