@@ -127,6 +127,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/queueset"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/go-sql-driver/mysql"
 )
@@ -142,6 +143,12 @@ type Driver struct {
 	// consecutiveIDs: innodb_autoinc_lock_mode is 0 or 1, so the ids of one
 	// multiple-row INSERT are consecutive (Enqueue).
 	consecutiveIDs bool
+	// limited holds the queues whose last claim went the limited way, so
+	// that their next claim skips the plain pick (which would only find
+	// the gate again) and goes straight to claimLimitedJobs; a limited
+	// claim that picked no candidate, or none that a key or a global limit
+	// gates, takes the queue out.
+	limited queueset.Set
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -157,8 +157,29 @@ var errClaimGated = errors.New("claim gated by keys or limits")
 
 // ClaimJobs implements driver.JobDriver: pick and start in one short
 // transaction; when the pick found the claim gated by keys or limits,
-// claimLimitedJobs instead. The jobs come back in claim order.
+// claimLimitedJobs instead — at once, without the pick, for a queue whose
+// last claim went that way (Driver.limited). The jobs come back in claim
+// order.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
+	gated, jobs, err := d.limited.Has(p.Queue), []*fencedtype.Job(nil), error(nil)
+	if !gated {
+		jobs, err = d.claimJobs(ctx, p)
+		gated = errors.Is(err, errClaimGated)
+	}
+	if gated {
+		jobs, err = d.claimLimitedJobs(ctx, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
+	}
+	// run_at is unchanged by the claim: this is the order they were picked in.
+	driver.SortClaimed(jobs)
+	return jobs, nil
+}
+
+// claimJobs is the single claim's transaction: the jobs it claimed, or
+// errClaimGated.
+func (d *Driver) claimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		jobs = nil
@@ -189,15 +210,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		jobs, err = startPicked(ctx, tx, p, locked)
 		return err
 	})
-	if errors.Is(err, errClaimGated) {
-		jobs, err = d.claimLimitedJobs(ctx, p)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
-	}
-	// run_at is unchanged by the claim: this is the order they were picked in.
-	driver.SortClaimed(jobs)
-	return jobs, nil
+	return jobs, err
 }
 
 // startIDs starts the jobs ids, locked by tx (jobStartSQL), and returns

@@ -165,13 +165,18 @@ func (d *Driver) claimLimitedOnce(ctx context.Context, p driver.ClaimJobsParams)
 			return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)
 		}, claimLimitedPick(len(p.Kinds)), pick...)
 		if err != nil || len(cands) == 0 {
+			if err == nil {
+				d.limited.Set(p.Queue, false) // the plain pick finds the gate again, if any
+			}
 			return err
 		}
 		var load driver.ClaimLoad
 		if err := readClaimGlobals(ctx, tx, p.Queue, &load, false); err != nil {
 			return err
 		}
-		if missing, err = lockGates(ctx, tx, driver.LimitLockNames(p.Queue, cands, load.HasGlobal())); err != nil || len(missing) > 0 {
+		names := driver.LimitLockNames(p.Queue, cands, load.HasGlobal())
+		d.limited.Set(p.Queue, len(names) > 0)
+		if missing, err = lockGates(ctx, tx, names); err != nil || len(missing) > 0 {
 			return err
 		}
 		ids := make([]int64, len(cands))

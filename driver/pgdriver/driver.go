@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/queueset"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -28,13 +29,13 @@ type Driver struct {
 	// find the gate again) and goes straight to claimLimitedJobs; a
 	// limited claim that picked no keyed job in a queue with no global
 	// limit takes the queue out.
-	limited queueSet
+	limited queueset.Set
 	// noFullKeys holds the queues whose limited claims pick without the
 	// full keys (reading them costs a pass over the queue's running keyed
 	// jobs): a queue goes in when a round that read them found none full
 	// and admitted every candidate it picked (but its window's spare ones),
 	// and out when a round without them could not.
-	noFullKeys queueSet
+	noFullKeys queueset.Set
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -115,7 +115,7 @@ var (
 // claim went the limited way goes there at once (Driver.limited).
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
 	var jobs []*fencedtype.Job
-	gated, err := d.limited.has(p.Queue), error(nil)
+	gated, err := d.limited.Has(p.Queue), error(nil)
 	if !gated {
 		jobs, gated, err = d.claimJobs(ctx, p)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
@@ -124,22 +123,6 @@ var (
 	claimLimitedPickOneKindNoFullSQL = limitedPick(" AND j.kind = $3", false)
 	claimLimitedPickOfKindsNoFullSQL = limitedPick(" AND j.kind = ANY($3::text[])", false)
 )
-
-// queueSet is a set of queue names safe for concurrent use: the driver's
-// hints about a queue's next claim (Driver.limited, Driver.noFullKeys).
-// Only a matter of speed: every claim path enforces every limit.
-type queueSet struct{ m sync.Map }
-
-func (q *queueSet) has(queue string) bool { _, ok := q.m.Load(queue); return ok }
-
-// set puts queue in the set when in, else takes it out.
-func (q *queueSet) set(queue string, in bool) {
-	if in {
-		q.m.Store(queue, struct{}{})
-	} else {
-		q.m.Delete(queue)
-	}
-}
 
 // claimLimitLocksSQL takes the transaction-scoped advisory locks of a
 // limited claim, in the order of the array ($1, sorted by the caller): the
@@ -318,7 +301,7 @@ var errAdmitMixed = errors.New("limits differ among a key's candidates")
 // advisory locks whose id collides) is retried. It returns the jobs it
 // started and how many candidates it picked.
 func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, inGo bool) ([]*fencedtype.Job, int, error) {
-	full := !d.noFullKeys.has(p.Queue)
+	full := !d.noFullKeys.Has(p.Queue)
 	pick, args := claimLimitedPickAnyKindSQL, []any{p.Queue, limitedWindow(p.Limit)}
 	switch len(p.Kinds) {
 	case 0:
@@ -370,7 +353,7 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, i
 		picked = len(cands)
 		if err != nil || len(cands) == 0 {
 			if err == nil {
-				d.limited.set(p.Queue, load.HasGlobal())
+				d.limited.Set(p.Queue, load.HasGlobal())
 			}
 			return err
 		}
@@ -378,13 +361,13 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, i
 			// Every candidate admitted (but the window's spare ones) and,
 			// with the full keys, none full: the next pick goes without them.
 			if all := len(jobs) == min(len(cands), p.Limit); full && all && !anyFull {
-				d.noFullKeys.set(p.Queue, true)
+				d.noFullKeys.Set(p.Queue, true)
 			} else if !full && !all {
-				d.noFullKeys.set(p.Queue, false)
+				d.noFullKeys.Set(p.Queue, false)
 			}
 		}()
 		locks := driver.LimitLockIDs(driver.LimitLockNames(p.Queue, cands, load.HasGlobal()))
-		d.limited.set(p.Queue, len(locks) > 0)
+		d.limited.Set(p.Queue, len(locks) > 0)
 		if !inGo && driver.LimitsEnforced && !load.HasGlobal() {
 			var b pgx.Batch
 			if len(locks) > 0 {
