@@ -42,7 +42,7 @@ fi
 fresh() {
 	psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null 2>&1
 }
-trap 'psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true' EXIT
+trap 'psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true; rm -f "${errs:-}"' EXIT
 
 fenced_rate() { sed -n 's/.*"jobs_per_sec": *\([0-9.]*\).*/\1/p'; }
 river_rate() { sed -n 's/.*work_jobs_per_s=\([0-9.]*\).*/\1/p'; }
@@ -50,6 +50,14 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 
 echo "date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "PostgreSQL: $(psql "$PGURL/postgres" -Atc 'SHOW server_version'); pool $POOL; rounds $ROUNDS"
+
+# A program that fails ends the run, saying which and how.
+errs=$(mktemp)
+failed() {
+	echo "$1 failed in this round; its last messages:" >&2
+	tail -5 "$errs" >&2
+	exit 1
+}
 
 lsn() { psql "$PGURL/postgres" -Atc 'SELECT pg_current_wal_lsn()'; }
 wal_per_job() { psql "$PGURL/postgres" -Atc "SELECT round(pg_wal_lsn_diff('$2', '$1') / $JOBS)"; }
@@ -60,13 +68,13 @@ run_mode() { # mode name, fenced args, river args, wal (whether to measure it)
 		fresh
 		a=$(lsn)
 		# shellcheck disable=SC2086
-		r=$("$RIVERBENCH" -db "$PGURL/$DB?sslmode=disable" -pool "$POOL" $rargs 2>/dev/null | river_rate)
+		r=$("$RIVERBENCH" -db "$PGURL/$DB?sslmode=disable" -pool "$POOL" $rargs 2>"$errs" | river_rate) || failed River
 		b=$(lsn)
 		[ "$wal" = wal ] && rw=$(wal_per_job "$a" "$b")
 		fresh
 		a=$(lsn)
 		# shellcheck disable=SC2086
-		f=$("$FENCED" --db "$PGURL/$DB?sslmode=disable" bench --pool "$POOL" $fargs --json 2>/dev/null | fenced_rate)
+		f=$("$FENCED" --db "$PGURL/$DB?sslmode=disable" bench --pool "$POOL" $fargs --json 2>"$errs" | fenced_rate) || failed fenced
 		b=$(lsn)
 		[ "$wal" = wal ] && fw=$(wal_per_job "$a" "$b")
 		printf '%s round %d: River %.0f jobs/s, fenced %.0f jobs/s (%.2fx)' "$mode" "$i" "$r" "$f" "$(echo "$f / $r" | bc -l)"
