@@ -57,9 +57,11 @@ type CampaignOptions struct {
 // refused with a *StaleError, whatever its context says.
 //
 // Campaign returns:
-//   - context.Cause(ctx) once ctx ends, after releasing any lease it held.
-//     An acquire still running then is waited for (at most min(ttl, 5s)),
-//     and the lease it won released, so that no lease is left held;
+//   - context.Cause(ctx) once ctx ends, after lead returned and any lease
+//     it held was released. An acquire still running then is waited for,
+//     and the lease it won released, so that no lease is left held unseen;
+//     each of the two statements gets at most min(ttl, 5s) past ctx's end
+//     (a lease whose release failed or was cut off expires at its TTL);
 //   - lead's error, after releasing the lease, when lead returns a non-nil
 //     error — except an error that is its own context's error or cause,
 //     returned after that context ended: that is lead reporting it was
@@ -117,14 +119,18 @@ func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Dura
 }
 
 // campaignKeep is Keep for Campaign, which promises to release every lease
-// it won: the acquire runs under a context that ctx ending does not cancel
-// (bounded by releaseWithin), so its outcome is always known — a statement
-// cut off by ctx could commit unseen and leave the lease held until it
-// expired. If ctx ended while it ran, the lease it won is released at once.
+// it won: the acquire is not cut off when ctx ends, so its outcome is known —
+// a statement cut off on the client can still commit on the server and leave
+// the lease held, unseen, until it expires. Once ctx has ended, the acquire
+// gets releaseWithin more before it is cut off after all; while ctx lives it
+// is bounded by nothing else, as any acquire. If ctx ended while it ran,
+// the lease it won is released at once.
 func (c *Client) campaignKeep(ctx context.Context, name, owner string, ttl time.Duration, opts KeepOptions) (*Keeper, error) {
 	start := c.now()
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseWithin(ttl))
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stopLimit := context.AfterFunc(ctx, func() { time.AfterFunc(releaseWithin(ttl), cancel) })
 	l, err := c.AcquireLease(actx, name, owner, ttl)
+	stopLimit()
 	cancel()
 	if err != nil {
 		return nil, err
@@ -138,7 +144,7 @@ func (c *Client) campaignKeep(ctx context.Context, name, owner string, ttl time.
 	return c.keep(ctx, *l, start, ttl, opts), nil
 }
 
-// releaseWithin bounds the statements Campaign runs past its context's end:
+// releaseWithin bounds each statement Campaign runs past its context's end:
 // the acquire it waits for and the release that ends a term.
 func releaseWithin(ttl time.Duration) time.Duration { return min(ttl, 5*time.Second) }
 

@@ -39,8 +39,8 @@ if [ -z "${FENCED:-}" ]; then
 	go build -o "$FENCED" ./cmd/fenced
 fi
 
-fresh() {
-	psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB" >/dev/null 2>&1
+fresh() { # a server that cannot drop or create the database ends the run, saying why
+	PGOPTIONS="-c client_min_messages=warning" psql "$PGURL/postgres" -Xqc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
 }
 trap 'psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true; rm -f "${errs:-}"' EXIT
 

@@ -3,6 +3,9 @@ package pgdriver_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,16 +15,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// TestCampaignReleasesALeaseWonAfterItsContextEnded: a campaigner's acquire
-// that is still running when Campaign's context ends is waited for, and the
-// lease it won is released before Campaign returns — it is not left held
-// until it expires, and lead never runs. The acquire is held up by a
-// transaction that locks the lease's row until after the context ended.
-func TestCampaignReleasesALeaseWonAfterItsContextEnded(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	url := testdb.Postgres(t)
+// lockedLease is a client of a fresh database whose lease "leader" exists,
+// released, and a transaction that holds its row locked (FOR UPDATE), so
+// that an acquire of it waits until unlock is called.
+func lockedLease(t *testing.T, ctx context.Context) (c *fenced.Client, url string, unlock func()) {
+	t.Helper()
+	url = testdb.Postgres(t)
 	c, err := fenced.Open(ctx, url, fenced.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,21 +36,53 @@ func TestCampaignReleasesALeaseWonAfterItsContextEnded(t *testing.T) {
 	if _, err := c.ReleaseLease(ctx, *l); err != nil {
 		t.Fatal(err)
 	}
-
 	blocker, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer blocker.Close(ctx)
+	t.Cleanup(func() { blocker.Close(context.Background()) })
 	tx, err := blocker.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM fenced_leases WHERE name = 'leader' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	unlock = func() {
+		once.Do(func() {
+			if err := tx.Rollback(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(unlock)
+	return c, url, unlock
+}
 
+// campaignResult waits for Campaign's result on done and wants
+// context.Canceled.
+func campaignResult(t *testing.T, ctx context.Context, done <-chan error) {
+	t.Helper()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Campaign returned %v, want context.Canceled", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Campaign did not return")
+	}
+}
+
+// TestCampaignReleasesALeaseWonAfterItsContextEnded: a campaigner's acquire
+// that is still running when Campaign's context ends is waited for, and the
+// lease it won is released before Campaign returns — it is not left held
+// until it expires, and lead never runs.
+func TestCampaignReleasesALeaseWonAfterItsContextEnded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, url, unlock := lockedLease(t, ctx)
 	cctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var led atomic.Bool
@@ -61,23 +92,82 @@ func TestCampaignReleasesALeaseWonAfterItsContextEnded(t *testing.T) {
 			func(context.Context, fenced.Lease) error { led.Store(true); return nil })
 	}()
 	testdb.PostgresWaitBlocked(t, url)
-	stop()
-	time.Sleep(50 * time.Millisecond) // let the context's end reach Campaign while its acquire waits
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("Campaign returned %v, want context.Canceled", err)
-		}
-	case <-ctx.Done():
-		t.Fatal("Campaign did not return")
-	}
+	stop() // while the acquire waits for the row
+	unlock()
+	campaignResult(t, ctx, done)
 	if led.Load() {
 		t.Error("lead ran after the campaign's context ended")
 	}
 	if l, err := c.Leader(ctx, "leader"); err != nil || l != nil {
 		t.Fatalf("after Campaign returned: leader %+v, %v; want none", l, err)
 	}
+}
+
+// TestCampaignAcquireWaitsWhileItsContextLives: an acquire that waits for
+// the lease's row longer than the bound Campaign puts on statements after
+// its context ends is not cut off while the context lives: it wins once the
+// row is free, with nothing logged.
+func TestCampaignAcquireWaitsWhileItsContextLives(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, url, unlock := lockedLease(t, ctx)
+	var logged strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var led atomic.Bool
+	done := make(chan error, 1)
+	ttl := time.Second // the bound after the context's end: min(ttl, 5s)
+	go func() {
+		done <- c.Campaign(cctx, "leader", "C", ttl, fenced.CampaignOptions{Logger: logger},
+			func(context.Context, fenced.Lease) error { led.Store(true); stop(); return nil })
+	}()
+	testdb.PostgresWaitBlocked(t, url)
+	time.Sleep(ttl + ttl/2) // the acquire waits past the bound
+	unlock()
+	campaignResult(t, ctx, done)
+	if !led.Load() {
+		t.Error("lead never ran")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if logged.Len() > 0 {
+		t.Errorf("Campaign logged while its context lived:\n%s", logged.String())
+	}
+}
+
+// TestCampaignGivesUpAnAcquireAfterItsContextEnded: an acquire still
+// waiting when Campaign's context ends is cut off after the bound, so
+// Campaign returns while the row is still locked instead of waiting for as
+// long as it stays locked.
+func TestCampaignGivesUpAnAcquireAfterItsContextEnded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, url, unlock := lockedLease(t, ctx)
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Campaign(cctx, "leader", "C", time.Second, fenced.CampaignOptions{},
+			func(context.Context, fenced.Lease) error { return nil })
+	}()
+	testdb.PostgresWaitBlocked(t, url)
+	stop()
+	campaignResult(t, ctx, done) // the row is still locked
+	unlock()
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
