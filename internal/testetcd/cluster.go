@@ -96,18 +96,27 @@ func newMembers(dir string, n int) ([]*member, error) {
 // kernel hands out (as a listen on :0 does) lies in: between this check and
 // the member's own listen, any outgoing connection of the busy test machine
 // could take such a port, and the member then fails to start.
+// A port is handed out once per process: two members, or a stopped member
+// waiting to restart, never share one.
 func freeURL() (url.URL, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	lo, hi := 20000, ephemeralLow()
 	for range 200 {
 		if hi <= lo {
 			break
 		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(lo+mrand.IntN(hi-lo)))
+		port := lo + mrand.IntN(hi-lo)
+		if handedOut.ports[port] {
+			continue
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
 			continue // in use
 		}
 		l.Close()
+		handedOut.ports[port] = true
 		return url.URL{Scheme: "http", Host: addr}, nil
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -117,6 +126,12 @@ func freeURL() (url.URL, error) {
 	defer l.Close()
 	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
 }
+
+// handedOut are the ports freeURL gave in this process.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // ephemeralLow is the first port of Linux's ephemeral range
 // (/proc/sys/net/ipv4/ip_local_port_range), or 32768, its default.
