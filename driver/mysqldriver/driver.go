@@ -146,8 +146,8 @@ type Driver struct {
 	// limited holds the queues whose last claim went the limited way, so
 	// that their next claim skips the plain pick (which would only find
 	// the gate again) and goes straight to claimLimitedJobs; a limited
-	// claim that picked no candidate, or none that a key or a global limit
-	// gates, takes the queue out.
+	// claim whose candidates no key or global limit gates takes the queue
+	// out.
 	limited queueset.Set
 }
 

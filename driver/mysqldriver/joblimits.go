@@ -165,10 +165,7 @@ func (d *Driver) claimLimitedOnce(ctx context.Context, p driver.ClaimJobsParams)
 			return c, r.Scan(&c.ID, &c.Kind, &c.ConcurrencyKey, &c.SequenceKey)
 		}, claimLimitedPick(len(p.Kinds)), pick...)
 		if err != nil || len(cands) == 0 {
-			if err == nil {
-				d.limited.Set(p.Queue, false) // the plain pick finds the gate again, if any
-			}
-			return err
+			return err // an empty pick leaves the hint: the next pick decides
 		}
 		var load driver.ClaimLoad
 		if err := readClaimGlobals(ctx, tx, p.Queue, &load, false); err != nil {
