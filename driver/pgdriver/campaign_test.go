@@ -60,6 +60,16 @@ func lockedLease(t *testing.T, ctx context.Context) (c *fenced.Client, url strin
 	return c, url, unlock
 }
 
+// campaign runs c.Campaign for the lease "leader" as owner "C" in a
+// goroutine, under a context that stop ends; done gets what it returned.
+func campaign(ctx context.Context, c *fenced.Client, ttl time.Duration, opts fenced.CampaignOptions,
+	lead func(context.Context, fenced.Lease) error) (stop context.CancelFunc, done <-chan error) {
+	cctx, stop := context.WithCancel(ctx)
+	ch := make(chan error, 1)
+	go func() { ch <- c.Campaign(cctx, "leader", "C", ttl, opts, lead) }()
+	return stop, ch
+}
+
 // campaignResult waits for Campaign's result on done and wants
 // context.Canceled.
 func campaignResult(t *testing.T, ctx context.Context, done <-chan error) {
@@ -83,14 +93,10 @@ func TestCampaignReleasesALeaseWonAfterItsContextEnded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, url, unlock := lockedLease(t, ctx)
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
 	var led atomic.Bool
-	done := make(chan error, 1)
-	go func() {
-		done <- c.Campaign(cctx, "leader", "C", 5*time.Second, fenced.CampaignOptions{},
-			func(context.Context, fenced.Lease) error { led.Store(true); return nil })
-	}()
+	stop, done := campaign(ctx, c, 5*time.Second, fenced.CampaignOptions{},
+		func(context.Context, fenced.Lease) error { led.Store(true); return nil })
+	defer stop()
 	testdb.PostgresWaitBlocked(t, url)
 	stop() // while the acquire waits for the row
 	unlock()
@@ -112,27 +118,24 @@ func TestCampaignAcquireWaitsWhileItsContextLives(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, url, unlock := lockedLease(t, ctx)
+	// Campaign logs on its own goroutine only, which has returned before
+	// logged is read (campaignResult): no lock is needed.
 	var logged strings.Builder
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, nil))
-	cctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var led atomic.Bool
-	done := make(chan error, 1)
+	led := make(chan struct{})
 	ttl := time.Second // the bound after the context's end: min(ttl, 5s)
-	go func() {
-		done <- c.Campaign(cctx, "leader", "C", ttl, fenced.CampaignOptions{Logger: logger},
-			func(context.Context, fenced.Lease) error { led.Store(true); stop(); return nil })
-	}()
+	stop, done := campaign(ctx, c, ttl, fenced.CampaignOptions{Logger: slog.New(slog.NewTextHandler(&logged, nil))},
+		func(lctx context.Context, _ fenced.Lease) error { close(led); <-lctx.Done(); return nil })
+	defer stop()
 	testdb.PostgresWaitBlocked(t, url)
 	time.Sleep(ttl + ttl/2) // the acquire waits past the bound
 	unlock()
-	campaignResult(t, ctx, done)
-	if !led.Load() {
-		t.Error("lead never ran")
+	select {
+	case <-led:
+	case <-ctx.Done():
+		t.Fatal("lead never ran")
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	stop()
+	campaignResult(t, ctx, done)
 	if logged.Len() > 0 {
 		t.Errorf("Campaign logged while its context lived:\n%s", logged.String())
 	}
@@ -147,27 +150,11 @@ func TestCampaignGivesUpAnAcquireAfterItsContextEnded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c, url, unlock := lockedLease(t, ctx)
-	cctx, stop := context.WithCancel(ctx)
+	stop, done := campaign(ctx, c, time.Second, fenced.CampaignOptions{},
+		func(context.Context, fenced.Lease) error { return nil })
 	defer stop()
-	done := make(chan error, 1)
-	go func() {
-		done <- c.Campaign(cctx, "leader", "C", time.Second, fenced.CampaignOptions{},
-			func(context.Context, fenced.Lease) error { return nil })
-	}()
 	testdb.PostgresWaitBlocked(t, url)
 	stop()
 	campaignResult(t, ctx, done) // the row is still locked
 	unlock()
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *strings.Builder
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

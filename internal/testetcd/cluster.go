@@ -102,10 +102,7 @@ func freeURL() (url.URL, error) {
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	lo, hi := 20000, ephemeralLow()
-	for range 200 {
-		if hi <= lo {
-			break
-		}
+	for i := 0; i < 200 && lo < hi; i++ {
 		port := lo + mrand.IntN(hi-lo)
 		if handedOut.ports[port] {
 			continue
@@ -136,17 +133,9 @@ var handedOut = struct {
 // ephemeralLow is the first port of Linux's ephemeral range
 // (/proc/sys/net/ipv4/ip_local_port_range), or 32768, its default.
 func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 32768
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil {
-		return 32768
+	n := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		_, _ = fmt.Sscan(string(b), &n) // n stays the default if it cannot be read
 	}
 	return n
 }
