@@ -161,7 +161,9 @@ var errClaimGated = errors.New("claim gated by keys or limits")
 // last claim went that way (Driver.limited). The jobs come back in claim
 // order.
 func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, error) {
-	gated, jobs, err := d.limited.Has(p.Queue), []*fencedtype.Job(nil), error(nil)
+	var jobs []*fencedtype.Job
+	var err error
+	gated := d.limited.Has(p.Queue)
 	if !gated {
 		jobs, err = d.claimJobs(ctx, p)
 		gated = errors.Is(err, errClaimGated)

@@ -21,14 +21,7 @@ import (
 func lockedLease(t *testing.T, ctx context.Context) (c *fenced.Client, url string, unlock func()) {
 	t.Helper()
 	url = testdb.Postgres(t)
-	c, err := fenced.Open(ctx, url, fenced.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	c = migratedClientOf(t, url)
 	l, err := c.AcquireLease(ctx, "leader", "first", time.Minute)
 	if err != nil {
 		t.Fatal(err)

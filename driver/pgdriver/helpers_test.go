@@ -14,14 +14,28 @@ import (
 // the test ends.
 func migratedClient(t *testing.T) *fenced.Client {
 	t.Helper()
-	c, err := fenced.Open(context.Background(), testdb.Postgres(t), fenced.Config{})
+	return migratedClientOf(t, testdb.Postgres(t))
+}
+
+// migratedClientOf is a Client of the database at url, migrated, closed
+// when the test ends.
+func migratedClientOf(t *testing.T, url string) *fenced.Client {
+	t.Helper()
+	c := openClient(t, url)
+	if _, err := c.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// openClient is a Client of the database at url, closed when the test ends.
+func openClient(t *testing.T, url string) *fenced.Client {
+	t.Helper()
+	c, err := fenced.Open(context.Background(), url, fenced.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := c.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return c
 }
 
@@ -30,19 +44,7 @@ func migratedClient(t *testing.T) *fenced.Client {
 func twoClients(t *testing.T) (a, b *fenced.Client) {
 	t.Helper()
 	url := testdb.Postgres(t)
-	open := func() *fenced.Client {
-		c, err := fenced.Open(context.Background(), url, fenced.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	a, b = open(), open()
-	if _, err := a.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return a, b
+	return migratedClientOf(t, url), openClient(t, url)
 }
 
 // explain returns the lines of EXPLAIN (options) of sql with args, run in a
