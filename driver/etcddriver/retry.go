@@ -25,7 +25,11 @@ const retryFor = 30 * time.Second
 const errNotPrimary = "not a primary lessor"
 
 // transient reports whether err says the cluster could not serve a request
-// now, so that it may serve it again soon.
+// now, so that it may serve it again soon. A DeadlineExceeded status is one
+// of those while the caller's context lives (retry stops once it ended): a
+// member's own deadline ran out, as a renewal's forwarding to a busy leader
+// can (seen in the conformance suite on a loaded machine, with the caller's
+// minute far from over).
 func transient(err error) bool {
 	for _, e := range []error{rpctypes.ErrNoLeader, rpctypes.ErrLeaderChanged, rpctypes.ErrTimeout,
 		rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrStopped} {
@@ -34,7 +38,8 @@ func transient(err error) bool {
 		}
 	}
 	s, _ := status.FromError(err)
-	return s.Code() == codes.Unavailable || s.Code() == codes.Unknown && s.Message() == errNotPrimary
+	return s.Code() == codes.Unavailable || s.Code() == codes.DeadlineExceeded ||
+		s.Code() == codes.Unknown && s.Message() == errNotPrimary
 }
 
 // retry calls f until it succeeds, fails for good, or ctx or retryFor ends.

@@ -14,7 +14,7 @@ import (
 
 // A refusal before anything was proposed is made again; an outcome already
 // unknown is not, whatever transient error it wraps; a renewal refused by a
-// deposed leader is made again.
+// deposed leader, or cut off by a member's own deadline, is made again.
 func TestRetry(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -23,6 +23,7 @@ func TestRetry(t *testing.T) {
 	}{
 		{"NoLeader", rpctypes.ErrNoLeader, 3},
 		{"NotPrimary", status.Error(codes.Unknown, errNotPrimary), 3},
+		{"MemberDeadline", status.Error(codes.DeadlineExceeded, "context deadline exceeded"), 3},
 		{"OtherUnknown", status.Error(codes.Unknown, "something else"), 1},
 		{"UnknownOutcome", &fencedtype.UnknownOutcomeError{Err: rpctypes.ErrTimeoutDueToLeaderFail}, 1},
 	} {
