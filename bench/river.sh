@@ -103,10 +103,9 @@ run_mode() { # mode name, fenced args, river args, wal (whether to measure it)
 
 run_mode "burn-down $JOBS" "--jobs $JOBS" "-n $JOBS" wal
 run_mode "continuous ${SECONDS_CONT}s" "--duration ${SECONDS_CONT}s" "-duration ${SECONDS_CONT}s" nowal
-# River's continuous figure has a ceiling set by its program: the program
-# starts with 75,000 jobs and adds at most 5,000 every 250 ms (the tools'
-# README), so S seconds can work at most 75,000 + 20,000 S jobs. A River
-# median near it may be the program's limit; far below it, it is River's.
+# The ceiling (see the header): the program starts with 75,000 jobs and adds
+# at most 5,000 every 250 ms (the tools' README), so S seconds can work at
+# most 75,000 + 20,000 S jobs. river_median is the last run_mode's.
 ceiling=$(((75000 + 20000 * SECONDS_CONT) / SECONDS_CONT))
 printf "continuous: River's program can work at most %d jobs/s in %ss; River's median is %.0f%% of that\n" \
 	"$ceiling" "$SECONDS_CONT" "$(echo "100 * $river_median / $ceiling" | bc -l)"
