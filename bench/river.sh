@@ -46,8 +46,12 @@ if [ -z "${FENCED:-}" ]; then
 	go build -o "$FENCED" ./cmd/fenced
 fi
 
+# fresh also checkpoints, so that no program starts with the previous one's
+# dirty pages and WAL to write (a checkpoint falling in one program's run
+# and not in the other's would be charged to it; the role needs superuser
+# or pg_checkpoint).
 fresh() { # a server that cannot drop or create the database ends the run, saying why
-	PGOPTIONS="-c client_min_messages=warning" psql "$PGURL/postgres" -Xqc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" >/dev/null
+	PGOPTIONS="-c client_min_messages=warning" psql "$PGURL/postgres" -Xqc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" -c "CREATE DATABASE $DB" -c "CHECKPOINT" >/dev/null
 }
 trap 'psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1 || true; rm -f "${errs:-}"' EXIT
 
