@@ -21,25 +21,40 @@ func (d *Driver) AdvanceFences(ctx context.Context, by int64) (int64, error) {
 	return floor, nil
 }
 
-// advanceFences raises the floor by `by` inside tx and returns it. The table
-// lock makes concurrent grants wait, so none can slip in under the old
-// floor.
-//
-// A database not yet migrated to the semaphore tables (a promotion found
-// by a connection before the migration ran) is advanced without them.
+// advanceFences raises the floor by `by` inside tx and returns it.
 func advanceFences(ctx context.Context, tx pgx.Tx, by int64) (int64, error) {
-	var floor int64
-	var sems bool
-	if err := tx.QueryRow(ctx, `SELECT to_regclass('fenced_semaphores') IS NOT NULL`).Scan(&sems); err != nil {
+	sems, err := lockFenceTables(ctx, tx)
+	if err != nil {
 		return 0, err
 	}
-	tables, semTop := "fenced_meta, fenced_leases, fenced_jobs", "0"
+	return raiseFences(ctx, tx, by, sems)
+}
+
+// lockFenceTables takes the lock an advance holds, on every table that
+// holds fences: concurrent grants wait for the advance, so none can slip in
+// under the old floor; a second advance waits for the first and builds on
+// its floor. It reports whether the semaphore tables exist: a database not
+// yet migrated to them (a promotion found by a connection before the
+// migration ran) is advanced without them.
+func lockFenceTables(ctx context.Context, tx pgx.Tx) (sems bool, err error) {
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('fenced_semaphores') IS NOT NULL`).Scan(&sems); err != nil {
+		return false, err
+	}
+	tables := "fenced_meta, fenced_leases, fenced_jobs"
 	if sems {
 		tables = "fenced_meta, fenced_leases, fenced_semaphores, fenced_semaphore_slots, fenced_jobs"
-		semTop = "(SELECT COALESCE(max(fence), 0) FROM fenced_semaphores)"
 	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE `+tables+` IN EXCLUSIVE MODE`); err != nil {
-		return 0, err
+	_, err = tx.Exec(ctx, `LOCK TABLE `+tables+` IN EXCLUSIVE MODE`)
+	return sems, err
+}
+
+// raiseFences raises the floor by `by` inside tx, which holds
+// lockFenceTables's lock, and returns it.
+func raiseFences(ctx context.Context, tx pgx.Tx, by int64, sems bool) (int64, error) {
+	var floor int64
+	semTop := "0"
+	if sems {
+		semTop = "(SELECT COALESCE(max(fence), 0) FROM fenced_semaphores)"
 	}
 	err := tx.QueryRow(ctx, `
 		UPDATE fenced_meta SET fence_floor =

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fenced/fenced/driver/migrations"
 	"github.com/jackc/pgx/v5"
@@ -36,10 +37,19 @@ func (d *Driver) PendingMigrations(ctx context.Context) ([]int, error) {
 // COMMITTED whatever the session default: under REPEATABLE READ its snapshot
 // would be taken before the lock wait, and a waiting migrator would not see
 // the versions the one before it recorded, and apply them again.
+//
+// The transaction that creates the schema records the database's identity
+// (promotion.go) with it: the database is new, no fence was issued
+// anywhere before, and a copy of it, however early, carries the identity of
+// the database it was taken from.
 func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 	all, err := migrations.Load(migrationFiles, "migrations")
 	if err != nil {
 		return nil, err
+	}
+	sysid, err := readSystemIdentifier(ctx, d.pool)
+	if err != nil {
+		return nil, fmt.Errorf("migrate postgres: %w", err)
 	}
 	var applied []int
 	err = pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
@@ -63,6 +73,10 @@ func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 		applied, err = migrations.Apply(migrations.Pending(all, done),
 			`INSERT INTO fenced_schema_migrations (version, name) VALUES ($1, $2)`,
 			func(query string, args ...any) error { _, err := tx.Exec(ctx, query, args...); return err })
+		if err != nil || !slices.Contains(applied, 1) {
+			return err
+		}
+		_, err = tx.Exec(ctx, identityRecordSQL, sysid)
 		return err
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package pgdriver_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,8 +57,9 @@ func TestPromotionAdvance(t *testing.T) {
 		}
 		return tl
 	}
-	// Migrated through a connection made before the column existed: the
-	// next new connection records the timeline, without advancing.
+	// Migrated through a connection made before the schema existed: the
+	// migration that created it recorded the identity, and a new
+	// connection finds it, without advancing.
 	other := open()
 	if _, err := other.GetLease(ctx, "report"); err != nil {
 		t.Fatal(err)
@@ -114,5 +116,124 @@ func TestPromotionAdvanceParameter(t *testing.T) {
 	}
 	if _, sent := cfg.ConnConfig.RuntimeParams["fenced_promotion_advance"]; sent || cfg.AfterConnect == nil {
 		t.Fatalf("the parameter is not the driver's: runtime params %v", cfg.ConnConfig.RuntimeParams)
+	}
+}
+
+// TestPromotionAdvanceOnceUnderConcurrentConnections: clients starting at
+// once on a server whose timeline differs from the one recorded (as every
+// client of a service does right after a failover) all connect, and the
+// fences advance once: the connection that records the new timeline
+// advances, the ones that waited for it find it recorded.
+func TestPromotionAdvanceOnceUnderConcurrentConnections(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := testdb.Postgres(t)
+	url := base + "&fenced_promotion_advance=1000"
+	c := openClient(t, url)
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.AcquireLease(ctx, "report", "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	openClient(t, url) // records the timeline
+	for round := range 3 {
+		testdb.Exec(t, base, `UPDATE fenced_meta SET timeline = timeline + 1`)
+		clients := make([]*fenced.Client, 8)
+		errs := make([]error, len(clients))
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				clients[i], errs[i] = fenced.Open(ctx, url, fenced.Config{})
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, client %d: %v", round, i, err)
+			}
+			defer clients[i].Close()
+		}
+		floor, err := clients[0].Driver().(*pgdriver.Driver).FenceFloor(ctx)
+		if want := l.Fence + int64(round+1)*1000; err != nil || floor != want {
+			t.Fatalf("round %d: fence floor %d, %v; want %d (one advance a promotion)", round, floor, err, want)
+		}
+	}
+}
+
+// TestPromotionAdvanceWhereNoIdentityWasRecorded: a database that has
+// issued fences but records no identity (one migrated by a fenced before
+// the identity was recorded, or a copy of it) may be a copy of one that
+// granted more: its first checked connection advances, and records.
+func TestPromotionAdvanceWhereNoIdentityWasRecorded(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := testdb.Postgres(t)
+	c := openClient(t, base)
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, clear := range []struct{ name, sql string }{
+		{"NoTimeline", `UPDATE fenced_meta SET timeline = NULL`},
+		{"NothingRecorded", `UPDATE fenced_meta SET timeline = NULL, system_identifier = NULL, database_oid = NULL, meta_oid = NULL`},
+	} {
+		t.Run(clear.name, func(t *testing.T) {
+			l, err := c.AcquireLease(ctx, "report-"+clear.name, "A", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			testdb.Exec(t, base, clear.sql)
+			checked := openClient(t, base+"&fenced_promotion_advance=1000")
+			if _, err := checked.RenewLease(ctx, *l, time.Minute); !errors.Is(err, fenced.ErrStale) {
+				t.Fatalf("renew where no identity was recorded: %v, want stale", err)
+			}
+			floor, err := checked.Driver().(*pgdriver.Driver).FenceFloor(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			next, err := checked.AcquireLease(ctx, "report-"+clear.name, "B", time.Minute)
+			if err != nil || next.Fence != floor+1 || floor < l.Fence+1000 {
+				t.Fatalf("next grant: %+v, %v; want fence %d, above %d", next, err, floor+1, l.Fence+1000)
+			}
+			again := openClient(t, base+"&fenced_promotion_advance=1000")
+			if _, err := again.RenewLease(ctx, *next, time.Minute); err != nil {
+				t.Fatalf("renew once the identity is recorded: %v", err)
+			}
+		})
+	}
+}
+
+// TestPromotionAdvanceChecksAConnectionMadeBeforeTheMigration: a
+// connection that found the schema not migrated (here a database migrated
+// before the timeline was recorded, with fences issued) could not check;
+// once the migration has run, it checks before it is next used, so the
+// first grant through it is above the advanced floor.
+func TestPromotionAdvanceChecksAConnectionMadeBeforeTheMigration(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	base := testdb.Postgres(t)
+	c := openClient(t, base)
+	if _, err := c.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.AcquireLease(ctx, "report", "A", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testdb.Exec(t, base, `ALTER TABLE fenced_meta DROP COLUMN timeline`)
+	testdb.Exec(t, base, `DELETE FROM fenced_schema_migrations WHERE version = 7`)
+	one := openClient(t, base+"&pool_max_conns=1&fenced_promotion_advance=1000")
+	if _, err := one.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, err := one.AcquireLease(ctx, "report", "B", time.Minute)
+	if err != nil || next.Fence != l.Fence+1001 {
+		t.Fatalf("first grant after the migration: %+v, %v; want fence %d", next, err, l.Fence+1001)
 	}
 }
