@@ -51,6 +51,11 @@ func newRestoreSource(ctx context.Context, t *testing.T, url string) restoreSour
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
+	// A new connection checks (and, where nothing is recorded yet, records)
+	// the source's identity before the dump: the copy carries it.
+	if _, err := openClient(t, url).GetLease(ctx, "report"); err != nil {
+		t.Fatal(err)
+	}
 	return restoreSource{lease: *b, claimed: *claimed[0], dump: testdb.PostgresDump(t, url)}
 }
 
@@ -171,8 +176,34 @@ func TestRestoreAdvance(t *testing.T) {
 		}
 	})
 
+	t.Run("ACloneMadeWithTemplateAdvances", func(t *testing.T) {
+		testdb.Exec(t, own.URL("postgres"), `CREATE DATABASE template`)
+		testdb.PostgresRestore(t, own.URL("template"), src.dump)
+		c, err := fenced.Open(ctx, withAdvance(testdb.WithSearchPath(t, own.URL("template"), schema)), fenced.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.requireAdvanced(ctx, t, c) // and records the template's identity
+		c.Close()
+		testdb.Exec(t, own.URL("postgres"), `CREATE DATABASE clone TEMPLATE template`)
+		clone := openClient(t, withAdvance(testdb.WithSearchPath(t, own.URL("clone"), schema)))
+		floor, err := clone.Driver().(*pgdriver.Driver).FenceFloor(ctx)
+		if want := src.lease.Fence + 2*restoreAdvance + 1; err != nil || floor != want {
+			t.Fatalf("fence floor of the clone = %d, %v; want %d (the template's grant plus an advance)", floor, err, want)
+		}
+	})
+
 	t.Run("TheDumpedDatabaseAdvancesNothing", func(t *testing.T) {
 		requireNotAdvanced(ctx, t, openClient(t, srcURL), 0, src.lease)
+	})
+
+	// Last: it replaces the source. The cluster, the database and the
+	// timeline are the ones the dump came from; only fenced_meta is a new
+	// table.
+	t.Run("IntoTheDatabaseItWasDumpedFromAdvances", func(t *testing.T) {
+		testdb.Exec(t, testdb.PostgresURL(), `DROP SCHEMA `+schema+` CASCADE`)
+		testdb.PostgresRestore(t, testdb.PostgresURL(), src.dump)
+		src.requireAdvanced(ctx, t, openClient(t, srcURL))
 	})
 }
 
