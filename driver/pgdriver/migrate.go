@@ -39,9 +39,9 @@ func (d *Driver) PendingMigrations(ctx context.Context) ([]int, error) {
 // the versions the one before it recorded, and apply them again.
 //
 // The transaction that creates the schema records the database's identity
-// (promotion.go) with it: the database is new, no fence was issued
-// anywhere before, and a copy of it, however early, carries the identity of
-// the database it was taken from.
+// (promotion.go) with it: the database is new, it has issued no fence yet,
+// and a copy of it, however early, carries the identity of the database it
+// was taken from.
 func (d *Driver) Migrate(ctx context.Context) ([]int, error) {
 	all, err := migrations.Load(migrationFiles, "migrations")
 	if err != nil {
