@@ -71,9 +71,12 @@ type Options struct {
 	// Failover runs this command once, halfway, instead of a restart: it
 	// kills the primary of a high-availability cluster (for example
 	// scripts/ha-cluster kill-primary DIR), whose manager promotes the
-	// standby. URL names every host (target_session_attrs=read-write), so
-	// clients follow the new primary. The run measures the time from the
-	// command's start to the first write that succeeds afterwards.
+	// standby, or takes down the standby (kill-standby DIR). URL names
+	// every host (target_session_attrs=read-write), so clients follow the
+	// new primary. The other faults go on while it runs. The run measures
+	// the time from the command's start to the first write that succeeds
+	// afterwards, and counts the work done from that write to the end of
+	// the faulty phase (Report.AfterFailover).
 	Failover []string
 	// ClockSkew is the largest offset, either way, of a worker's clock.
 	ClockSkew time.Duration
@@ -222,6 +225,11 @@ type run struct {
 	c       *client
 	started time.Time
 
+	// The failover's window of the database clock: from just after the
+	// first write that succeeded after it to the end of the faulty phase;
+	// the work done in it is counted (zero: no failover).
+	workFrom, workTo time.Time
+
 	mu       sync.Mutex
 	workers  []*proc // by slot
 	spawned  int     // processes started
@@ -318,6 +326,16 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 	faultyFor := time.Since(start)
+	if !n.fo.resumedAt.IsZero() {
+		// The work after the failover is counted up to here, by the
+		// database clock: the end of the faulty phase.
+		end, err := r.databaseTime(ctx)
+		if err != nil {
+			r.stopAll()
+			return nil, fmt.Errorf("the database clock at the end of the faulty phase: %w", err)
+		}
+		r.workFrom, r.workTo = n.fo.resumedAt, end
+	}
 	r.logf("faults stop: %s injected; enqueued %d; draining", tally(n.count), enq.n.Load())
 	drained := r.drain(ctx)
 	r.stopAll()
@@ -341,7 +359,11 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	if o.RestartPostgres && n.count[faultRestart] == 0 {
 		rep.anomaly(anomalyNemesis, "PostgreSQL was not restarted: %s", n.lastErr[faultRestart])
 	}
-	rep.Failovers, rep.ResumeSeconds = n.count[faultFailover], n.resume.Seconds()
+	rep.Failovers, rep.ResumeSeconds = n.count[faultFailover], n.fo.resume.Seconds()
+	rep.TimelineBefore, rep.TimelineAfter = n.fo.timelineBefore, n.fo.timelineAfter
+	if len(o.Failover) > 0 {
+		rep.FaultsDuringFailover = byName(n.during)
+	}
 	if len(o.Failover) > 0 && n.count[faultFailover] == 0 {
 		rep.anomaly(anomalyNemesis, "the failover did not happen: %s", n.lastErr[faultFailover])
 	}
@@ -350,6 +372,24 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	}
 	rep.Reproduce = reproduce(o)
 	return rep, nil
+}
+
+// databaseTime reads the database clock, again while the server cannot
+// answer (a failover ending), for up to a minute.
+func (r *run) databaseTime(ctx context.Context) (time.Time, error) {
+	dctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		at, err := r.c.DatabaseTime(dctx)
+		if err == nil {
+			return at, nil
+		}
+		select {
+		case <-dctx.Done():
+			return time.Time{}, err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // progress logs a line every few seconds.

@@ -53,6 +53,13 @@ func check(ctx context.Context, r *run, rep *Report, enqueued []int64) error {
 	checkLeaseFences(h.ops, rep)
 	checkJobFences(h.jobs, rep)
 	checkLinearizable(r, h.ops, rep)
+	if !r.workFrom.IsZero() {
+		w, err := countWork(ctx, r, h.ops, r.workFrom, r.workTo)
+		if err != nil {
+			return err
+		}
+		rep.AfterFailover = &w
+	}
 	if r.o.Workload == WorkloadKeyed {
 		if err := checkKeyed(ctx, r, rep); err != nil {
 			return err

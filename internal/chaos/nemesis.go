@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -74,17 +75,33 @@ func schedule(o *Options) []fault {
 // nemesis runs the schedule against the run's workers and database.
 type nemesis struct {
 	r       *run
+	mu      sync.Mutex // guards what follows: the failover runs beside the other faults
 	count   map[faultKind]int
 	fails   map[faultKind]int    // faults that could not be injected (no target, or an error)
 	lastErr map[faultKind]string // why, the last time
-	resume  time.Duration        // failover: from the kill to the first write that succeeded
+	// The failover, while it runs (from its command's start to the first
+	// write that succeeded after it): the other faults injected meanwhile.
+	failing bool
+	during  map[faultKind]int
+	fo      failoverOutcome
+}
+
+// failoverOutcome is what the failover fault measured.
+type failoverOutcome struct {
+	resume                        time.Duration // from the command's start to the first write that succeeded
+	resumedAt                     time.Time     // the database clock just after that write
+	timelineBefore, timelineAfter int64         // the server's timeline before the command and after that write (0: not read)
 }
 
 // run injects each fault at its time until the schedule ends or ctx does.
 // Workers it paused resume at the end of their pause (the run resumes any
-// still paused when the faulty phase ends).
+// still paused when the faulty phase ends). The failover runs in a
+// goroutine of its own, so the other faults go on while the cluster fails
+// over; run returns once it has ended.
 func (n *nemesis) run(ctx context.Context, start time.Time, faults []fault) {
-	n.count, n.fails, n.lastErr = map[faultKind]int{}, map[faultKind]int{}, map[faultKind]string{}
+	n.count, n.fails, n.lastErr, n.during = map[faultKind]int{}, map[faultKind]int{}, map[faultKind]string{}, map[faultKind]int{}
+	var failover sync.WaitGroup
+	defer failover.Wait()
 	for _, f := range faults {
 		t := time.NewTimer(time.Until(start.Add(f.at)))
 		select {
@@ -93,13 +110,33 @@ func (n *nemesis) run(ctx context.Context, start time.Time, faults []fault) {
 			return
 		case <-t.C:
 		}
-		if err := n.inject(ctx, f); err != nil {
-			n.fails[f.kind]++
-			n.lastErr[f.kind] = err.Error()
-			n.r.logf("nemesis: %s: %v", f.kind, err)
+		if f.kind == faultFailover {
+			n.mu.Lock()
+			n.failing = true
+			n.mu.Unlock()
+			failover.Go(func() { n.done(f.kind, n.failover()) })
 			continue
 		}
-		n.count[f.kind]++
+		n.done(f.kind, n.inject(ctx, f))
+	}
+}
+
+// done records the outcome of one fault.
+func (n *nemesis) done(kind faultKind, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if kind == faultFailover {
+		n.failing = false
+	}
+	if err != nil {
+		n.fails[kind]++
+		n.lastErr[kind] = err.Error()
+		n.r.logf("nemesis: %s: %v", kind, err)
+		return
+	}
+	n.count[kind]++
+	if n.failing {
+		n.during[kind]++
 	}
 }
 
@@ -148,14 +185,19 @@ func (n *nemesis) restart(ctx context.Context) error {
 	}
 }
 
-// failover runs the failover command (which kills the primary) and then
-// writes until a write succeeds on the new primary, timing it from the
-// command's start. The probe is a resource no worker touches.
+// failover runs the failover command (which kills the primary, or a
+// standby) and then writes until a write succeeds, timing it from the
+// command's start; it reads the database clock just after that write, from
+// which the run counts the work done after the failover, and the server's
+// timeline before and after (a promotion starts a new one). The probe is a
+// resource no worker touches.
 func (n *nemesis) failover() error {
 	cmd := n.r.o.Failover
 	n.r.logf("nemesis: failover: %v", cmd)
 	rctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	var fo failoverOutcome
+	fo.timelineBefore, _ = n.r.timeline(rctx)
 	start := time.Now()
 	out, err := exec.CommandContext(rctx, cmd[0], cmd[1:]...).CombinedOutput()
 	if err != nil {
@@ -167,9 +209,7 @@ func (n *nemesis) failover() error {
 		_, err = n.r.c.WriteResource(wctx, "chaos-failover-probe", []byte("probe"), probe, fenced.WriteOptions{})
 		wcancel()
 		if err == nil {
-			n.resume = time.Since(start)
-			n.r.logf("nemesis: failover: killed in %s, first write succeeded %s after the kill began", killed.Round(time.Millisecond), n.resume.Round(time.Millisecond))
-			return nil
+			break
 		}
 		select {
 		case <-rctx.Done():
@@ -177,4 +217,28 @@ func (n *nemesis) failover() error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	fo.resume = time.Since(start)
+	if fo.resumedAt, err = n.r.c.DatabaseTime(rctx); err != nil {
+		return fmt.Errorf("the database clock after the failover: %w", err)
+	}
+	fo.timelineAfter, _ = n.r.timeline(rctx)
+	n.r.logf("nemesis: failover: command done in %s, first write succeeded %s after it began; timeline %d, then %d",
+		killed.Round(time.Millisecond), fo.resume.Round(time.Millisecond), fo.timelineBefore, fo.timelineAfter)
+	n.mu.Lock()
+	n.fo = fo
+	n.mu.Unlock()
+	return nil
+}
+
+// timelineSQL is the server's timeline: a WAL file's name starts with it,
+// eight hex digits (pgdriver's promotion check reads it the same way).
+const timelineSQL = `SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint`
+
+// timeline reads the primary's timeline.
+func (r *run) timeline(ctx context.Context) (int64, error) {
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var tl int64
+	err := r.c.pool.QueryRow(tctx, timelineSQL).Scan(&tl)
+	return tl, err
 }

@@ -38,14 +38,25 @@ type Report struct {
 	Kills     int `json:"kills"`
 	ConnKills int `json:"connection_kills"`
 	Restarts  int `json:"restarts"`
-	// Failovers is 1 when the primary was killed and the standby promoted;
-	// ResumeSeconds the time from the kill to the first write that
-	// succeeded on the new primary.
+	// Failovers is 1 when the failover command ran (the primary killed and
+	// the standby promoted, or the standby killed) and a write succeeded
+	// after it; ResumeSeconds the time from the command's start to that
+	// first write.
 	Failovers     int     `json:"failovers"`
 	ResumeSeconds float64 `json:"failover_resume_s"`
-	FaultsMissed  int     `json:"faults_missed"`       // scheduled faults with no target at the time
-	Crashes       int     `json:"crashes"`             // workers that exited on their own
-	Deliberate    int     `json:"deliberate_failures"` // attempts the workload failed on purpose
+	// The server's timeline before the failover command and after that
+	// first write (a promotion starts a new one; 0: not read).
+	TimelineBefore int64 `json:"timeline_before,omitempty"`
+	TimelineAfter  int64 `json:"timeline_after,omitempty"`
+	// FaultsDuringFailover are the faults injected while the failover ran,
+	// from its command's start to that first write, by kind.
+	FaultsDuringFailover map[string]int `json:"faults_during_failover,omitempty"`
+	// AfterFailover is the work done after that first write until the end
+	// of the faulty phase, by the database clock: on the new primary.
+	AfterFailover *Work `json:"after_failover,omitempty"`
+	FaultsMissed  int   `json:"faults_missed"`       // scheduled faults with no target at the time
+	Crashes       int   `json:"crashes"`             // workers that exited on their own
+	Deliberate    int   `json:"deliberate_failures"` // attempts the workload failed on purpose
 
 	// The keyed workload's ledger: attempts in it, those of them with no
 	// END row, and the most attempts of one key whose intervals
@@ -125,7 +136,12 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("connection kills", r.ConnKills)
 	row("PostgreSQL restarts", r.Restarts)
 	if r.Failovers > 0 {
-		row("failovers", fmt.Sprintf("%d (first write %.1fs after the kill)", r.Failovers, r.ResumeSeconds))
+		row("failovers", fmt.Sprintf("%d (first write %.1fs after the command began; timeline %d, then %d)",
+			r.Failovers, r.ResumeSeconds, r.TimelineBefore, r.TimelineAfter))
+		row("faults while failing over", tally(r.FaultsDuringFailover))
+	}
+	if r.AfterFailover != nil {
+		row("work after the failover", r.AfterFailover.String()+" (by the database clock, up to the end of the faulty phase)")
 	}
 	row("worker crashes", r.Crashes)
 	if r.FaultsMissed > 0 {
@@ -165,4 +181,13 @@ func tally[K ~string](m map[K]int) string {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// byName is m keyed by plain strings, as the report holds counts.
+func byName[K ~string](m map[K]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[string(k)] = v
+	}
+	return out
 }

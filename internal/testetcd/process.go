@@ -76,6 +76,7 @@ func runMember(spec string) error {
 // own, children of the test process: a member can be paused (SIGSTOP), as
 // a member of a real cluster can be frozen by its machine.
 type ProcCluster struct {
+	exe     string // the test binary, which runs a member when started again
 	mu      sync.Mutex
 	members []*procMember
 }
@@ -86,6 +87,7 @@ type procMember struct {
 	exited chan struct{} // closed when the process has ended
 	cli    *clientv3.Client
 	paused bool
+	killed bool // by Kill, until Restart
 }
 
 // StartProcesses starts an n-member cluster, each member a child process
@@ -101,9 +103,9 @@ func StartProcesses(dir string, n int) (*ProcCluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &ProcCluster{}
+	c := &ProcCluster{exe: exe}
 	for _, m := range members {
-		pm, err := startProcess(exe, m)
+		pm, err := startProcess(exe, m, embed.ClusterStateFlagNew)
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -120,9 +122,12 @@ func StartProcesses(dir string, n int) (*ProcCluster, error) {
 	return c, nil
 }
 
-func startProcess(exe string, m *member) (*procMember, error) {
+// startProcess starts member m's process: state is
+// embed.ClusterStateFlagNew for a cluster's first start, Existing for a
+// member started again from its data directory.
+func startProcess(exe string, m *member, state string) (*procMember, error) {
 	spec, err := json.Marshal(memberSpec{Name: m.name, Dir: m.dir, Peer: m.peer.String(), Client: m.cli.String(),
-		InitialCluster: m.initialSet, State: embed.ClusterStateFlagNew})
+		InitialCluster: m.initialSet, State: state})
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +174,7 @@ func (m *procMember) waitServing(deadline time.Time) error {
 			if err == nil {
 				err = errors.New("no leader")
 			}
-			return fmt.Errorf("etcd member %s not serving after 30s: %v; its log ends:\n%s", m.name, err, m.logTail())
+			return fmt.Errorf("etcd member %s not serving by its deadline: %v; its log ends:\n%s", m.name, err, m.logTail())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -197,12 +202,13 @@ func (m *procMember) logTail() string {
 	return string(b)
 }
 
-// kill ends the process and waits for it.
+// kill ends the process with SIGKILL and waits for it.
 func (m *procMember) kill() {
 	_ = m.cmd.Process.Kill()
 	<-m.exited
 	if m.cli != nil {
 		m.cli.Close()
+		m.cli = nil
 	}
 }
 
@@ -225,7 +231,7 @@ func (c *ProcCluster) Leader() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, m := range c.members {
-		if m.paused {
+		if m.paused || m.killed {
 			continue
 		}
 		if st, err := m.status(300 * time.Millisecond); err == nil && st.Header.MemberId == st.Leader {
@@ -233,6 +239,97 @@ func (c *ProcCluster) Leader() int {
 		}
 	}
 	return -1
+}
+
+// Term is the highest raft term a member that answers reports (a paused or
+// killed member is not asked), and the index of the member that leads in
+// it, -1 when none says it does. A term begins with an election: a new term
+// is a leader change, even to the member that led before.
+func (c *ProcCluster) Term() (term uint64, leader int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	leader = -1
+	for i, m := range c.members {
+		if m.paused || m.killed {
+			continue
+		}
+		st, err := m.status(300 * time.Millisecond)
+		if err != nil || st.RaftTerm < term {
+			continue
+		}
+		if st.RaftTerm > term {
+			term, leader = st.RaftTerm, -1
+		}
+		if st.Header.MemberId == st.Leader {
+			leader = i
+		}
+	}
+	return term, leader
+}
+
+// MemberID is the raft member id member i reports for itself; 0 when it
+// does not answer (paused or killed).
+func (c *ProcCluster) MemberID(i int) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.members[i]
+	if m.paused || m.killed {
+		return 0
+	}
+	st, err := m.status(time.Second)
+	if err != nil {
+		return 0
+	}
+	return st.Header.MemberId
+}
+
+// Kill ends member i's process with SIGKILL, as a crash would: it neither
+// flushes nor closes anything, and its data directory stays as the kill
+// left it, for Restart.
+func (c *ProcCluster) Kill(i int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.members[i]
+	if m.killed {
+		return fmt.Errorf("etcd member %s is killed already", m.name)
+	}
+	m.kill()
+	m.killed, m.paused = true, false
+	return nil
+}
+
+// Restart starts the killed members again, each from its data directory,
+// on its own ports, as a member of the existing cluster, and waits until
+// every one serves (members that need one another for a quorum start
+// together).
+func (c *ProcCluster) Restart(members ...int) error {
+	c.mu.Lock()
+	var started []*procMember
+	var err error
+	for _, i := range members {
+		old := c.members[i]
+		if !old.killed {
+			err = fmt.Errorf("etcd member %s was not killed", old.name)
+			break
+		}
+		var pm *procMember
+		if pm, err = startProcess(c.exe, old.member, embed.ClusterStateFlagExisting); err != nil {
+			break
+		}
+		c.members[i] = pm
+		started = append(started, pm)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for _, pm := range started {
+		if err := pm.waitServing(deadline); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Pause freezes member i (SIGSTOP): it neither answers nor notices time
@@ -265,6 +362,8 @@ func (c *ProcCluster) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range c.members {
-		m.kill()
+		if !m.killed {
+			m.kill()
+		}
 	}
 }
