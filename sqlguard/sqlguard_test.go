@@ -88,28 +88,14 @@ func TestLeaseInEtcdProtectsRows(t *testing.T) {
 		t.Run(u.name, func(t *testing.T) {
 			t.Parallel()
 			db := u.open(t)
-			for _, s := range []string{
-				`CREATE TABLE invoices (id INTEGER PRIMARY KEY, status VARCHAR(20) NOT NULL, fence BIGINT NOT NULL)`,
-				`INSERT INTO invoices (id, status, fence) VALUES (42, 'new', 0)`,
-			} {
-				if _, err := db.ExecContext(ctx(t), s); err != nil {
-					t.Fatalf("%s: %v", s, err)
-				}
-			}
+			createInvoice(t, db, 0)
 			c, err := fenced.Open(ctx(t), cluster.URL(), fenced.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			inv := sqlguard.Table{Dialect: u.dialect, Name: "invoices", KeyColumn: "id", FenceColumn: "fence"}
-			row := func() (string, int64) {
-				var s string
-				var f int64
-				if err := db.QueryRowContext(ctx(t), `SELECT status, fence FROM invoices WHERE id = 42`).Scan(&s, &f); err != nil {
-					t.Fatal(err)
-				}
-				return s, f
-			}
+			inv := invoices(u.dialect)
+			row := func() (string, int64) { return invoice(t, db) }
 
 			a, err := c.AcquireLease(ctx(t), "invoice-42", "A", time.Second)
 			if err != nil {
@@ -150,6 +136,36 @@ func TestLeaseInEtcdProtectsRows(t *testing.T) {
 			}
 		})
 	}
+}
+
+// createInvoice creates the table invoices holding one row, invoice 42,
+// status new, stored with fence.
+func createInvoice(t *testing.T, db *sql.DB, fence int64) {
+	t.Helper()
+	for _, s := range []string{
+		`CREATE TABLE invoices (id INTEGER PRIMARY KEY, status VARCHAR(20) NOT NULL, fence BIGINT NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO invoices (id, status, fence) VALUES (42, 'new', %d)`, fence),
+	} {
+		if _, err := db.ExecContext(ctx(t), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// invoices is the guarded table createInvoice makes.
+func invoices(d sqlguard.Dialect) sqlguard.Table {
+	return sqlguard.Table{Dialect: d, Name: "invoices", KeyColumn: "id", FenceColumn: "fence"}
+}
+
+// invoice reads invoice 42's status and fence as committed.
+func invoice(t *testing.T, db *sql.DB) (string, int64) {
+	t.Helper()
+	var s string
+	var f int64
+	if err := db.QueryRowContext(ctx(t), `SELECT status, fence FROM invoices WHERE id = 42`).Scan(&s, &f); err != nil {
+		t.Fatal(err)
+	}
+	return s, f
 }
 
 func TestBadNamesAreRefused(t *testing.T) {
