@@ -88,9 +88,12 @@ var ident = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // superseded, CurrentFence the stored one; on PostgreSQL above READ
 // COMMITTED the one the transaction's snapshot shows, which the UPDATE
 // judged and a newer write may have raised since), and the row is
-// unchanged. A
-// stored fence not above the caller's is success: MySQL counts a row whose
-// values were already those written as not affected.
+// unchanged. A stored fence not above the caller's is success on MySQL
+// only, which counts a row whose values were already those written as not
+// affected (unless the connection sets clientFoundRows); PostgreSQL and
+// SQLite count every row matched, so there nothing was written (a trigger
+// skipped the row, or a write outside the guard changed it meanwhile), and
+// Update returns an error that says so.
 //
 // Where the database refuses the statement itself because the row changed
 // after the caller's transaction took its snapshot, nothing is written and
@@ -132,8 +135,12 @@ func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set 
 	case stored > fence:
 		return &fencedtype.StaleError{Kind: "resource", Name: fmt.Sprintf("%s/%v", t.Name, key), Fence: fence,
 			CurrentFence: stored, Reason: fencedtype.ReasonSuperseded}
+	case t.Dialect != MySQL:
+		// PostgreSQL and SQLite count matched rows: nothing was written.
+		return fmt.Errorf("fenced update of %s/%v with fence %d changed no row, though its stored fence %d is not above it "+
+			"(a trigger skipped the update, or a write outside the guard changed the row meanwhile)", t.Name, key, fence, stored)
 	}
-	return nil
+	return nil // MySQL: the row already held the values written
 }
 
 // updateSQL is the one deciding statement of Update.

@@ -186,3 +186,40 @@ func TestBadNamesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestAnUpdateThatChangedNoRowIsNotSuccess: PostgreSQL and SQLite count the
+// rows an UPDATE matched, so one that changed no row wrote nothing, even
+// when the row's fence is not above the caller's (here a trigger of the
+// user's skips every update). Only MySQL, which counts a row already holding
+// the written values as unaffected, reads such a row as success.
+func TestAnUpdateThatChangedNoRowIsNotSuccess(t *testing.T) {
+	for _, u := range userDBs {
+		if u.dialect == sqlguard.MySQL {
+			continue // no trigger can skip a row silently: SIGNAL fails the statement
+		}
+		t.Run(u.name, func(t *testing.T) {
+			t.Parallel()
+			db := u.open(t)
+			createInvoice(t, db, 1)
+			skip := []string{`CREATE TRIGGER frozen BEFORE UPDATE ON invoices BEGIN SELECT RAISE(IGNORE); END`}
+			if u.dialect == sqlguard.Postgres {
+				skip = []string{
+					`CREATE FUNCTION frozen() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+					`CREATE TRIGGER frozen BEFORE UPDATE ON invoices FOR EACH ROW EXECUTE FUNCTION frozen()`,
+				}
+			}
+			for _, s := range skip {
+				if _, err := db.ExecContext(ctx(t), s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			err := invoices(u.dialect).Update(ctx(t), db, 42, 2, sqlguard.Column{Name: "status", Value: "sent"})
+			if err == nil || errors.Is(err, fenced.ErrStale) || errors.Is(err, fenced.ErrNotFound) {
+				t.Fatalf("an update that changed no row = %v, want an error saying nothing was written", err)
+			}
+			if s, f := invoice(t, db); s != "new" || f != 1 {
+				t.Fatalf("invoice 42 = %s fence %d, want new fence 1", s, f)
+			}
+		})
+	}
+}
