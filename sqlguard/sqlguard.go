@@ -100,9 +100,12 @@ var ident = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // the error is a *ConflictError wrapping the driver's: PostgreSQL's
 // serialization failure under REPEATABLE READ or SERIALIZABLE (the
 // transaction is aborted), and SQLite's SQLITE_BUSY_SNAPSHOT in WAL mode.
-// Roll back and run the transaction again; Update then judges the newest
-// row. MySQL's UPDATE always judges the newest row, so it refuses a stale
-// fence as stale at every level.
+// (In rollback-journal mode SQLite answers a transaction that read and then
+// writes while another connection writes with a plain SQLITE_BUSY, which no
+// busy timeout waits out: the driver's error, wrapped.) Roll back and run
+// the transaction again; Update then judges the newest row. MySQL's UPDATE
+// always judges the newest row, so it refuses a stale fence as stale at
+// every level.
 func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set ...Column) error {
 	if fence < 0 {
 		return fencedtype.Invalid("fence", "%d is negative", fence)
