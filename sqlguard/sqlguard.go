@@ -5,6 +5,23 @@
 // etcd cluster, another database) then protects rows in the user's
 // PostgreSQL, MySQL/MariaDB or SQLite database, as the resource store
 // protects its values.
+//
+// The guard compares fences, so it protects a row only against writes
+// older than the row's newest guarded write. It cannot protect:
+//
+//   - a row the newer holder has not written: until a newer fence is
+//     stored in it, the row accepts the older holder's fence, as it did
+//     before the takeover. A holder that must shut every older holder out
+//     of a row writes it (its fence column at least) before relying on it;
+//   - rows written under fences that are not comparable: each lease name
+//     (and each semaphore, each job) counts its own fences, and each
+//     backend its own, so a row guarded by one name's fences from one
+//     backend must never be written with another name's, or another
+//     backend's, or a copy's restored without a fence advance;
+//   - writes that do not go through Update: any other statement that
+//     writes the row, or lowers its fence column, is not fenced, nor are
+//     the other statements of the caller's transaction: roll it back when
+//     Update returns an error.
 package sqlguard
 
 import (
@@ -61,12 +78,34 @@ var ident = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 //
 //	UPDATE t SET c1 = ?, …, fence = ? WHERE key = ? AND fence <= ?
 //
-// When it changes nothing, a read of the row says why: no row with that
-// key is fencedtype.ErrNotFound; a stored fence above the caller's is a
-// *fencedtype.StaleError (Kind "resource", Name "table/key", reason
-// superseded, CurrentFence the stored one), and the row is unchanged. A
-// stored fence not above the caller's is success: MySQL counts a row whose
-// values were already those written as not affected.
+// The statement decides; db is a *sql.Tx to make it one step of the
+// caller's transaction, at any isolation level. When it changes nothing, a
+// read of the row on db says why (on MySQL a locking read, which reads the
+// newest row as the UPDATE did, where a plain read in a REPEATABLE READ
+// transaction would read the transaction's older snapshot): no row with
+// that key is fencedtype.ErrNotFound; a stored fence above the caller's is
+// a *fencedtype.StaleError (Kind "resource", Name "table/key", reason
+// superseded, CurrentFence the stored one; on PostgreSQL above READ
+// COMMITTED the one the transaction's snapshot shows, which the UPDATE
+// judged and a newer write may have raised since), and the row is
+// unchanged. A stored fence not above the caller's is success on MySQL
+// only, which counts a row whose values were already those written as not
+// affected (unless the connection sets clientFoundRows); PostgreSQL and
+// SQLite count every row matched, so there nothing was written (a trigger
+// skipped the row, or a write outside the guard changed it meanwhile), and
+// Update returns an error that says so.
+//
+// Where the database refuses the statement itself because the row changed
+// after the caller's transaction took its snapshot, nothing is written and
+// the error is a *ConflictError wrapping the driver's: PostgreSQL's
+// serialization failure under REPEATABLE READ or SERIALIZABLE (the
+// transaction is aborted), and SQLite's SQLITE_BUSY_SNAPSHOT in WAL mode.
+// (In rollback-journal mode SQLite answers a transaction that read and then
+// writes while another connection writes with a plain SQLITE_BUSY, which no
+// busy timeout waits out: the driver's error, wrapped.) Roll back and run
+// the transaction again; Update then judges the newest row. MySQL's UPDATE
+// always judges the newest row, so it refuses a stale fence as stale at
+// every level.
 func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set ...Column) error {
 	if fence < 0 {
 		return fencedtype.Invalid("fence", "%d is negative", fence)
@@ -82,10 +121,10 @@ func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set 
 	args = append(args, fence, key, fence)
 	res, err := db.ExecContext(ctx, stmt, args...)
 	if err != nil {
-		return fmt.Errorf("fenced update of %s: %w", t.Name, err)
+		return t.updateError(err, key, fence)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("fenced update of %s: %w", t.Name, err)
+		return t.updateError(err, key, fence)
 	} else if n > 0 {
 		return nil
 	}
@@ -95,12 +134,16 @@ func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set 
 	case errors.Is(err, sql.ErrNoRows):
 		return fencedtype.ErrNotFound
 	case err != nil:
-		return fmt.Errorf("fenced update of %s: %w", t.Name, err)
+		return t.updateError(err, key, fence)
 	case stored > fence:
 		return &fencedtype.StaleError{Kind: "resource", Name: fmt.Sprintf("%s/%v", t.Name, key), Fence: fence,
 			CurrentFence: stored, Reason: fencedtype.ReasonSuperseded}
+	case t.Dialect != MySQL:
+		// PostgreSQL and SQLite count matched rows: nothing was written.
+		return fmt.Errorf("fenced update of %s/%v with fence %d changed no row, though its stored fence %d is not above it "+
+			"(a trigger skipped the update, or a write outside the guard changed the row meanwhile)", t.Name, key, fence, stored)
 	}
-	return nil
+	return nil // MySQL: the row already held the values written
 }
 
 // updateSQL is the one deciding statement of Update.
@@ -126,8 +169,24 @@ func (t Table) updateSQL(set []Column) (string, error) {
 	return b.String(), nil
 }
 
+// fenceSQL reads the stored fence that made Update change nothing. It must
+// read the row the UPDATE judged. On MySQL it is a locking read: InnoDB's
+// UPDATE judges the newest committed row, but a plain SELECT in a
+// REPEATABLE READ transaction reads the snapshot of its first read, which
+// can show the fence the newer holder has since replaced and so make a
+// refusal look like success. PostgreSQL's UPDATE judges the version its
+// snapshot shows (a newer one it would have written makes the UPDATE fail
+// with a serialization error instead), and a plain read shows that same
+// version, or under READ COMMITTED a newer one; a locking read there would
+// only turn a refusal it can explain into a serialization failure. SQLite's
+// UPDATE took the write lock, so the transaction already reads the newest
+// row.
 func (t Table) fenceSQL() string {
-	return fmt.Sprintf("SELECT %s FROM %s WHERE %s = %s", t.quote(t.FenceColumn), t.quote(t.Name), t.quote(t.KeyColumn), t.placeholder(1))
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s = %s", t.quote(t.FenceColumn), t.quote(t.Name), t.quote(t.KeyColumn), t.placeholder(1))
+	if t.Dialect == MySQL {
+		q += " LOCK IN SHARE MODE" // MySQL 8 and MariaDB both accept it
+	}
+	return q
 }
 
 func (t Table) check() error {

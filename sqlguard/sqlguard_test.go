@@ -88,28 +88,14 @@ func TestLeaseInEtcdProtectsRows(t *testing.T) {
 		t.Run(u.name, func(t *testing.T) {
 			t.Parallel()
 			db := u.open(t)
-			for _, s := range []string{
-				`CREATE TABLE invoices (id INTEGER PRIMARY KEY, status VARCHAR(20) NOT NULL, fence BIGINT NOT NULL)`,
-				`INSERT INTO invoices (id, status, fence) VALUES (42, 'new', 0)`,
-			} {
-				if _, err := db.ExecContext(ctx(t), s); err != nil {
-					t.Fatalf("%s: %v", s, err)
-				}
-			}
+			createInvoice(t, db, 0)
 			c, err := fenced.Open(ctx(t), cluster.URL(), fenced.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			inv := sqlguard.Table{Dialect: u.dialect, Name: "invoices", KeyColumn: "id", FenceColumn: "fence"}
-			row := func() (string, int64) {
-				var s string
-				var f int64
-				if err := db.QueryRowContext(ctx(t), `SELECT status, fence FROM invoices WHERE id = 42`).Scan(&s, &f); err != nil {
-					t.Fatal(err)
-				}
-				return s, f
-			}
+			inv := invoices(u.dialect)
+			row := func() (string, int64) { return invoice(t, db) }
 
 			a, err := c.AcquireLease(ctx(t), "invoice-42", "A", time.Second)
 			if err != nil {
@@ -152,6 +138,36 @@ func TestLeaseInEtcdProtectsRows(t *testing.T) {
 	}
 }
 
+// createInvoice creates the table invoices holding one row, invoice 42,
+// status new, stored with fence.
+func createInvoice(t *testing.T, db *sql.DB, fence int64) {
+	t.Helper()
+	for _, s := range []string{
+		`CREATE TABLE invoices (id INTEGER PRIMARY KEY, status VARCHAR(20) NOT NULL, fence BIGINT NOT NULL)`,
+		fmt.Sprintf(`INSERT INTO invoices (id, status, fence) VALUES (42, 'new', %d)`, fence),
+	} {
+		if _, err := db.ExecContext(ctx(t), s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+}
+
+// invoices is the guarded table createInvoice makes.
+func invoices(d sqlguard.Dialect) sqlguard.Table {
+	return sqlguard.Table{Dialect: d, Name: "invoices", KeyColumn: "id", FenceColumn: "fence"}
+}
+
+// invoice reads invoice 42's status and fence as committed.
+func invoice(t *testing.T, db *sql.DB) (string, int64) {
+	t.Helper()
+	var s string
+	var f int64
+	if err := db.QueryRowContext(ctx(t), `SELECT status, fence FROM invoices WHERE id = 42`).Scan(&s, &f); err != nil {
+		t.Fatal(err)
+	}
+	return s, f
+}
+
 func TestBadNamesAreRefused(t *testing.T) {
 	ok := sqlguard.Table{Dialect: sqlguard.SQLite, Name: "t", KeyColumn: "k", FenceColumn: "f"}
 	for name, tbl := range map[string]sqlguard.Table{
@@ -168,5 +184,42 @@ func TestBadNamesAreRefused(t *testing.T) {
 		if err := tbl.Update(context.Background(), nil, 1, 1, set); !errors.Is(err, fenced.ErrInvalid) {
 			t.Errorf("%s: want invalid, got %v", name, err)
 		}
+	}
+}
+
+// TestAnUpdateThatChangedNoRowIsNotSuccess: PostgreSQL and SQLite count the
+// rows an UPDATE matched, so one that changed no row wrote nothing, even
+// when the row's fence is not above the caller's (here a trigger of the
+// user's skips every update). Only MySQL, which counts a row already holding
+// the written values as unaffected, reads such a row as success.
+func TestAnUpdateThatChangedNoRowIsNotSuccess(t *testing.T) {
+	for _, u := range userDBs {
+		if u.dialect == sqlguard.MySQL {
+			continue // no trigger can skip a row silently: SIGNAL fails the statement
+		}
+		t.Run(u.name, func(t *testing.T) {
+			t.Parallel()
+			db := u.open(t)
+			createInvoice(t, db, 1)
+			skip := []string{`CREATE TRIGGER frozen BEFORE UPDATE ON invoices BEGIN SELECT RAISE(IGNORE); END`}
+			if u.dialect == sqlguard.Postgres {
+				skip = []string{
+					`CREATE FUNCTION frozen() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`,
+					`CREATE TRIGGER frozen BEFORE UPDATE ON invoices FOR EACH ROW EXECUTE FUNCTION frozen()`,
+				}
+			}
+			for _, s := range skip {
+				if _, err := db.ExecContext(ctx(t), s); err != nil {
+					t.Fatalf("%s: %v", s, err)
+				}
+			}
+			err := invoices(u.dialect).Update(ctx(t), db, 42, 2, sqlguard.Column{Name: "status", Value: "sent"})
+			if err == nil || errors.Is(err, fenced.ErrStale) || errors.Is(err, fenced.ErrNotFound) {
+				t.Fatalf("an update that changed no row = %v, want an error saying nothing was written", err)
+			}
+			if s, f := invoice(t, db); s != "new" || f != 1 {
+				t.Fatalf("invoice 42 = %s fence %d, want new fence 1", s, f)
+			}
+		})
 	}
 }

@@ -115,9 +115,12 @@
 //     idle workers poll.
 //   - A grant lost in a crash would be granted twice, so the server must
 //     commit durably: Open refuses a server whose
-//     innodb_flush_log_at_trx_commit is not 1 (the default) or MariaDB's 3 (a
-//     session cannot set it, as PostgreSQL's synchronous_commit can be). Binary logging, if
-//     on, must be ROW or MIXED, as InnoDB requires for READ COMMITTED.
+//     innodb_flush_log_at_trx_commit is not 1 (the default) or MariaDB's 3,
+//     and one that writes a binary log (log_bin=ON) with sync_binlog other
+//     than 1, unless innodb_flush_log_at_trx_commit is 3 (a session can set
+//     neither, as PostgreSQL's synchronous_commit can be; see durable.go).
+//     Binary logging, if on, must be ROW or MIXED, as InnoDB requires for
+//     READ COMMITTED.
 package mysqldriver
 
 import (
@@ -216,23 +219,6 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, maxConns int) (*Driver, 
 		return nil, fmt.Errorf("mysql %s/%s: read innodb_autoinc_lock_mode: %w", cfg.Addr, cfg.DBName, err)
 	}
 	return &Driver{db: db, cfg: cfg, consecutiveIDs: lockMode.Valid && lockMode.Int64 <= 1}, nil
-}
-
-// checkDurable refuses a server that does not flush InnoDB's log at every
-// commit: a grant lost in a crash would be granted twice. Unlike
-// PostgreSQL's synchronous_commit, the setting is global, so the driver
-// cannot raise it for its own sessions.
-func checkDurable(ctx context.Context, db *sql.DB) error {
-	var flush sql.NullInt64
-	if err := db.QueryRowContext(ctx, `SELECT @@GLOBAL.innodb_flush_log_at_trx_commit`).Scan(&flush); err != nil {
-		return fmt.Errorf("read innodb_flush_log_at_trx_commit: %w", err)
-	}
-	// 3, MariaDB only, flushes at prepare and at commit: durable too.
-	if flush.Valid && flush.Int64 != 1 && flush.Int64 != 3 {
-		return fmt.Errorf("the server runs with innodb_flush_log_at_trx_commit=%d, so a commit can be lost in a crash "+
-			"and a fence granted twice; fenced needs it set to 1", flush.Int64)
-	}
-	return nil
 }
 
 // DB returns the driver's pool, for the caller's own queries. Its
