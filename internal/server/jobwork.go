@@ -68,7 +68,7 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.metrics.claims.WithLabelValues(queue).Add(float64(len(jobs)))
+	s.metrics.claimed(queue, len(jobs))
 	out := claimReply{Jobs: wire.List(jobs)}
 	if len(jobs) > 0 {
 		out.DBTime = wire.Time(jobs[0].DecidedAt)
@@ -93,7 +93,7 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 			done()
 			return jobs, err
 		}
-		s.metrics.waiting.WithLabelValues(queue).Inc()
+		waitLabel := s.metrics.waiting.wait(queue)
 		timer := time.NewTimer(min(left, s.cfg.PollEvery))
 		select {
 		case <-woken:
@@ -102,7 +102,7 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 		case <-s.closing:
 		}
 		timer.Stop()
-		s.metrics.waiting.WithLabelValues(queue).Dec()
+		s.metrics.waiting.done(waitLabel)
 		done()
 		if ctx.Err() != nil || s.isClosing() {
 			return nil, nil

@@ -71,6 +71,10 @@ type Config struct {
 	// /metrics (the HTML dashboard at /), behind the same authentication
 	// and logging. Default: those paths are a JSON 404.
 	Dashboard http.Handler
+	// MaxMetricQueues bounds the queues each metric labelled by queue
+	// names; the others are summed under queue="_other" (metricsqueues.go).
+	// Default DefaultMaxMetricQueues (1000).
+	MaxMetricQueues int
 	// DashboardLogin, with tokens, leaves the authentication of dashboard
 	// paths to the dashboard: it admits a browser by its own login page
 	// and session cookie (checking the token with ValidToken). The API
@@ -108,6 +112,9 @@ func New(c *fenced.Client, cfg Config) (*Server, error) {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait
 	}
+	if cfg.MaxMetricQueues <= 0 {
+		cfg.MaxMetricQueues = DefaultMaxMetricQueues
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -119,7 +126,7 @@ func New(c *fenced.Client, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{c: c, cfg: cfg, auth: a, cop: http.NewCrossOriginProtection(),
-		metrics: newMetrics(c), log: cfg.Logger, closing: make(chan struct{})}
+		metrics: newMetrics(c, cfg.MaxMetricQueues), log: cfg.Logger, closing: make(chan struct{})}
 	s.api = s.routes()
 
 	ctx, stop := context.WithCancel(context.Background())
