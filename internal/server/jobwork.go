@@ -85,6 +85,12 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 // holds its jobs until their lease expires and recovery takes them back.
 func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, ttl, wait time.Duration, kinds []string) ([]*fenced.Job, error) {
 	deadline := time.Now().Add(wait)
+	waitLabel := "" // the claim counts as waiting from its first empty try until it returns
+	defer func() {
+		if waitLabel != "" {
+			s.metrics.waiting.done(waitLabel)
+		}
+	}()
 	for {
 		woken, done := s.c.WaitForJobs(queue)
 		jobs, err := s.c.ClaimJobs(ctx, queue, owner, limit, ttl, kinds...)
@@ -93,7 +99,9 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 			done()
 			return jobs, err
 		}
-		waitLabel := s.metrics.waiting.wait(queue)
+		if waitLabel == "" {
+			waitLabel = s.metrics.waiting.wait(queue)
+		}
 		timer := time.NewTimer(min(left, s.cfg.PollEvery))
 		select {
 		case <-woken:
@@ -102,7 +110,6 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 		case <-s.closing:
 		}
 		timer.Stop()
-		s.metrics.waiting.done(waitLabel)
 		done()
 		if ctx.Err() != nil || s.isClosing() {
 			return nil, nil
