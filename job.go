@@ -86,7 +86,7 @@ type EnqueueParams struct {
 	// as JSON text; anything else is marshalled. Nil means {}. At most
 	// MaxArgsBytes, and JSON every backend can store: UTF-8, nested at most
 	// MaxJSONDepth deep, no \u0000 or unpaired surrogate escape, numbers
-	// within a float64.
+	// within a float64, no key given twice in one object.
 	Args any
 	// Queue is the queue to join. Default DefaultQueue.
 	Queue string

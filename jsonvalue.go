@@ -19,9 +19,12 @@ const MaxJSONDepth = 31
 // UTF-8, nesting deeper than MaxJSONDepth, the escape \u0000 (PostgreSQL's
 // jsonb cannot hold it), a UTF-16 surrogate escape without its pair, and
 // numbers a float64 cannot hold (beyond ±1.8e308, or so small they round to
-// zero), which PostgreSQL's jsonb or MySQL's JSON refuse. b must be valid
-// JSON (json.Valid). The scan is jsoncheck's, which the HTTP service uses
-// on request bodies too.
+// zero), which PostgreSQL's jsonb or MySQL's JSON refuse, and a key given
+// twice in one object, which PostgreSQL's jsonb collapses to the last while
+// SQLite and MariaDB keep the text as written (so what one backend accepts,
+// every backend reads back the same). b must be valid JSON (json.Valid).
+// The scan is jsoncheck's, which the HTTP service uses on request bodies
+// too.
 func checkStorableJSON(field string, b []byte) error {
 	if !utf8.Valid(b) {
 		return fencedtype.Invalid(field, "is not valid UTF-8")
@@ -38,6 +41,8 @@ func checkStorableJSON(field string, b []byte) error {
 		return fencedtype.Invalid(field, "holds the number %.40s, beyond the range of a float64", f.Number)
 	case jsoncheck.NumberTooSmall:
 		return fencedtype.Invalid(field, "holds the number %.40s, too small for a float64", f.Number)
+	case jsoncheck.DuplicateKey:
+		return fencedtype.Invalid(field, "gives the key %.40q twice in one object; the backends would not store it alike", f.Key)
 	}
 	return nil
 }

@@ -27,6 +27,10 @@ func TestCheckStorableJSON(t *testing.T) {
 		{`1e1000000`, false},      // beyond a float64 (PostgreSQL: numeric overflow)
 		{`[1e-16384]`, false},     // rounds to zero
 		{`{"n": 1e309}`, false},
+		{`{"b": 1.10, "a": 2, "b": 3}`, false}, // PostgreSQL would keep {"a": 2, "b": 3}
+		{`{"a": 1, "\u0061": 2}`, false},       // the same key, escaped
+		{`[{"k": {"x": 1, "x": 1}}]`, false},
+		{`{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}]}`, true},
 	} {
 		err := validJSON("args", []byte(c.json))
 		if (err == nil) != c.ok {

@@ -351,6 +351,8 @@ func FuzzEnqueueParams(f *testing.F) {
 		{kind: "k", args: []byte("\"\xff\""), mode: argsRaw},
 		{kind: "k", args: []byte(`1e1000000`), mode: argsRaw},
 		{kind: "k", args: []byte(`1e400`), mode: argsRaw},
+		{kind: "k", args: []byte(`{"b":1.10,"a":2,"b":3}`), mode: argsRaw}, // PostgreSQL's jsonb keeps one "b"
+		{kind: "k", args: []byte(`{"a":{"x":1,"\u0078":2}}`), mode: argsRaw},
 		{kind: "k", args: []byte(strings.Repeat("[", 32) + strings.Repeat("]", 32)), mode: argsRaw},
 		{kind: "k", args: []byte(strings.Repeat("[", 33) + strings.Repeat("]", 33)), mode: argsRaw},
 		{kind: "k", args: []byte(strings.Repeat("[", 101) + strings.Repeat("]", 101)), mode: argsRaw},
@@ -575,12 +577,55 @@ func jsonEqual(a, b any) bool {
 }
 
 // storableRule is the rule jsonArg applies beyond json.Valid, stated
-// here on its own: every backend can store the text (UTF-8, nesting at most
-// MaxJSONDepth, no \u0000 escape, no unpaired surrogate escape, every
-// number a finite float64 that does not round to zero).
+// here on its own: every backend can store the text and reads it back as
+// the same value (UTF-8, nesting at most MaxJSONDepth, no \u0000 escape,
+// no unpaired surrogate escape, every number a finite float64 that does
+// not round to zero, no key given twice in one object).
 func storableRule(b []byte) bool {
 	st := scanJSON(b)
-	return utf8.Valid(b) && st.depth <= MaxJSONDepth && !st.nulEscape && !st.loneSurrogate && !st.badNumber
+	return utf8.Valid(b) && st.depth <= MaxJSONDepth && !st.nulEscape && !st.loneSurrogate && !st.badNumber &&
+		!duplicateKey(b)
+}
+
+// duplicateKey reports, by encoding/json's tokens, whether valid UTF-8
+// JSON text without unpaired surrogate escapes gives a key twice in one
+// object (keys compared decoded).
+func duplicateKey(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type object struct {
+		keys    map[string]bool
+		wantKey bool
+	}
+	var open []*object // nil for an array
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if n := len(open); n > 0 && open[n-1] != nil && open[n-1].wantKey {
+			if tok == json.Delim('}') {
+				open = open[:n-1]
+				continue
+			}
+			k, _ := tok.(string)
+			if open[n-1].keys[k] {
+				return true
+			}
+			open[n-1].keys[k], open[n-1].wantKey = true, false
+			continue
+		}
+		if n := len(open); n > 0 && open[n-1] != nil {
+			open[n-1].wantKey = true // a value was read
+		}
+		switch tok {
+		case json.Delim('{'):
+			open = append(open, &object{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			open = append(open, nil)
+		case json.Delim(']'):
+			open = open[:len(open)-1]
+		}
+	}
 }
 
 type jsonStats struct {

@@ -146,6 +146,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClockSkew", runClockSkew},
 		{"Contention", runContention},
 		{"Validation", runValidation},
+		{"DuplicateKeys", runDuplicateKeys},
 		{"Linearizability", runLinearizability},
 		{"Reports", runReports},
 		{"Generations", runGenerations},

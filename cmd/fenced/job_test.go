@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/testdb"
 	"github.com/fenced/fenced/internal/wire"
 )
 
@@ -167,6 +168,34 @@ func TestJobEnqueue(t *testing.T) {
 			contains(t, "enqueue", out, "state queued")
 		})
 	})
+}
+
+// TestJobEnqueueRefusesDuplicateKeys: args that give a key twice in one
+// object are refused (exit 2, saying which key) on every backend, since
+// PostgreSQL would store {"b":1.10,"a":2,"b":3} as {"a":2,"b":3} and SQLite
+// and MariaDB as written; args that are accepted read back as given.
+func TestJobEnqueueRefusesDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	for name, db := range map[string]func(testing.TB) string{
+		"SQLite": testdb.SQLite, "PostgreSQL": testdb.Postgres, "MySQL": testdb.MySQL,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newCLI(t, db(t))
+			for _, args := range []string{`{"b":1.10,"a":2,"b":3}`, `{"a":[{"x":1,"\u0078":2}]}`} {
+				r := c.fails(2, "job", "enqueue", "k", "--args", args)
+				contains(t, "stderr", r.stderr, "args")
+				contains(t, "stderr", r.stderr, "twice")
+			}
+			j := enqueue(c, "k", "--args", `{"b":1.10,"a":{"b":[{"b":1}]}}`)
+			jsonEqual(t, "args", showJob(c, j.ID).Job.Args, `{"a":{"b":[{"b":1}]},"b":1.10}`)
+			var all []jobOutput
+			c.json(&all, "job", "ls", "--json")
+			if len(all) != 1 {
+				t.Errorf("after refused enqueues %d jobs exist, want 1", len(all))
+			}
+		})
+	}
 }
 
 func TestJobShowAttempts(t *testing.T) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -32,8 +33,8 @@ const (
 )
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr, tokensFile, maxBody string
-	var noMaintenance bool
+	var addr, tokensFile, maxBody, tlsCert, tlsKey string
+	var noMaintenance, behindTLSProxy bool
 	var sessionTTL time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -47,14 +48,27 @@ retry, cancel and delete). Every answer the
 database decided carries its clock reading in the X-Fenced-DB-Time header
 and as "db_time".
 Errors are JSON {"error": code, "message": …}: 400 invalid, 401/403, 404
-not_found, 409 lease_held / stale_fence / conflict, 413 too_large.
+not_found, 409 lease_held / stale_fence / conflict, 413 too_large, 429
+too_many_requests (too many wrong tokens; Retry-After says when to try
+again).
 
 Bearer tokens come from --tokens-file (one per line, # comments) and
 FENCED_TOKENS (comma-separated); each is at least 16 characters. Without
 tokens fenced serves only a loopback address and refuses to start on any
 other (exit 2). Tokens are never logged. With tokens the dashboard asks a
 browser for one at /login and keeps it logged in with a session cookie
-for --session-ttl; API clients send the bearer token as before.
+for --session-ttl; API clients send the bearer token as before. A client
+address gets 10 wrong tokens (API or login alike), then one more every
+6 s, and all clients together 100, then one more every 0.6 s (addresses
+that gave a right token within the hour are spared that one); past them
+a token is not checked and the answer is 429.
+
+--tls-cert and --tls-key serve HTTPS with that certificate and key (PEM
+files). --behind-tls-proxy says only a proxy that terminates TLS reaches
+the server: the client address is then the last X-Forwarded-For entry
+(for the limits above, the loopback rule and the logs) and the session
+cookie is Secure unless the proxy sends X-Forwarded-Proto: http. The
+cookie is Secure over --tls-cert too.
 
 The server also runs the job queue's maintenance — recovery of expired work
 and retention — unless --no-maintenance (run it in one place or several:
@@ -65,6 +79,8 @@ msg=listening, gives the url it serves; then each request (never a token
 or a body), maintenance and shutdown.`,
 		Example: `  fenced serve
   fenced serve --db postgres://fenced@db:5432/fenced --addr 0.0.0.0:8080 --tokens-file /etc/fenced/tokens
+  fenced serve --addr 0.0.0.0:8443 --tokens-file /etc/fenced/tokens --tls-cert cert.pem --tls-key key.pem
+  fenced serve --addr 127.0.0.1:8080 --tokens-file /etc/fenced/tokens --behind-tls-proxy
   curl -s -X POST localhost:8080/v1/leases/report/acquire --json '{"owner": "w1", "ttl_ms": 30000}'`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -85,8 +101,13 @@ or a body), maintenance and shutdown.`,
 			if sessionTTL < time.Minute || sessionTTL > 30*24*time.Hour {
 				return usage("--session-ttl %s: want a duration from 1m to 720h", sessionTTL)
 			}
+			cert, err := loadTLS(tlsCert, tlsKey)
+			if err != nil {
+				return err
+			}
 			return a.serve(cmd.Context(), serveOptions{addr: addr, tokens: tokens,
-				maxBody: int64(limit), maintenance: !noMaintenance, sessionTTL: sessionTTL})
+				maxBody: int64(limit), maintenance: !noMaintenance, sessionTTL: sessionTTL,
+				cert: cert, behindTLSProxy: behindTLSProxy})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
@@ -94,6 +115,10 @@ or a body), maintenance and shutdown.`,
 	cmd.Flags().DurationVar(&sessionTTL, "session-ttl", dashboard.DefaultSessionTTL,
 		"how long a dashboard login lasts (with tokens)")
 	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
+	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
+	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
+	cmd.Flags().BoolVar(&behindTLSProxy, "behind-tls-proxy", false,
+		"only a TLS-terminating proxy reaches the server: trust its X-Forwarded-For and X-Forwarded-Proto")
 	cmd.Flags().StringVar(&maxBody, "max-body", fmt.Sprintf("%dMiB", server.DefaultMaxBody>>20),
 		"largest request body; the default fits the largest value (1 MiB) however JSON escapes it")
 	return cmd
@@ -113,12 +138,31 @@ func checkAddr(addr string) error {
 	return nil
 }
 
+// loadTLS loads the certificate and key of --tls-cert and --tls-key (both
+// or neither), so that a bad one is a usage error before the database is
+// opened. Neither gives nil: plain HTTP.
+func loadTLS(certFile, keyFile string) (*tls.Certificate, error) {
+	switch {
+	case certFile == "" && keyFile == "":
+		return nil, nil
+	case certFile == "" || keyFile == "":
+		return nil, usage("--tls-cert and --tls-key go together: give both, or neither for plain HTTP")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, usage("--tls-cert %s, --tls-key %s: %v", certFile, keyFile, err)
+	}
+	return &cert, nil
+}
+
 type serveOptions struct {
-	addr        string
-	tokens      []string
-	maxBody     int64
-	maintenance bool
-	sessionTTL  time.Duration
+	addr           string
+	tokens         []string
+	maxBody        int64
+	maintenance    bool
+	sessionTTL     time.Duration
+	cert           *tls.Certificate // nil: plain HTTP
+	behindTLSProxy bool
 }
 
 // tokens reads the tokens of --tokens-file and $FENCED_TOKENS. Errors
@@ -174,7 +218,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer c.Close()
-	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub, DashboardLogin: true}
+	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub, DashboardLogin: true,
+		BehindTLSProxy: o.behindTLSProxy}
 	if o.maintenance && c.Driver().Dialect() == "etcd" {
 		// The maintenance recovers and deletes jobs; etcd keeps none.
 		o.maintenance = false
@@ -201,16 +246,27 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL, StaleMinutes: srv.StaleMinutes}
+	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL, StaleMinutes: srv.StaleMinutes, Secure: srv.RequestSecure}
 	if srv.TokensSet() {
-		dopts.CheckToken = srv.ValidToken
+		dopts.CheckToken = srv.CheckToken
 	}
 	dash = dashboard.New(srv.Client(), srv.Gatherer(), dopts)
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if o.cert != nil {
+		scheme = "https"
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*o.cert}, MinVersion: tls.VersionTLS12}
+	}
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() {
+		if o.cert != nil {
+			served <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		served <- hs.Serve(ln)
+	}()
 
 	auth := "no tokens: loopback only"
 	if n := len(o.tokens); n > 0 {
@@ -220,7 +276,12 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	if !o.maintenance {
 		maint = "off"
 	}
-	log.Info("listening", "url", "http://"+ln.Addr().String(), "database", a.shownURL(), "auth", auth, "maintenance", maint)
+	proxy := "none"
+	if o.behindTLSProxy {
+		proxy = "tls (X-Forwarded-For and X-Forwarded-Proto trusted)"
+	}
+	log.Info("listening", "url", scheme+"://"+ln.Addr().String(), "database", a.shownURL(), "auth", auth, "maintenance", maint,
+		"proxy", proxy)
 
 	select {
 	case err := <-served:

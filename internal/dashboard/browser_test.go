@@ -28,7 +28,8 @@ type env struct {
 	c     *fenced.Client
 	db    string // the database's URL
 	url   string
-	token string // the bearer token of the API calls, "" without tokens
+	token string         // the bearer token of the API calls, "" without tokens
+	srv   *server.Server // what serves url
 }
 
 func setup(t *testing.T) *env { return setupWith(t, nil, dashboard.Options{}) }
@@ -43,6 +44,16 @@ func setupWith(t *testing.T, tokens []string, o dashboard.Options) *env {
 // setupOn is setupWith on the database at db.
 func setupOn(t *testing.T, db string, tokens []string, o dashboard.Options) *env {
 	t.Helper()
+	return setupServed(t, db, server.Config{Tokens: tokens}, o)
+}
+
+// setupServed serves the dashboard with o on the database at db, by a
+// server of cfg (its tokens, its trust of a proxy) as fenced serve does:
+// the dashboard checks tokens and learns TLS from the server, and the
+// server's token throttle runs on o's clock.
+func setupServed(t *testing.T, db string, cfg server.Config, o dashboard.Options) *env {
+	t.Helper()
+	tokens := cfg.Tokens
 	ctx := context.Background()
 	c, err := fenced.Open(ctx, db, fenced.Config{})
 	if err != nil {
@@ -55,21 +66,26 @@ func setupOn(t *testing.T, db string, tokens []string, o dashboard.Options) *env
 	// The dashboard needs the server's metrics, which exist once the
 	// server does: the same late binding as fenced serve.
 	var dash http.Handler
-	srv, err := server.New(c, server.Config{Tokens: tokens, DashboardLogin: true,
-		Dashboard: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { dash.ServeHTTP(w, r) })})
+	cfg.DashboardLogin = true
+	cfg.Dashboard = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { dash.ServeHTTP(w, r) })
+	if cfg.Now == nil {
+		cfg.Now = o.Now
+	}
+	srv, err := server.New(c, cfg)
 	if err != nil {
 		t.Fatalf("new server: %v", err)
 	}
 	if srv.TokensSet() {
-		o.CheckToken = srv.ValidToken
+		o.CheckToken = srv.CheckToken
 	}
+	o.Secure = srv.RequestSecure
 	if o.StaleMinutes == nil {
 		o.StaleMinutes = srv.StaleMinutes
 	}
 	dash = dashboard.New(srv.Client(), srv.Gatherer(), o)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { srv.Close(); ts.Close() })
-	e := &env{t: t, c: c, db: db, url: ts.URL}
+	e := &env{t: t, c: c, db: db, url: ts.URL, srv: srv}
 	if len(tokens) > 0 {
 		e.token = tokens[0]
 	}

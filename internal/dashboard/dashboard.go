@@ -57,8 +57,16 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 // tokens.
 type Options struct {
 	// CheckToken, when set, makes the dashboard ask for a token at /login
-	// and checks it (in constant time: server.ValidToken). Nil: no login.
-	CheckToken func(token string) bool
+	// and checks the token r presents (server.CheckToken: within the
+	// server's bounds of guessing, then in constant time): ok when it is
+	// one of the server's; retry > 0 (whole seconds) when r's client may
+	// not present one for that long (the token was not checked). Nil: no
+	// login.
+	CheckToken func(r *http.Request, token string) (ok bool, retry time.Duration)
+	// Secure reports whether r reached the server over TLS
+	// (server.RequestSecure), which marks the session cookie Secure.
+	// Default: r.TLS != nil.
+	Secure func(r *http.Request) bool
 	// SessionTTL is how long a session lasts. Default DefaultSessionTTL.
 	SessionTTL time.Duration
 	// Logger gets a line per action and per login (never a token or a
@@ -79,8 +87,6 @@ type Handler struct {
 	log  *slog.Logger
 	sess *sessions
 	mux  *http.ServeMux
-	// logins counts refused logins per address (loginlimit.go).
-	logins *loginLimiter
 }
 
 // New returns the dashboard over c; g gives the server's metrics, read for
@@ -95,8 +101,10 @@ func New(c *fenced.Client, g prometheus.Gatherer, o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), mux: http.NewServeMux(),
-		logins: newLoginLimiter(o.Now)}
+	if o.Secure == nil {
+		o.Secure = func(r *http.Request) bool { return r.TLS != nil }
+	}
+	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now, o.Secure), mux: http.NewServeMux()}
 	h.mux.HandleFunc("GET /{$}", h.overview)
 	h.mux.HandleFunc("GET /jobs", h.jobs)
 	h.mux.HandleFunc("GET /charts", h.charts)

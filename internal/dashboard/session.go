@@ -32,15 +32,16 @@ type session struct {
 
 // sessions maps the SHA-256 of a session id to its session.
 type sessions struct {
-	ttl time.Duration
-	now func() time.Time
+	ttl    time.Duration
+	now    func() time.Time
+	secure func(*http.Request) bool // the request came over TLS: the cookie is Secure
 
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]*session
 }
 
-func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{ttl: ttl, now: now, m: map[[sha256.Size]byte]*session{}}
+func newSessions(ttl time.Duration, now func() time.Time, secure func(*http.Request) bool) *sessions {
+	return &sessions{ttl: ttl, now: now, secure: secure, m: map[[sha256.Size]byte]*session{}}
 }
 
 // random returns 32 random bytes as unpadded base64url.
@@ -51,7 +52,8 @@ func random() string {
 }
 
 // create makes a session and sets its cookie on w: HttpOnly,
-// SameSite=Strict, Secure when r came over TLS, for the session's life.
+// SameSite=Strict, Secure when r came over TLS (Options.Secure), for the
+// session's life.
 func (s *sessions) create(w http.ResponseWriter, r *http.Request) *session {
 	id := random()
 	sess := &session{expires: s.now().Add(s.ttl), csrf: random()}
@@ -60,7 +62,7 @@ func (s *sessions) create(w http.ResponseWriter, r *http.Request) *session {
 	s.m[sha256.Sum256([]byte(id))] = sess
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, Expires: sess.expires,
+		Secure: s.secure(r), SameSite: http.SameSiteStrictMode, Expires: sess.expires,
 		MaxAge: int(s.ttl / time.Second)})
 	return sess
 }
@@ -111,7 +113,7 @@ func (s *sessions) end(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+		Secure: s.secure(r), SameSite: http.SameSiteStrictMode, MaxAge: -1})
 }
 
 // checkCSRF reports whether the form of r carries the session's CSRF

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // MinTokenLen is the shortest bearer token accepted: anything shorter can
@@ -59,16 +61,27 @@ func (a *auth) valid(token string) bool {
 	return match == 1
 }
 
-// ValidToken reports, in constant time, whether token is one of the
-// server's tokens (the dashboard's login); false when there are none.
-func (s *Server) ValidToken(token string) bool { return s.auth.enabled() && s.auth.valid(token) }
+// CheckToken checks a token that r presents (the dashboard's login) as a
+// bearer token is checked: within the bounds of guessing (tokenlimit.go),
+// then in constant time. ok reports whether it is one of the server's
+// tokens (never when there are none); retry > 0 (whole seconds) says r's
+// client may not present one for that long, and the token was not
+// checked.
+func (s *Server) CheckToken(r *http.Request, token string) (ok bool, retry time.Duration) {
+	if !s.auth.enabled() {
+		return false, 0
+	}
+	return s.checkToken(r, token)
+}
 
 // TokensSet reports whether the server has tokens (and so whether the
 // dashboard must ask for one).
 func (s *Server) TokensSet() bool { return s.auth.enabled() }
 
 // authorize admits r or says why not. With tokens, r must carry one as
-// "Authorization: Bearer TOKEN" (401 otherwise). Without tokens only
+// "Authorization: Bearer TOKEN" (401 otherwise; 429 with Retry-After, the
+// token unchecked, when r's client has presented too many wrong ones:
+// tokenlimit.go). Without tokens only
 // loopback is served: the client must connect from a loopback address and
 // name a loopback host (403 otherwise; the Host check stops a web page
 // that rebinds its own DNS name to 127.0.0.1 from reading the API).
@@ -87,11 +100,22 @@ func (s *Server) authorize(r *http.Request) *apiError {
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return newError(http.StatusUnauthorized, codeUnauthorized, "a bearer token is required: Authorization: Bearer TOKEN")
 	}
-	if !s.auth.valid(strings.TrimSpace(token)) {
+	ok, retry := s.checkToken(r, strings.TrimSpace(token))
+	if retry > 0 {
+		e := newError(http.StatusTooManyRequests, codeTooManyRequests, fmt.Sprintf(
+			"too many wrong tokens from this client address, or from all clients: the token was not checked; try again in %s s",
+			retryAfter(retry)))
+		e.retryAfter = retry
+		return e
+	}
+	if !ok {
 		return newError(http.StatusUnauthorized, codeUnauthorized, "the bearer token is not one of this server's tokens")
 	}
 	return nil
 }
+
+// retryAfter is a wait of whole seconds as the Retry-After header says it.
+func retryAfter(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
 
 // loopbackAddr reports whether a host:port address is on a loopback IP.
 func loopbackAddr(addr string) bool {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/testdb"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // claimResult is a claim sent in the background.
@@ -39,7 +38,7 @@ func (e *env) claimAsync(queue string, body map[string]any) <-chan claimResult {
 func (e *env) waitWaiting(queue string) {
 	e.t.Helper()
 	waitFor(e.t, "a claim waiting on "+queue, func() bool {
-		return testutil.ToFloat64(e.srv.metrics.waiting.WithLabelValues(queue)) > 0
+		return e.srv.metrics.waiting.waiting(queue) > 0
 	})
 }
 

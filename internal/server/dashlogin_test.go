@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/fenced/fenced/internal/testdb"
@@ -10,7 +11,7 @@ import (
 // TestDashboardLogin: with tokens and DashboardLogin, a dashboard path
 // reaches the dashboard without a bearer token (it runs its own login),
 // while the API still wants one; without DashboardLogin the dashboard
-// wants the bearer token too. ValidToken checks a token as the bearer
+// wants the bearer token too. CheckToken checks a token as the bearer
 // check does.
 func TestDashboardLogin(t *testing.T) {
 	t.Parallel()
@@ -31,12 +32,14 @@ func TestDashboardLogin(t *testing.T) {
 		if r.status != http.StatusForbidden && r.status != http.StatusUnauthorized {
 			t.Fatalf("cross-site POST /act = %d", r.status)
 		}
-		if !e.srv.ValidToken(tokenA) || e.srv.ValidToken(tokenA+"x") || e.srv.ValidToken("") || !e.srv.TokensSet() {
-			t.Fatal("ValidToken or TokensSet is wrong")
+		req := httptest.NewRequest("POST", "/login", nil)
+		valid := func(token string) bool { ok, _ := e.srv.CheckToken(req, token); return ok }
+		if !valid(tokenA) || valid(tokenA+"x") || valid("") || !e.srv.TokensSet() {
+			t.Fatal("CheckToken or TokensSet is wrong")
 		}
 	}
 	e := setup(t, testdb.SQLite(t), Config{Dashboard: dash, DashboardLogin: true})
-	if e.srv.ValidToken("") || e.srv.TokensSet() {
+	if ok, _ := e.srv.CheckToken(httptest.NewRequest("POST", "/login", nil), ""); ok || e.srv.TokensSet() {
 		t.Fatal("a server without tokens has tokens")
 	}
 }

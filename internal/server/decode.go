@@ -48,10 +48,10 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 }
 
 // decodeJSON decodes exactly one JSON object into dst, strictly: valid
-// UTF-8; no unknown fields; nothing after the object; numbers that fit the
-// field; no NUL and no unpaired surrogate in any string (the decoder would
-// quietly turn a bad surrogate into U+FFFD, and no backend stores NUL).
-// Every refusal is an *apiError 400 naming the field.
+// UTF-8; no unknown fields, and each top-level key exactly a field's name;
+// nothing after the object; numbers that fit the field; and nothing
+// jsoncheck finds (checkScan). Every refusal is an *apiError 400 naming the
+// field.
 func decodeJSON(body []byte, dst any) error {
 	if !utf8.Valid(body) {
 		return invalid("body", "the body is not valid UTF-8")
@@ -68,68 +68,39 @@ func decodeJSON(body []byte, dst any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return invalid("body", "unexpected data after the JSON object")
 	}
-	if err := checkStrings(body); err != nil {
+	if err := checkScan(body); err != nil {
 		return err
 	}
-	return checkKeys(body, dst)
+	return checkFieldNames(body, dst)
 }
 
-// checkKeys refuses what the decoder lets through about object keys (body
-// is valid JSON that decoded into dst): a key given twice in one object, at
-// any depth (the decoder keeps the last silently), and a top-level key that
-// is not exactly the name of one of dst's fields (the decoder matches
-// "OWNER" or "Fence" to "owner" or "fence"). Errors name the top-level
-// field.
-func checkKeys(body []byte, dst any) error {
+// checkFieldNames refuses a top-level key of body (a valid JSON object
+// that decoded into dst) that is not exactly the name of one of dst's
+// fields: the decoder matches "OWNER" or "Fence" to "owner" or "fence".
+func checkFieldNames(body []byte, dst any) error {
 	names := fieldNames(dst)
-	type frame struct {
-		keys    map[string]bool // nil for an array
-		wantKey bool
+	if names == nil {
+		return nil
 	}
-	var stack []*frame
-	top := "body" // the top-level key being read
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	for {
+	if _, err := dec.Token(); err != nil { // the object's '{'
+		return invalid("body", "malformed JSON: "+err.Error())
+	}
+	for dec.More() {
 		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
 		if err != nil {
 			return invalid("body", "malformed JSON: "+err.Error())
 		}
-		if n := len(stack); n > 0 && stack[n-1].keys != nil && stack[n-1].wantKey {
-			f := stack[n-1]
-			if tok == json.Delim('}') {
-				stack = stack[:n-1]
-				continue
-			}
-			key, _ := tok.(string)
-			if n == 1 {
-				top = cmp.Or(key, "body")
-				if names != nil && !names[key] {
-					return invalid(top, "unknown field "+strconv.Quote(key))
-				}
-			}
-			if f.keys[key] {
-				return invalid(top, "key "+strconv.Quote(key)+" is given more than once")
-			}
-			f.keys[key] = true
-			f.wantKey = false
-			continue
+		key, _ := tok.(string)
+		if !names[key] {
+			return invalid(cmp.Or(key, "body"), "unknown field "+strconv.Quote(key))
 		}
-		if n := len(stack); n > 0 && stack[n-1].keys != nil {
-			stack[n-1].wantKey = true // a value was read: a key or '}' comes next
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return invalid(cmp.Or(key, "body"), "malformed JSON: "+err.Error())
 		}
 	}
+	return nil
 }
 
 // fieldNames is the set of JSON names of the fields of the struct dst
@@ -201,16 +172,21 @@ func typeName(t string) string {
 	return t
 }
 
-// checkStrings refuses \u0000 and unpaired UTF-16 surrogate escapes in the
-// string literals of body, which is valid JSON: jsoncheck's scan, the one
-// the library applies to args and output.
-func checkStrings(body []byte) error {
+// checkScan refuses what jsoncheck finds in body, which is valid JSON
+// (the scan the library applies to args, output and progress): \u0000 and
+// unpaired UTF-16 surrogate escapes in strings, and a key given twice in
+// one object at any depth (the decoder would keep the last silently, and
+// the backends do not store it alike), named by the top-level field it is
+// in.
+func checkScan(body []byte) error {
 	f := jsoncheck.Scan(body, jsoncheck.Options{})
 	switch f.Problem {
 	case jsoncheck.NULEscape:
 		return invalid("body", `strings must not contain \u0000`)
 	case jsoncheck.LoneSurrogate:
 		return invalid("body", fmt.Sprintf(`unpaired surrogate \u%04x in a string`, f.Rune))
+	case jsoncheck.DuplicateKey:
+		return invalid(cmp.Or(f.Member, "body"), "key "+strconv.Quote(f.Key)+" is given more than once")
 	}
 	return nil
 }

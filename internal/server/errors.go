@@ -24,6 +24,7 @@ const (
 	codeStaleFence       = "stale_fence"        // 409: the fence is no longer current
 	codeConflict         = "conflict"           // 409: the job's state forbids the operation
 	codeTooLarge         = "too_large"          // 413: body over the limit
+	codeTooManyRequests  = "too_many_requests"  // 429: too many wrong tokens; Retry-After says when to try again
 	codeUnsupportedType  = "unsupported_media_type"
 	codeNotSupported     = "not_supported"   // 501: the backend does not offer it (jobs on etcd)
 	codeUnavailable      = "unavailable"     // 503: the database does not answer (/healthz)
@@ -86,6 +87,8 @@ type apiError struct {
 	body   interface{ base() *errorBody }
 	fromDB bool      // decided by the database: stamped with its time
 	at     time.Time // that time, when the library returned it (a job's stale error)
+	// retryAfter, when positive, is sent as Retry-After (a 429).
+	retryAfter time.Duration
 }
 
 func newError(status int, code, message string) *apiError {
@@ -195,6 +198,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 	}
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fenced"`)
+	}
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfter(e.retryAfter))
 	}
 	writeJSON(w, e.status, e.body, t)
 }

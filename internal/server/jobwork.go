@@ -68,7 +68,7 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.metrics.claims.WithLabelValues(queue).Add(float64(len(jobs)))
+	s.metrics.claimed(queue, len(jobs))
 	out := claimReply{Jobs: wire.List(jobs)}
 	if len(jobs) > 0 {
 		out.DBTime = wire.Time(jobs[0].DecidedAt)
@@ -85,6 +85,12 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 // holds its jobs until their lease expires and recovery takes them back.
 func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, ttl, wait time.Duration, kinds []string) ([]*fenced.Job, error) {
 	deadline := time.Now().Add(wait)
+	waitLabel := "" // the claim counts as waiting from its first empty try until it returns
+	defer func() {
+		if waitLabel != "" {
+			s.metrics.waiting.done(waitLabel)
+		}
+	}()
 	for {
 		woken, done := s.c.WaitForJobs(queue)
 		jobs, err := s.c.ClaimJobs(ctx, queue, owner, limit, ttl, kinds...)
@@ -93,7 +99,9 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 			done()
 			return jobs, err
 		}
-		s.metrics.waiting.WithLabelValues(queue).Inc()
+		if waitLabel == "" {
+			waitLabel = s.metrics.waiting.wait(queue)
+		}
 		timer := time.NewTimer(min(left, s.cfg.PollEvery))
 		select {
 		case <-woken:
@@ -102,7 +110,6 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 		case <-s.closing:
 		}
 		timer.Stop()
-		s.metrics.waiting.WithLabelValues(queue).Dec()
 		done()
 		if ctx.Err() != nil || s.isClosing() {
 			return nil, nil

@@ -20,6 +20,8 @@ import (
 //	fenced_jobs{queue,state}                   gauge: jobs now, read from the database at each scrape
 //	fenced_job_claims_total{queue}             jobs claimed through this server (jobs, not calls)
 //	fenced_job_claims_waiting{queue}           long-polling claims now waiting for a job
+//	fenced_key_slots_in_use{queue}             running attempts of jobs with a concurrency key (metricslots.go)
+//	fenced_jobs_held_back{queue}               due jobs held back by their concurrency key's limit
 //	fenced_job_completions_total               completions accepted
 //	fenced_job_failures_total                  fail requests accepted (retried or dead-lettered alike)
 //	fenced_job_recoveries_total                expired running jobs taken back by this server's maintenance
@@ -35,11 +37,16 @@ import (
 // they show when the previous holder next writes, as
 // fenced_stale_writes_total{kind="lease",reason="superseded"} (or
 // kind="job" for a job's attempt).
+//
+// The queues the series of a metric labelled by queue name are bounded as
+// metricsqueues.go says: only queues with jobs, at most maxQueues of them,
+// the rest summed under queue="_other".
 type metrics struct {
 	reg         *prometheus.Registry
 	requests    *prometheus.HistogramVec
 	claims      *prometheus.CounterVec
-	waiting     *prometheus.GaugeVec
+	claimQueues *queueNames // the queues claims names
+	waiting     *waitingGauge
 	completions prometheus.Counter
 	failures    prometheus.Counter
 	recovered   prometheus.Counter
@@ -49,7 +56,7 @@ type metrics struct {
 	slotAcquires *prometheus.CounterVec
 }
 
-func newMetrics(c *fenced.Client) *metrics {
+func newMetrics(c *fenced.Client, maxQueues int) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -62,10 +69,11 @@ func newMetrics(c *fenced.Client) *metrics {
 			Name: "fenced_job_claims_total",
 			Help: "Jobs claimed through this server, by queue (each claimed job counts once).",
 		}, []string{"queue"}),
-		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		claimQueues: newQueueNames(maxQueues),
+		waiting: newWaitingGauge(prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fenced_job_claims_waiting",
 			Help: "Long-polling claims now waiting for a job, by queue.",
-		}, []string{"queue"}),
+		}, []string{"queue"}), maxQueues),
 		completions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fenced_job_completions_total",
 			Help: "Job completions accepted by this server.",
@@ -108,10 +116,18 @@ func newMetrics(c *fenced.Client) *metrics {
 			m.stale.WithLabelValues(kind, string(r))
 		}
 	}
-	m.reg.MustRegister(m.requests, m.claims, m.waiting, m.completions, m.failures, m.recovered, m.acquires, m.stale, m.slotAcquires,
-		jobsCollector{c: c}, keySlotsCollector{c: c}, collectors.NewGoCollector(),
+	m.reg.MustRegister(m.requests, m.claims, m.waiting.g, m.completions, m.failures, m.recovered, m.acquires, m.stale, m.slotAcquires,
+		jobsCollector{c: c, maxQueues: maxQueues}, keySlotsCollector{c: c, maxQueues: maxQueues}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// claimed counts the jobs one claim on queue took; a claim that took
+// none names no queue.
+func (m *metrics) claimed(queue string, jobs int) {
+	if jobs > 0 {
+		m.claims.WithLabelValues(m.claimQueues.label(queue)).Add(float64(jobs))
+	}
 }
 
 // observe records one request's latency.
@@ -137,8 +153,12 @@ var jobsDesc = prometheus.NewDesc("fenced_jobs", "Jobs in the database now, by q
 	[]string{"queue", "state"}, nil)
 
 // jobsCollector reads the job counts at scrape time. Every queue that has
-// jobs reports all five states, zeros included.
-type jobsCollector struct{ c *fenced.Client }
+// jobs reports all five states, zeros included; past maxQueues queues, the
+// others' counts are summed under otherQueue.
+type jobsCollector struct {
+	c         *fenced.Client
+	maxQueues int
+}
 
 func (j jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
 
@@ -163,6 +183,14 @@ func (j jobsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		byQueue[c.Queue][c.State] += c.Count
 	}
+	order = capQueues(order, j.maxQueues, func(from, to string) {
+		if byQueue[to] == nil {
+			byQueue[to] = map[fenced.JobState]int64{}
+		}
+		for s, n := range byQueue[from] {
+			byQueue[to][s] += n
+		}
+	})
 	for _, q := range order {
 		for _, s := range states {
 			ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(byQueue[q][s]), q, string(s))

@@ -20,8 +20,12 @@ var jobsHeldBackDesc = prometheus.NewDesc("fenced_jobs_held_back",
 
 // keySlotsCollector reads the concurrency keys in use at scrape time
 // (Client.ListKeySlots) and sums them by queue. Every queue with a key in
-// use reports both gauges, zeros included; a queue without is absent.
-type keySlotsCollector struct{ c *fenced.Client }
+// use reports both gauges, zeros included; a queue without is absent; past
+// maxQueues queues, the others' are summed under otherQueue.
+type keySlotsCollector struct {
+	c         *fenced.Client
+	maxQueues int
+}
 
 func (k keySlotsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- keySlotsInUseDesc
@@ -50,6 +54,10 @@ func (k keySlotsCollector) Collect(ch chan<- prometheus.Metric) {
 		inUse[s.Queue] += s.Running
 		heldBack[s.Queue] += s.HeldBack()
 	}
+	order = capQueues(order, k.maxQueues, func(from, to string) {
+		inUse[to] += inUse[from]
+		heldBack[to] += heldBack[from]
+	})
 	for _, q := range order {
 		ch <- prometheus.MustNewConstMetric(keySlotsInUseDesc, prometheus.GaugeValue, float64(inUse[q]), q)
 		ch <- prometheus.MustNewConstMetric(jobsHeldBackDesc, prometheus.GaugeValue, float64(heldBack[q]), q)

@@ -203,6 +203,16 @@ func TestOpenAPISession(t *testing.T) {
 		c.call(400, "POST", "/v1/queues/-held/pause", nil)
 		c.call(400, "GET", "/v1/pauses?queue=held", nil)
 
+		// Last, as it throttles this client: wrong tokens, then 429.
+		e.token = "wrong-session-token-0123456789"
+		for range ClientGuesses {
+			c.call(401, "GET", "/v1/leases", nil)
+		}
+		e.token = sessionToken
+		if r := c.call(429, "GET", "/v1/leases", nil); r.header.Get("Retry-After") == "" {
+			t.Fatalf("429 without Retry-After: %v", r.header)
+		}
+
 		if missed := c.unseen(); len(missed) > 0 {
 			t.Errorf("the session got no answer from:\n\t%s", strings.Join(missed, "\n\t"))
 		}

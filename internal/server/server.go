@@ -71,9 +71,24 @@ type Config struct {
 	// /metrics (the HTML dashboard at /), behind the same authentication
 	// and logging. Default: those paths are a JSON 404.
 	Dashboard http.Handler
+	// BehindTLSProxy says the server is reached only through a proxy that
+	// terminates TLS and appends the client's address to X-Forwarded-For:
+	// the client address of a request is then the proxy's last
+	// X-Forwarded-For entry (proxy.go), and RequestSecure is true unless
+	// the proxy says X-Forwarded-Proto: http. Only set it when no one but
+	// the proxy can connect: a client that can forwards what it likes.
+	// Default false: headers are not trusted.
+	BehindTLSProxy bool
+	// Now is the clock of the token throttle (tokenlimit.go). Default
+	// time.Now.
+	Now func() time.Time
+	// MaxMetricQueues bounds the queues each metric labelled by queue
+	// names; the others are summed under queue="_other" (metricsqueues.go).
+	// Default DefaultMaxMetricQueues (1000).
+	MaxMetricQueues int
 	// DashboardLogin, with tokens, leaves the authentication of dashboard
 	// paths to the dashboard: it admits a browser by its own login page
-	// and session cookie (checking the token with ValidToken). The API
+	// and session cookie (checking the token with CheckToken). The API
 	// keeps the bearer check. Without tokens it changes nothing: the
 	// dashboard is served to loopback clients only, as the API. Default
 	// false: a dashboard path needs the bearer token too.
@@ -87,6 +102,7 @@ type Server struct {
 	cfg     Config
 	api     *http.ServeMux
 	auth    *auth
+	guesses *guessLimiter // bounds the tokens presented (tokenlimit.go)
 	cop     *http.CrossOriginProtection
 	metrics *metrics
 	log     *slog.Logger
@@ -108,6 +124,12 @@ func New(c *fenced.Client, cfg Config) (*Server, error) {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = DefaultMaxWait
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxMetricQueues <= 0 {
+		cfg.MaxMetricQueues = DefaultMaxMetricQueues
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -118,8 +140,8 @@ func New(c *fenced.Client, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{c: c, cfg: cfg, auth: a, cop: http.NewCrossOriginProtection(),
-		metrics: newMetrics(c), log: cfg.Logger, closing: make(chan struct{})}
+	s := &Server{c: c, cfg: cfg, auth: a, guesses: newGuessLimiter(cfg.Now), cop: http.NewCrossOriginProtection(),
+		metrics: newMetrics(c, cfg.MaxMetricQueues), log: cfg.Logger, closing: make(chan struct{})}
 	s.api = s.routes()
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -168,10 +190,11 @@ func (s *Server) Close() {
 // Client is the fenced client the server works on (for the dashboard).
 func (s *Server) Client() *fenced.Client { return s.c }
 
-// ServeHTTP implements http.Handler: log and measure, authenticate, then
-// route.
+// ServeHTTP implements http.Handler: take the client's address from the
+// proxy when behind one, log and measure, authenticate, then route.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	r = s.forwarded(r)
 	rec := &recorder{ResponseWriter: w}
 	route, h := s.route(r)
 	defer func() { s.observe(r, rec, route, time.Since(start)) }()

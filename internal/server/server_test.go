@@ -44,6 +44,16 @@ func eachDB(t *testing.T, test func(t *testing.T, db newDB)) {
 	})
 }
 
+// allDBs runs test as eachDB does, and on MySQL/MariaDB too: for what every
+// backend must store alike.
+func allDBs(t *testing.T, test func(t *testing.T, db newDB)) {
+	eachDB(t, test)
+	t.Run("MySQL", func(t *testing.T) {
+		t.Parallel()
+		test(t, testdb.MySQL)
+	})
+}
+
 // setup opens and migrates dbURL and serves it with cfg.
 func setup(t *testing.T, dbURL string, cfg Config) *env {
 	t.Helper()
