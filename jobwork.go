@@ -154,6 +154,9 @@ const (
 	EndCancel   = fencedtype.EndCancel
 )
 
+// JobEnded is the answer to an end that held; see EndJob.
+type JobEnded = fencedtype.JobEnded
+
 // EndJobs ends several attempts in one statement (inside tx when non-nil):
 // complete with output; fail, which retries after Delay (or, with Backoff
 // set, after the backoff of the attempt, computed by the database) unless
@@ -163,19 +166,38 @@ const (
 // guarded by its own fence; errs[i] is nil or that job's *StaleError /
 // ErrNotFound, or its *InvalidError — an invalid end is refused alone, the
 // others are written.
-// at is the database clock reading the written ends were recorded at (their
-// attempts' ended_at, and the base of a retry's or snooze's run_at; the
-// latest, when the backend records one batch at several), zero when none
-// was written. err is for the call as a whole.
+//
+// An end of an attempt that already ended the same way — the same kind,
+// with the same output (a completion) or error message (the others): a
+// repeat of an end whose answer was lost — writes nothing and is answered
+// as the first end was: errs[i] is nil (EndJob reports it Replayed). An
+// end of another kind, or with another output or message, is refused as
+// stale, as is any end of an attempt recovery took back.
+//
+// at is the database clock reading the ends this call wrote were recorded
+// at (their attempts' ended_at, and the base of a retry's or snooze's
+// run_at; the latest, when the backend records one batch at several), zero
+// when it wrote none. err is for the call as a whole.
 func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []error, at time.Time, err error) {
-	return c.endJobs(ctx, tx, ends, false)
+	errs, answers, err := c.endJobs(ctx, tx, ends, false)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	for i, a := range answers {
+		if errs[i] == nil && !a.Replayed && a.At.After(at) {
+			at = a.At
+		}
+	}
+	return errs, at, nil
 }
 
-// endJobs is EndJobs; outputChecked says the caller already checked every
-// end's output with jsonArg (the Worker does, to discard a job whose output
-// cannot be stored), so it is not checked twice.
-func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, at time.Time, err error) {
+// endJobs is EndJobs, answering each end that held; outputChecked says the
+// caller already checked every end's output with jsonArg (the Worker does,
+// to discard a job whose output cannot be stored), so it is not checked
+// twice.
+func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, answers []JobEnded, err error) {
 	errs = make([]error, len(ends))
+	answers = make([]JobEnded, len(ends))
 	valid := make([]JobEnd, 0, len(ends))
 	pos := make([]int, 0, len(ends))
 	for i := range ends {
@@ -187,29 +209,38 @@ func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecke
 		valid, pos = append(valid, e), append(pos, i)
 	}
 	if len(valid) == 0 {
-		return errs, at, nil
+		return errs, answers, nil
 	}
-	written, at, err := c.d.EndJobs(ctx, tx, valid)
+	written, ended, err := c.d.EndJobs(ctx, tx, valid)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, err
 	}
 	for k, i := range pos {
 		errs[i] = written[k]
+		if written[k] == nil {
+			answers[i] = ended[k]
+		}
 	}
-	return errs, at, nil
+	return errs, answers, nil
 }
 
 // EndJob ends one attempt (see EndJobs), inside tx when non-nil, and
-// returns the database clock reading its end was recorded at: the attempt's
-// ended_at, the base of a retry's or snooze's run_at. An attempt no longer
-// current gets a *StaleError (its DecidedAt the reading that found it
-// stale) or ErrNotFound, and nothing is written.
-func (c *Client) EndJob(ctx context.Context, tx Tx, e JobEnd) (time.Time, error) {
-	errs, at, err := c.EndJobs(ctx, tx, []JobEnd{e})
+// returns the database clock reading its end was recorded at: the
+// attempt's ended_at, the base of a retry's or snooze's run_at. When the
+// attempt had already ended the same way (a repeat of an end whose answer
+// was lost), nothing is written and the answer is the first end's, with
+// Replayed set. An attempt no longer current gets a *StaleError (its
+// DecidedAt the reading that found it stale) or ErrNotFound, and nothing
+// is written.
+func (c *Client) EndJob(ctx context.Context, tx Tx, e JobEnd) (*JobEnded, error) {
+	errs, answers, err := c.endJobs(ctx, tx, []JobEnd{e}, false)
 	if err != nil {
-		return time.Time{}, err
+		return nil, err
 	}
-	return at, errs[0]
+	if errs[0] != nil {
+		return nil, errs[0]
+	}
+	return &answers[0], nil
 }
 
 // validEnd checks an end and brings its error message into shape. The
@@ -246,7 +277,8 @@ func validEnd(e *JobEnd, outputChecked bool) error {
 }
 
 // CompleteJob marks the attempt ref succeeded with output (marshalled as
-// JSON; nil stores none).
+// JSON; nil stores none). Completing it again with the same output (after
+// a lost answer) returns nil and writes nothing; see EndJobs.
 func (c *Client) CompleteJob(ctx context.Context, ref JobRef, output any) error {
 	return c.CompleteJobTx(ctx, nil, ref, output)
 }
@@ -280,6 +312,8 @@ const RetryBackoff time.Duration = -1
 // FailJob records a failed attempt: the job runs again after retryIn (or,
 // with RetryBackoff, after the default backoff of its attempt), or is
 // failed (the dead letter) when attempts are exhausted or discard is set.
+// Failing it again with the same message returns nil and writes nothing;
+// see EndJobs.
 func (c *Client) FailJob(ctx context.Context, ref JobRef, message string, retryIn time.Duration, discard bool) error {
 	end := JobEnd{Ref: ref, Kind: EndFail, Error: message, Delay: retryIn, Discard: discard}
 	if retryIn == RetryBackoff {

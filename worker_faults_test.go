@@ -45,10 +45,10 @@ func (d *faultDriver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) (
 	return d.Driver.ClaimJobs(ctx, p)
 }
 
-func (d *faultDriver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+func (d *faultDriver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
 	if d.hangFinish.Load() {
 		<-ctx.Done()
-		return nil, time.Time{}, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	return d.Driver.EndJobs(ctx, tx, ends)
 }

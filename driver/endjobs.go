@@ -3,7 +3,6 @@ package driver
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/fenced/fenced/fencedtype"
 )
@@ -19,16 +18,16 @@ import (
 // nil; it may run it again (a retried deadlock), and end's results are
 // then those of the last run. end ends the batch inside a T, returning
 // each end's error (nil, or its diagnosed *StaleError or ErrNotFound) and
-// the clock reading the written ends were recorded at (see EndJobs).
+// how each end that held was recorded (see EndJobs).
 func EndJobsIn[T any](ctx context.Context, tx Tx, ends []fencedtype.JobEnd,
 	unwrap func(Tx) (T, error),
 	own func(context.Context, func(T) error) error,
-	end func(context.Context, T, []fencedtype.JobEnd) ([]error, time.Time, error),
-) ([]error, time.Time, error) {
+	end func(context.Context, T, []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error),
+) ([]error, []fencedtype.JobEnded, error) {
 	var out []error
-	var at time.Time
+	var ended []fencedtype.JobEnded
 	run := func(t T) (err error) {
-		out, at, err = end(ctx, t, ends)
+		out, ended, err = end(ctx, t, ends)
 		return err
 	}
 	var err error
@@ -37,12 +36,12 @@ func EndJobsIn[T any](ctx context.Context, tx Tx, ends []fencedtype.JobEnd,
 	} else {
 		t, uerr := unwrap(tx)
 		if uerr != nil {
-			return nil, time.Time{}, uerr
+			return nil, nil, uerr
 		}
 		err = run(t)
 	}
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("end jobs: %w", err)
+		return nil, nil, fmt.Errorf("end jobs: %w", err)
 	}
-	return out, at, nil
+	return out, ended, nil
 }

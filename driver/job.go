@@ -35,12 +35,14 @@ type JobDriver interface {
 	// EndJobs records the end of attempts (complete, fail, snooze, cancel)
 	// in one statement; tx non-nil runs it inside the caller's transaction.
 	// Each errs[i] is nil or the diagnosed error for that job (a
-	// *fencedtype.StaleError carries the diagnosing read's clock). at is the
-	// database clock reading the written ends were recorded at (their
-	// attempts' ended_at, the base of a retry's or snooze's run_at; the
-	// latest, when a backend records one batch at several), zero when none
-	// was written.
-	EndJobs(ctx context.Context, tx Tx, ends []fencedtype.JobEnd) (errs []error, at time.Time, err error)
+	// *fencedtype.StaleError carries the diagnosing read's clock); each
+	// ended[i] is, when errs[i] is nil, the database clock reading end i
+	// was recorded at (its attempt's ended_at, the base of a retry's or
+	// snooze's run_at). An end that wrote nothing because its attempt had
+	// already ended the same way is a replay (DiagnoseEnd): errs[i] nil,
+	// ended[i] Replayed at the first end's reading. The replay is decided
+	// by the read that diagnoses the refusal, in the same transaction.
+	EndJobs(ctx context.Context, tx Tx, ends []fencedtype.JobEnd) (errs []error, ended []fencedtype.JobEnded, err error)
 	// ReportProgress stores a running attempt's progress and returns the
 	// database clock reading it was stored at.
 	ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error)

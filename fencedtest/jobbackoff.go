@@ -23,11 +23,11 @@ func runJobBackoff(t *testing.T, b Backend) {
 		e := setup(t, b)
 		for _, attempt := range []int{1, 2, 3, 70} {
 			j, a := e.claimAttempt(t, attempt)
-			at, err := e.c.EndJob(ctx(t), nil, fenced.JobEnd{Ref: a.Ref(), Kind: fenced.EndFail, Error: "x",
+			ended, err := e.c.EndJob(ctx(t), nil, fenced.JobEnd{Ref: a.Ref(), Kind: fenced.EndFail, Error: "x",
 				Delay: time.Minute, Backoff: &backoff}) // Delay is ignored
 			wantNoErr(t, err, "fail")
 			got, _ := e.job(t, j.ID)
-			wantBackoff(t, got, at, backoff, attempt)
+			wantBackoff(t, got, ended.At, backoff, attempt)
 		}
 	})
 	t.Run("BatchMixesBackoffsAndDelays", func(t *testing.T) {
@@ -81,14 +81,14 @@ func runJobBackoff(t *testing.T, b Backend) {
 		e := setup(t, b)
 		j, a, bj := e.takenOver(t)
 		before, beforeAttempts := e.job(t, j.ID)
-		at, err := e.c.EndJob(ctx(t), nil, fenced.JobEnd{Ref: a.Ref(), Kind: fenced.EndFail, Error: "A", Backoff: &backoff})
+		ended, err := e.c.EndJob(ctx(t), nil, fenced.JobEnd{Ref: a.Ref(), Kind: fenced.EndFail, Error: "A", Backoff: &backoff})
 		wantStale(t, err, a.Fence, bj.Fence, "B", fenced.ReasonSuperseded)
 		err = e.c.FailJob(ctx(t), a.Ref(), "A", fenced.RetryBackoff, false)
 		wantStale(t, err, a.Fence, bj.Fence, "B", fenced.ReasonSuperseded)
 		after, afterAttempts := e.job(t, j.ID)
 		after.DecidedAt = before.DecidedAt // the reads' own clock readings
-		if !at.IsZero() || !reflect.DeepEqual(before, after) || !reflect.DeepEqual(beforeAttempts, afterAttempts) {
-			t.Fatalf("A's stale failure changed the job (at %v):\n%+v\n%+v", at, before, after)
+		if ended != nil || !reflect.DeepEqual(before, after) || !reflect.DeepEqual(beforeAttempts, afterAttempts) {
+			t.Fatalf("A's stale failure changed the job (answered %+v):\n%+v\n%+v", ended, before, after)
 		}
 	})
 }

@@ -20,10 +20,11 @@ func runJobClock(t *testing.T, b Backend) {
 		e := setup(t, b)
 		done := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		a := e.claimOne(t, "A", long)
-		at, err := e.c.EndJob(ctx(t), nil, fenced.JobEnd{Ref: a.Ref(), Kind: fenced.EndComplete, Output: []byte(`{"n": 1}`)})
+		ended, err := e.c.EndJob(ctx(t), nil, fenced.JobEnd{Ref: a.Ref(), Kind: fenced.EndComplete, Output: []byte(`{"n": 1}`)})
 		wantNoErr(t, err, "complete")
+		at := ended.At
 		got, attempts := e.job(t, done.ID)
-		if at.IsZero() || len(attempts) != 1 || !attempts[0].EndedAt.Equal(at) || !got.FinishedAt.Equal(at) {
+		if ended.Replayed || at.IsZero() || len(attempts) != 1 || !attempts[0].EndedAt.Equal(at) || !got.FinishedAt.Equal(at) {
 			t.Fatalf("complete returned %v; the attempt ended at %v, the job finished at %v", at, attempts[0].EndedAt, got.FinishedAt)
 		}
 		for _, end := range []fenced.JobEnd{
@@ -33,10 +34,11 @@ func runJobClock(t *testing.T, b Backend) {
 			j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 			c := e.claimOne(t, "A", long)
 			end.Ref = c.Ref()
-			at, err := e.c.EndJob(ctx(t), nil, end)
+			ended, err := e.c.EndJob(ctx(t), nil, end)
 			wantNoErr(t, err, string(end.Kind))
+			at := ended.At
 			got, attempts := e.job(t, j.ID)
-			if at.IsZero() || !attempts[0].EndedAt.Equal(at) || got.RunAt.Sub(at) != end.Delay {
+			if ended.Replayed || at.IsZero() || !attempts[0].EndedAt.Equal(at) || got.RunAt.Sub(at) != end.Delay {
 				t.Fatalf("%s returned %v; the attempt ended at %v, runs again at %v (want %s later)",
 					end.Kind, at, attempts[0].EndedAt, got.RunAt, end.Delay)
 			}
@@ -68,9 +70,15 @@ func runJobClock(t *testing.T, b Backend) {
 		if !at.Equal(latest) {
 			t.Fatalf("batch returned %v, the latest end was recorded at %v", at, latest)
 		}
-		errs, at, err = e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: jobs[0].Ref(), Kind: fenced.EndComplete}})
+		errs, at, err = e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: jobs[0].Ref(), Kind: fenced.EndComplete, Output: []byte(`"other"`)}})
 		if err != nil || !errors.Is(errs[0], fenced.ErrStale) || !at.IsZero() {
 			t.Fatalf("a batch that wrote nothing = %v %v at %v, want stale at no time", err, errs, at)
+		}
+		// A repeat of jobs[0]'s completion is answered as it was, and
+		// writes nothing either.
+		errs, at, err = e.c.EndJobs(ctx(t), nil, []fenced.JobEnd{{Ref: jobs[0].Ref(), Kind: fenced.EndComplete}})
+		if err != nil || errs[0] != nil || !at.IsZero() {
+			t.Fatalf("a batch that replayed an end = %v %v at %v, want no error at no time", err, errs, at)
 		}
 	})
 	t.Run("StaleEndAfterATakeoverCarriesItsDiagnosisReading", func(t *testing.T) {
@@ -83,12 +91,12 @@ func runJobClock(t *testing.T, b Backend) {
 			{Ref: a.Ref(), Kind: fenced.EndFail, Error: "A", Discard: true},
 			{Ref: a.Ref(), Kind: fenced.EndSnooze, Delay: time.Hour},
 		} {
-			at, err := e.c.EndJob(ctx(t), nil, end)
+			ended, err := e.c.EndJob(ctx(t), nil, end)
 			wantStale(t, err, a.Fence, bj.Fence, "B", fenced.ReasonSuperseded)
 			var se *fenced.StaleError
 			errors.As(err, &se)
-			if !at.IsZero() || se.DecidedAt.Before(bj.DecidedAt) {
-				t.Fatalf("A's stale %s returned %v, diagnosed at %v (B claimed at %v)", end.Kind, at, se.DecidedAt, bj.DecidedAt)
+			if ended != nil || se.DecidedAt.Before(bj.DecidedAt) {
+				t.Fatalf("A's stale %s returned %+v, diagnosed at %v (B claimed at %v)", end.Kind, ended, se.DecidedAt, bj.DecidedAt)
 			}
 		}
 		at, err := e.c.ReportProgress(ctx(t), a.Ref(), fenced.Progress{Stage: "A"})

@@ -193,6 +193,7 @@ func runEndJobs(t *testing.T, b Backend) {
 		}
 	})
 	t.Run("CancelNeverLost", func(t *testing.T) { t.Parallel(); runCancelNeverLost(t, b) })
+	t.Run("Replay", func(t *testing.T) { t.Parallel(); runEndReplays(t, b) })
 	t.Run("CompleteInALongerTransactionJudgesTheLeaseAtTheWrite", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -137,6 +137,19 @@ type JobEnd struct {
 	Discard bool
 }
 
+// JobEnded is the answer to an end that held (see EndJob).
+type JobEnded struct {
+	// At is the database clock reading the attempt's end was recorded at:
+	// its ended_at, the base of a retry's or snooze's run_at. A replay's is
+	// the first end's.
+	At time.Time
+	// Replayed is true when the attempt had already ended this same way
+	// (the same kind, with the same output or error message;
+	// docs/design.md §6.5): the end is answered as the first one was, and
+	// nothing was written this time.
+	Replayed bool
+}
+
 // HeartbeatResult reports, per job, how a heartbeat went.
 type HeartbeatResult struct {
 	Extended        []int64 // still running under the caller's fence

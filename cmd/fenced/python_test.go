@@ -66,3 +66,54 @@ func runInterpreter(t *testing.T, py string, env []string, args ...string) pyRun
 	}
 	return pyRun{string(out), stderr.String(), 0}
 }
+
+// pyProc is a python3 process running in the background.
+type pyProc struct {
+	stdout, stderr *syncBuf
+	done           chan struct{} // closed when it exited, with code set
+	code           int
+}
+
+// startPython starts python3 with args and the environment env (besides
+// this process's), in a temporary directory; it is killed when the test
+// ends if it still runs.
+func startPython(t *testing.T, env []string, args ...string) *pyProc {
+	t.Helper()
+	cmd := exec.Command(python3(t), args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "FENCED_TOKEN=", "FENCED_URL=")
+	cmd.Env = append(cmd.Env, env...)
+	p := &pyProc{stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("python3 %s: %v", strings.Join(args, " "), err)
+	}
+	go func() {
+		err := cmd.Wait()
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			p.code = exit.ExitCode()
+		} else if err != nil {
+			p.code = -1
+		}
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// wait waits for the process to exit, at most a minute, and returns its
+// exit code.
+func (p *pyProc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.code
+	case <-time.After(time.Minute):
+		t.Fatalf("python3 did not exit within a minute\nstdout: %s\nstderr: %s", p.stdout, p.stderr)
+		return 0
+	}
+}

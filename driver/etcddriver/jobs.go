@@ -36,8 +36,8 @@ func (d *Driver) HeartbeatJob(context.Context, fencedtype.JobRef, time.Duration)
 }
 
 // EndJobs implements driver.JobDriver: ErrJobsNotSupported.
-func (d *Driver) EndJobs(context.Context, driver.Tx, []fencedtype.JobEnd) ([]error, time.Time, error) {
-	return nil, time.Time{}, ErrJobsNotSupported
+func (d *Driver) EndJobs(context.Context, driver.Tx, []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
+	return nil, nil, ErrJobsNotSupported
 }
 
 // ReportProgress implements driver.JobDriver: ErrJobsNotSupported.

@@ -135,17 +135,18 @@ const (
 
 // EndJobs implements driver.JobDriver: in one transaction (or the
 // caller's). A job whose end changed nothing is diagnosed in the same
-// transaction.
+// transaction, by locking reads: a replay of how its attempt ended
+// included (driver.DiagnoseEnd).
 //
 // In a transaction of its own, a batch of completions first goes the
 // optimistic way (optimisticEnds): when one of them no longer matches,
 // that transaction is rolled back and the batch is ended again the
 // careful way.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
 	if tx == nil {
-		out, at, err := driver.EndJobsIn(ctx, nil, ends, sqlOf, d.inTx, optimisticEnds(true).end)
+		out, ended, err := driver.EndJobsIn(ctx, nil, ends, sqlOf, d.inTx, optimisticEnds(true).end)
 		if !errors.Is(err, errEndsNotAllCurrent) {
-			return out, at, err
+			return out, ended, err
 		}
 	}
 	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.inTx, optimisticEnds(false).end)
@@ -165,18 +166,18 @@ var errEndsNotAllCurrent = errors.New("a completion of the batch no longer match
 // (errEndsNotAllCurrent).
 type optimisticEnds bool
 
-func (o optimisticEnds) end(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+func (o optimisticEnds) end(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
 	return endJobs(ctx, tx, ends, bool(o))
 }
 
 // endJobs ends the jobs in rounds of distinct ids, in id order: a job
 // named twice is ended by its first end, and its second finds it ended. It
-// returns the latest clock reading an end was recorded at.
-func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimistic bool) ([]error, time.Time, error) {
+// returns each end's error and how each end that held was recorded.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimistic bool) ([]error, []fencedtype.JobEnded, error) {
 	out := make([]error, len(ends))
-	var at time.Time
+	answers := make([]fencedtype.JobEnded, len(ends))
 	if len(ends) == 0 {
-		return out, at, nil
+		return out, answers, nil
 	}
 	order := make([]int, len(ends))
 	for i := range order {
@@ -199,12 +200,8 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimist
 				size += endSize(e)
 				n++
 			}
-			t, err := finishChunk(ctx, tx, ends, round[:n], out, optimistic)
-			if err != nil {
-				return nil, time.Time{}, err
-			}
-			if t.After(at) {
-				at = t
+			if err := finishChunk(ctx, tx, ends, round[:n], out, answers, optimistic); err != nil {
+				return nil, nil, err
 			}
 			round = round[n:]
 		}
@@ -213,13 +210,13 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimist
 		// refused: the optimistic way would only miss and start over.
 		optimistic = false
 	}
-	return out, at, nil
+	return out, answers, nil
 }
 
-// finishChunk ends the attempts ends[at...] (distinct ids, ascending), sets
-// out[at...] to nil or the diagnosed error, and returns the clock reading
-// the ended ones were recorded at (zero when none was).
-func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error, optimistic bool) (time.Time, error) {
+// finishChunk ends the attempts ends[at...] (distinct ids, ascending), and
+// sets out[at...] to nil or the diagnosed error and answers[at...] to how
+// each end that held was recorded.
+func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error, answers []fencedtype.JobEnded, optimistic bool) error {
 	refs := make([]fencedtype.JobRef, len(at))
 	kinds := make(map[int64]fencedtype.EndKind, len(at))
 	picked := make([]int64, len(at))
@@ -237,7 +234,7 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		query, args := withRefs(endJobsPickSQL, refs)
 		var err error
 		if picked, err = collectIDs(tx.QueryContext(ctx, query, args...)); err != nil {
-			return time.Time{}, err
+			return err
 		}
 	}
 	ended := picked
@@ -257,25 +254,25 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 			var table string
 			var rowArgs []any
 			if table, rowArgs, err = endsTable(ends, at); err != nil {
-				return time.Time{}, err
+				return err
 			}
 			args := append(rowArgs, anys(picked)...)
 			n, t, err = execAt(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
 		}
 		if err != nil {
-			return time.Time{}, err
+			return err
 		}
 		decided = t
 		switch {
 		case optimistic && n < int64(len(picked)):
-			return time.Time{}, errEndsNotAllCurrent
+			return errEndsNotAllCurrent
 		case len(refs) == 1 && n == 0:
 			ended = nil
 		case n < int64(len(picked)):
 			// A picked lease ran out between the two statements; the rows
 			// are locked, so those still running are the ones not ended.
 			if ended, err = collectIDs(tx.QueryContext(ctx, fmt.Sprintf(endJobsEndedSQL, placeholders(len(picked))), anys(picked)...)); err != nil {
-				return time.Time{}, err
+				return err
 			}
 		}
 		// A completed attempt stays on the row it leaves succeeded
@@ -289,47 +286,97 @@ func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at [
 		if len(recorded) > 0 {
 			table, rowArgs, err := endsTable(ends, at)
 			if err != nil {
-				return time.Time{}, err
+				return err
 			}
 			args := append(rowArgs, anys(recorded)...)
 			if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobAttemptsSQL, table, placeholders(len(recorded))), args...); err != nil {
-				return time.Time{}, fmt.Errorf("history: %w", err)
+				return fmt.Errorf("history: %w", err)
 			}
 		}
-	}
-	if len(ended) == 0 {
-		decided = time.Time{}
 	}
 	done := make(map[int64]bool, len(ended))
 	for _, id := range ended {
 		done[id] = true
 	}
-	var missing []int64
-	for _, r := range refs {
-		if !done[r.ID] {
-			missing = append(missing, r.ID)
+	var missing []fencedtype.JobRef
+	for k, i := range at {
+		if done[refs[k].ID] {
+			answers[i] = fencedtype.JobEnded{At: decided}
+		} else {
+			missing = append(missing, refs[k])
 		}
 	}
 	if len(missing) == 0 {
-		return decided, nil
+		return nil
 	}
-	// Diagnosed by a locking read in this transaction: what the caller's
-	// snapshot shows may be older.
+	return diagnoseEnds(ctx, tx, ends, at, done, missing, out, answers)
+}
+
+// endedAttemptsSQL reads the history entries of attempts, by their jobs'
+// ids (a range of the primary key each) and (job, fence) pairs,
+// share-locked: a plain read in the caller's REPEATABLE READ transaction
+// would show its snapshot, which may predate the end that recorded one.
+// The jobs' rows are share-locked already, so the entries' locks hold back
+// nothing more.
+const endedAttemptsSQL = `SELECT job_id, attempt, fence, owner, started_at, ended_at, outcome, COALESCE(error, '')
+FROM fenced_job_attempts FORCE INDEX (PRIMARY) WHERE job_id IN (%s) AND (job_id, fence) IN (%s) LOCK IN SHARE MODE`
+
+// diagnoseEnds answers the ends of ends[at...] that changed nothing (their
+// jobs not in done; missing their attempts): a replay of how the attempt
+// ended, or its refusal (driver.DiagnoseEnd). Its reads lock, in this
+// transaction: what the caller's snapshot shows may be older.
+func diagnoseEnds(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, done map[int64]bool,
+	missing []fencedtype.JobRef, out []error, answers []fencedtype.JobEnded) error {
+	ids := make([]any, len(missing))
+	for k, r := range missing {
+		ids[k] = r.ID
+	}
 	cur, err := collectJobs(tx.QueryContext(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id IN (`+
-		placeholders(len(missing))+`) LOCK IN SHARE MODE`, anys(missing)...))
+		placeholders(len(missing))+`) LOCK IN SHARE MODE`, ids...))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("diagnose: %w", err)
+		return fmt.Errorf("diagnose: %w", err)
 	}
 	byID := make(map[int64]*fencedtype.Job, len(cur))
 	for _, j := range cur {
 		byID[j.ID] = j
 	}
-	for k, i := range at {
-		if !done[refs[k].ID] {
-			out[i] = driver.DiagnoseJob(refs[k], byID[refs[k].ID])
+	// The history entries of the attempts whose end was not a completion (a
+	// completed attempt stays on its job's row).
+	var pairs []fencedtype.JobRef
+	for _, i := range at {
+		if e := ends[i]; !done[e.Ref.ID] && e.Kind != fencedtype.EndComplete && byID[e.Ref.ID] != nil {
+			pairs = append(pairs, e.Ref)
 		}
 	}
-	return decided, nil
+	attempts := make(map[fencedtype.JobRef]*fencedtype.JobAttempt, len(pairs))
+	if len(pairs) > 0 {
+		query, args := withRefs(endedAttemptsSQL, pairs)
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return fmt.Errorf("diagnose: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			var a fencedtype.JobAttempt
+			var owner []byte
+			var started, ended dbTime
+			if err := rows.Scan(&id, &a.Attempt, &a.Fence, &owner, &started, &ended, &a.Outcome, &a.Error); err != nil {
+				return fmt.Errorf("diagnose: %w", err)
+			}
+			a.Owner, a.StartedAt, a.EndedAt = string(owner), started.Time, ended.ptr()
+			attempts[fencedtype.JobRef{ID: id, Fence: a.Fence}] = &a
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("diagnose: %w", err)
+		}
+	}
+	for _, i := range at {
+		if e := ends[i]; !done[e.Ref.ID] {
+			answers[i], out[i] = driver.DiagnoseEnd(e, byID[e.Ref.ID], attempts[e.Ref])
+		}
+	}
+	return nil
 }
 
 // completesOnly says whether endCompletesSQL can end ends[at...]: every end

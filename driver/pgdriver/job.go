@@ -345,8 +345,10 @@ WITH n AS (
 )
 SELECT id, ` + endReportedFence + `, ord, at FROM j`
 
-// EndJobs implements driver.JobDriver.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+// EndJobs implements driver.JobDriver: one statement ends the batch; an
+// end it did not write is diagnosed after it, a replay of how its attempt
+// ended included (diagnoseEnds).
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
 	// order[k] is the end sent k-th; the statement reports each end it wrote
 	// by that position, so two ends of one attempt are never both reported
@@ -379,15 +381,15 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	if tx != nil {
 		ptx, err := pgxOf(tx)
 		if err != nil {
-			return nil, time.Time{}, err
+			return nil, nil, err
 		}
 		q = ptx
 	}
 	written := make([]bool, n)
-	var decided time.Time
+	answers := make([]fencedtype.JobEnded, n)
 	run := func() error {
 		clear(written)
-		decided = time.Time{}
+		clear(answers)
 		var rows pgx.Rows
 		var err error
 		if complete {
@@ -407,7 +409,7 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 			}
 			if i := order[ord-1]; ends[i].Ref == ref {
 				written[i] = true
-				decided = at
+				answers[i] = fencedtype.JobEnded{At: at}
 			}
 			return nil
 		})
@@ -420,28 +422,43 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		err = retryDeadlock(ctx, run)
 	}
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("end jobs: %w", err)
+		return nil, nil, fmt.Errorf("end jobs: %w", err)
 	}
-	out, err := diagnoseJobs(ctx, q, ends, written, tx != nil)
+	out, err := diagnoseEnds(ctx, q, ends, written, answers, tx != nil)
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, nil, err
 	}
-	return out, decided, nil
+	return out, answers, nil
 }
 
-// diagnoseJobs gives each end that did not take effect its typed error,
-// reading through q (the caller's transaction when there is one). In the
-// caller's transaction the read locks the rows: a REPEATABLE READ or
-// SERIALIZABLE snapshot may predate a heartbeat or a new claim (the finish
-// then matched nothing in the snapshot), and a locking read of a row changed
-// since fails with a serialization error the caller can retry, instead of
-// diagnosing the old version.
-func diagnoseJobs(ctx context.Context, q querier, ends []fencedtype.JobEnd, ok []bool, lock bool) ([]error, error) {
+// endedAttemptsSQL reads the history entries of attempts by (job, fence):
+// $1 the jobs' ids, $2 the fences.
+const endedAttemptsSQL = `SELECT h.job_id, h.attempt, h.fence, h.owner, h.started_at, h.ended_at, h.outcome, COALESCE(h.error, '')
+FROM unnest($1::bigint[], $2::bigint[]) AS u(id, fence)
+JOIN fenced_job_attempts h ON h.job_id = u.id AND h.fence = u.fence`
+
+// diagnoseEnds answers each end that did not take effect (driver.DiagnoseEnd):
+// a replay of how its attempt ended, into answers, or its typed error,
+// from the job rows and the attempts' history entries read through q (the
+// caller's transaction when there is one). In the caller's transaction the
+// job rows are share-locked first: a REPEATABLE READ or SERIALIZABLE
+// snapshot may predate a heartbeat, a new claim or another end of the
+// attempt (the finish then matched nothing in the snapshot), and a locking
+// read of a row changed since fails with a serialization error the caller
+// can retry, instead of diagnosing the old version. Without one, the reads
+// come after the ending statement, which waited for any other end of the
+// same attempt in flight: the end it did not write is settled (see
+// driver.DiagnoseEnd), and the reads see how.
+func diagnoseEnds(ctx context.Context, q querier, ends []fencedtype.JobEnd, ok []bool, answers []fencedtype.JobEnded, lock bool) ([]error, error) {
 	out := make([]error, len(ends))
-	var missing []int64
+	var missing, ids, fences []int64
 	for i, e := range ends {
-		if !ok[i] {
-			missing = append(missing, e.Ref.ID)
+		if ok[i] {
+			continue
+		}
+		missing = append(missing, e.Ref.ID)
+		if e.Kind != fencedtype.EndComplete { // a completed attempt stays on its job's row
+			ids, fences = append(ids, e.Ref.ID), append(fences, e.Ref.Fence)
 		}
 	}
 	if len(missing) == 0 {
@@ -459,9 +476,30 @@ func diagnoseJobs(ctx context.Context, q querier, ends []fencedtype.JobEnd, ok [
 	for _, j := range cur {
 		byID[j.ID] = j
 	}
+	attempts := make(map[fencedtype.JobRef]*fencedtype.JobAttempt, len(ids))
+	if len(ids) > 0 {
+		rows, err := q.Query(ctx, endedAttemptsSQL, ids, fences)
+		if err != nil {
+			return nil, fmt.Errorf("diagnose jobs: %w", err)
+		}
+		var id int64
+		var a fencedtype.JobAttempt
+		_, err = pgx.ForEachRow(rows, []any{&id, &a.Attempt, &a.Fence, &a.Owner, &a.StartedAt, &a.EndedAt, &a.Outcome, &a.Error}, func() error {
+			got := a
+			if a.EndedAt != nil { // a copy: the next row is scanned into a
+				t := *a.EndedAt
+				got.EndedAt = &t
+			}
+			attempts[fencedtype.JobRef{ID: id, Fence: a.Fence}] = &got
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("diagnose jobs: %w", err)
+		}
+	}
 	for i, e := range ends {
 		if !ok[i] {
-			out[i] = driver.DiagnoseJob(e.Ref, byID[e.Ref.ID])
+			answers[i], out[i] = driver.DiagnoseEnd(e, byID[e.Ref.ID], attempts[e.Ref])
 		}
 	}
 	return out, nil

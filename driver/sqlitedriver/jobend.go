@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -70,21 +70,22 @@ RETURNING id, state, updated_us`
 // EndJobs implements driver.JobDriver: one write transaction (or the
 // caller's) running the guarded end of the batch and, for each attempt that
 // did not complete its job, its history row. A job whose end changed
-// nothing is diagnosed in the same transaction. With tx non-nil the caller
-// already holds SQLite's write lock (a JobTx or its own IMMEDIATE
-// transaction), so the writer slot is not taken again.
-func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+// nothing is diagnosed in the same transaction, a replay of how its attempt
+// ended included (diagnoseEnd). With tx non-nil the caller already holds
+// SQLite's write lock (a JobTx or its own IMMEDIATE transaction), so the
+// writer slot is not taken again.
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
 	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.writeTx, endJobs)
 }
 
-// endJobs ends each attempt of ends inside tx and returns the latest clock
-// reading an end was recorded at. A batch naming a job more than once is
-// ended in runs that name each job once, in order, so a later end of a job
-// meets what an earlier one left, as it would alone; a batch with more than
-// runBytes of output and error, in runs of about that much.
-func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, time.Time, error) {
+// endJobs ends each attempt of ends inside tx and says how each end that
+// held was recorded. A batch naming a job more than once is ended in runs
+// that name each job once, in order, so a later end of a job meets what an
+// earlier one left, as it would alone; a batch with more than runBytes of
+// output and error, in runs of about that much.
+func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
 	out := make([]error, len(ends))
-	var at time.Time
+	answers := make([]fencedtype.JobEnded, len(ends))
 	var record *sql.Stmt // the history statement, prepared when first needed
 	defer func() {
 		if record != nil {
@@ -97,13 +98,13 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 		run := ends[start:stop]
 		ended, err := endRun(ctx, tx, run)
 		if err != nil {
-			return nil, time.Time{}, fmt.Errorf("end %d jobs from job %d: %w", len(run), run[0].Ref.ID, err)
+			return nil, nil, fmt.Errorf("end %d jobs from job %d: %w", len(run), run[0].Ref.ID, err)
 		}
 		for i, e := range run {
 			r, ok := ended[e.Ref.ID]
 			if !ok {
-				if out[start+i] = diagnoseJob(ctx, tx, e.Ref); !isDiagnosis(out[start+i]) {
-					return nil, time.Time{}, out[start+i]
+				if answers[start+i], out[start+i], err = diagnoseEnd(ctx, tx, e); err != nil {
+					return nil, nil, err
 				}
 				continue
 			}
@@ -112,20 +113,46 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 			if e.Kind != fencedtype.EndComplete {
 				if record == nil {
 					if record, err = tx.PrepareContext(ctx, jobAttemptSQL); err != nil {
-						return nil, time.Time{}, err
+						return nil, nil, err
 					}
 				}
 				if _, err := record.ExecContext(ctx, e.Ref.ID, endOutcome(e.Kind, r.state), e.Error); err != nil {
-					return nil, time.Time{}, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
+					return nil, nil, fmt.Errorf("job %d history: %w", e.Ref.ID, err)
 				}
 			}
-			if t := usTime(r.us); t.After(at) {
-				at = t
-			}
+			answers[start+i] = fencedtype.JobEnded{At: usTime(r.us)}
 		}
 		start = stop
 	}
-	return out, at, nil
+	return out, answers, nil
+}
+
+// endedAttemptSQL reads the history entry of one attempt of job ?1, the one
+// of fence ?2.
+const endedAttemptSQL = `SELECT attempt, fence, owner, started_us, ended_us, outcome, COALESCE(error, '')
+FROM fenced_job_attempts WHERE job_id = ?1 AND fence = ?2`
+
+// diagnoseEnd answers an end that changed nothing (driver.DiagnoseEnd): a
+// replay of how its attempt ended, or its refusal; err is a failed read.
+// Its reads are in the write transaction of the end, so they see every end
+// committed before it.
+func diagnoseEnd(ctx context.Context, tx *sql.Tx, e fencedtype.JobEnd) (ended fencedtype.JobEnded, refusal, err error) {
+	j, err := readJob(ctx, tx, e.Ref.ID)
+	if err != nil {
+		return ended, nil, fmt.Errorf("read job %d: %w", e.Ref.ID, err)
+	}
+	var a *fencedtype.JobAttempt
+	if j != nil && e.Kind != fencedtype.EndComplete {
+		got, err := sqldb.One(ctx, tx, scanAttempt, endedAttemptSQL, e.Ref.ID, e.Ref.Fence)
+		switch {
+		case err == nil:
+			a = &got
+		case !errors.Is(err, fencedtype.ErrNotFound):
+			return ended, nil, fmt.Errorf("read job %d attempt of fence %d: %w", e.Ref.ID, e.Ref.Fence, err)
+		}
+	}
+	ended, refusal = driver.DiagnoseEnd(e, j, a)
+	return ended, refusal, nil
 }
 
 // runBytes bounds the output and error text of one run of ends, and the

@@ -168,16 +168,25 @@ func (s *Server) heartbeat(r *http.Request) (*reply, error) {
 }
 
 // endReply is an accepted final write or progress report. The job's new
-// state is not read back: GET /v1/jobs/{id} shows it.
+// state is not read back: GET /v1/jobs/{id} shows it. Replayed: the
+// attempt had already ended this same way (a repeat of an end whose reply
+// was lost); nothing was written, and db_time is the first end's.
 type endReply struct {
-	ID     int64     `json:"id"`
-	Fence  int64     `json:"fence"`
-	DBTime wire.Time `json:"db_time,omitzero"`
+	ID       int64     `json:"id"`
+	Fence    int64     `json:"fence"`
+	Replayed bool      `json:"replayed"`
+	DBTime   wire.Time `json:"db_time,omitzero"`
 }
 
 // ended is the reply to a write the database recorded at t.
 func ended(ref fenced.JobRef, t time.Time) *reply {
-	return ok(endReply{ref.ID, ref.Fence, wire.Time(t)}, t)
+	return ok(endReply{ID: ref.ID, Fence: ref.Fence, DBTime: wire.Time(t)}, t)
+}
+
+// endedAs is the reply to an end of ref answered e: written, or replayed
+// as the first end of its attempt was.
+func endedAs(ref fenced.JobRef, e *fenced.JobEnded) *reply {
+	return ok(endReply{ID: ref.ID, Fence: ref.Fence, Replayed: e.Replayed, DBTime: wire.Time(e.At)}, e.At)
 }
 
 type completeRequest struct {
@@ -186,7 +195,8 @@ type completeRequest struct {
 }
 
 // complete: POST /v1/jobs/{id}/complete {fence, output?}: the job
-// succeeded.
+// succeeded. A repeat with the same fence and output is answered as the
+// first was, replayed.
 func (s *Server) complete(r *http.Request) (*reply, error) {
 	var req completeRequest
 	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
@@ -197,12 +207,14 @@ func (s *Server) complete(r *http.Request) (*reply, error) {
 	if len(req.Output) > 0 && string(req.Output) != "null" {
 		end.Output = req.Output // checked once, by EndJob: a backend can store it
 	}
-	t, err := s.c.EndJob(r.Context(), nil, end)
+	e, err := s.c.EndJob(r.Context(), nil, end)
 	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
-	s.metrics.completions.Inc()
-	return ended(ref, t), nil
+	if !e.Replayed {
+		s.metrics.completions.Inc()
+	}
+	return endedAs(ref, e), nil
 }
 
 type failRequest struct {
@@ -233,12 +245,14 @@ func (s *Server) fail(r *http.Request) (*reply, error) {
 		b := fenced.DefaultBackoff
 		end.Backoff = &b
 	}
-	t, err := s.c.EndJob(r.Context(), nil, end)
+	e, err := s.c.EndJob(r.Context(), nil, end)
 	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
-	s.metrics.failures.Inc()
-	return ended(ref, t), nil
+	if !e.Replayed {
+		s.metrics.failures.Inc()
+	}
+	return endedAs(ref, e), nil
 }
 
 type snoozeRequest struct {
@@ -262,11 +276,11 @@ func (s *Server) snooze(r *http.Request) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := s.c.EndJob(r.Context(), nil, fenced.JobEnd{Ref: ref, Kind: fenced.EndSnooze, Delay: delay})
+	e, err := s.c.EndJob(r.Context(), nil, fenced.JobEnd{Ref: ref, Kind: fenced.EndSnooze, Delay: delay})
 	if err != nil {
 		return nil, jobNotFound(ref.ID, err)
 	}
-	return ended(ref, t), nil
+	return endedAs(ref, e), nil
 }
 
 type progressRequest struct {

@@ -48,7 +48,7 @@ func TestMetrics(t *testing.T) {
 			jobs := e.claim("mail", map[string]any{"owner": "w", "limit": 2})
 			e.ok("POST", jobPath(jobs[0].ID, "complete"), map[string]any{"fence": jobs[0].Fence})
 			e.ok("POST", jobPath(jobs[1].ID, "fail"), map[string]any{"fence": jobs[1].Fence, "error": "x", "discard": true})
-			e.fails(http.StatusConflict, codeStaleFence, "POST", jobPath(jobs[0].ID, "complete"), map[string]any{"fence": jobs[0].Fence})
+			e.fails(http.StatusConflict, codeStaleFence, "POST", jobPath(jobs[0].ID, "complete"), map[string]any{"fence": jobs[0].Fence, "output": "another"})
 
 			for series, want := range map[string]float64{
 				`fenced_lease_acquires_total{result="acquired"}`:                                                1,

@@ -144,15 +144,20 @@ class Heartbeat:
 @dataclass
 class JobWrite:
     """The answer of a complete, fail, snooze or progress: the attempt it
-    applied to and the database time it was decided at."""
+    applied to and the database time it was decided at. ``replayed`` is
+    set when the attempt had already ended this same way (a repeat of an
+    end whose reply was lost): nothing was written, and ``db_time`` is the
+    first end's."""
 
     id: int
     fence: int
     db_time: Optional[datetime] = None
+    replayed: bool = False
 
 
 def _write(b: Mapping[str, Any]) -> JobWrite:
-    return JobWrite(id=int(b.get("id", 0)), fence=int(b.get("fence", 0)), db_time=db_time(b))
+    return JobWrite(id=int(b.get("id", 0)), fence=int(b.get("fence", 0)), db_time=db_time(b),
+                    replayed=bool(b.get("replayed", False)))
 
 
 class Jobs:
@@ -265,7 +270,9 @@ class Jobs:
         """End the attempt as succeeded with ``output`` (any JSON value; None
         stores none). Raises :class:`StaleError` when the attempt is no
         longer current -- the job is someone else's now: never treat that as
-        success."""
+        success. A repeat with the same output (after an
+        :class:`UnknownOutcomeError`, say) is answered as the first
+        completion was, ``replayed``: an end is safe to send again."""
         return _write(self._c.request("POST", "/v1/jobs/%d/complete" % job_id, {"fence": fence, "output": output}))
 
     def fail(self, job_id: int, fence: int, error: str, *, retry_in_ms: Optional[int] = None,
@@ -273,7 +280,8 @@ class Jobs:
         """End the attempt as failed with ``error``: the job is queued again
         after ``retry_in_ms`` (default: the server's backoff) unless it is out
         of attempts, ``discard`` is set, or it was asked to cancel (then it
-        ends cancelled). :class:`StaleError` when no longer current."""
+        ends cancelled). :class:`StaleError` when no longer current; a
+        repeat with the same error is answered ``replayed``."""
         body: Dict[str, Any] = {"fence": fence, "error": error}
         if retry_in_ms is not None:
             body["retry_in_ms"] = retry_in_ms
@@ -283,7 +291,8 @@ class Jobs:
 
     def snooze(self, job_id: int, fence: int, delay_ms: int) -> JobWrite:
         """End the attempt without a failure; the job runs again after
-        ``delay_ms``. :class:`StaleError` when no longer current."""
+        ``delay_ms``. :class:`StaleError` when no longer current; a repeat
+        is answered ``replayed``."""
         return _write(self._c.request("POST", "/v1/jobs/%d/snooze" % job_id, {"fence": fence, "delay_ms": delay_ms}))
 
     def cancel(self, job_id: int) -> Job:

@@ -3,8 +3,8 @@
 Register one handler per kind (``@worker.handler("email")`` or a dict), then
 ``worker.run()``. The worker claims only the registered kinds -- the claim
 names them, so a job of another kind stays queued for a worker that runs
-it -- and runs each job's handler in a thread pool of ``concurrency``
-threads. A background thread heartbeats each running attempt
+it -- and runs each job's handler in a thread of its own, at most
+``concurrency`` at once. A background thread heartbeats each running attempt
 ``heartbeat_every`` seconds after its claim and after each heartbeat
 (default: a third of ``lease_ms``). When a
 heartbeat is refused as stale (the lease expired, recovery took the job back,
@@ -14,13 +14,24 @@ and return (or raise); whatever it writes from then on is refused.
 
 The handler's return value (any JSON value) completes the attempt, with the
 attempt's fence; an exception fails it with its text (the server retries it
-with backoff while attempts remain). A completion or failure refused as
-stale is logged and counted in ``stats.stale``; it is never taken for
-success, and never retried: the job is someone else's now.
+with backoff while attempts remain). A return value that is not JSON (a set,
+an object, NaN), or that the server refuses to store, fails the attempt at
+once for good (discarded: running it again would return the same), with an
+error that says so. A completion or failure refused as stale is logged and
+counted in ``stats.stale``; it is never taken for success: the job is
+someone else's now.
+
+The worker outlives its server: a claim or an end that fails because the
+server cannot be reached, answers 5xx, or lost its reply (a restart, a
+network blip) is retried with back-off (0.1 s doubling to 5 s) and logged. A
+repeated end is safe: the server answers it as the first one was
+(``replayed``). An end is retried while the attempt's lease could still hold
+(``lease_ms`` after the handler returned).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -28,17 +39,40 @@ import socket
 import threading
 import time
 import traceback
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from .client import Client
-from .errors import FencedError, NotFoundError, StaleError
-from .jobs import DEFAULT_LEASE_MS, Job
+from .errors import FencedError, InvalidError, NotFoundError, StaleError, TooLargeError, UnknownOutcomeError
+from .jobs import DEFAULT_LEASE_MS, Job, JobWrite
 
 __all__ = ["Worker", "JobContext", "JobStopped", "WorkerStats", "Handler"]
 
 log = logging.getLogger("fenced_client.worker")
+
+# The back-off of a claim or an end that failed and may succeed if sent
+# again: the first wait, and the longest.
+RETRY_FIRST = 0.1
+RETRY_MAX = 5.0
+
+
+def _may_repeat(e: FencedError) -> bool:
+    """Whether a claim or an end that failed with e may be sent again: the
+    server was unreachable or answered 5xx (``retryable``), or the reply was
+    lost. A claim whose reply was lost may have taken jobs; recovery gives
+    them back once their lease expires. An end whose reply was lost is
+    answered, when repeated, as the first one was."""
+    return e.retryable or isinstance(e, UnknownOutcomeError)
+
+
+def _not_json(value: Any) -> Optional[str]:
+    """Why value cannot be a job's output (None when it can): a value JSON
+    cannot encode, or NaN or an infinity, which JSON has no form for."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as e:
+        return "%s: %s" % (type(e).__name__, e)
+    return None
 
 
 class JobStopped(Exception):
@@ -52,8 +86,11 @@ class JobContext:
     ``job`` is the claimed job (``args``, ``kind``, ...) and ``fence`` the
     attempt's fence. ``stopped`` is set by the worker when the attempt must
     end early: ``stop_reason`` is then ``"stale"`` (the attempt is no longer
-    current; any write of it is refused) or ``"cancelled"`` (the job was asked
-    to cancel; the worker ends it cancelled when the handler returns)."""
+    current; any write of it is refused), ``"cancelled"`` (the job was asked
+    to cancel; the worker ends it cancelled when the handler returns) or
+    ``"stopping"`` (the worker's :meth:`Worker.stop` deadline passed: the
+    worker has given the attempt back already, and drops whatever the
+    handler returns)."""
 
     def __init__(self, client: Client, job: Job) -> None:
         self.client = client
@@ -62,6 +99,17 @@ class JobContext:
         self.stop_reason: Optional[str] = None
         self._lock = threading.Lock()
         self._next_beat = 0.0  # time.monotonic() of the next heartbeat
+        # "running" until the handler returned ("ending": the worker writes
+        # its outcome) or the worker gave the attempt back ("released").
+        self._state = "running"
+
+    def _leave(self, state: str) -> bool:
+        """Move from running to state; False when already left."""
+        with self._lock:
+            if self._state != "running":
+                return False
+            self._state = state
+            return True
 
     @property
     def id(self) -> int:
@@ -110,7 +158,9 @@ class WorkerStats:
     handler raised); ``cancelled`` (ended cancelled on request); ``stale``
     (the final write was refused as stale: the job is someone else's);
     ``errors`` (the final write failed otherwise: recovery will retry the
-    job once its lease expires). ``claimed`` counts the attempts started."""
+    job once its lease expires); ``released`` (given back when the worker
+    stopped: still running at :meth:`Worker.stop`'s deadline, or claimed as
+    it stopped). ``claimed`` counts the attempts started."""
 
     claimed: int = 0
     completed: int = 0
@@ -118,6 +168,7 @@ class WorkerStats:
     cancelled: int = 0
     stale: int = 0
     errors: int = 0
+    released: int = 0
 
 
 class Worker:
@@ -127,9 +178,9 @@ class Worker:
     :meth:`handler` or :meth:`register` before :meth:`run`). Each attempt is
     claimed with a lease of ``lease_ms`` and heartbeated every
     ``heartbeat_every`` seconds (default ``lease_ms / 3``). A claim waits up
-    to ``wait_ms`` for a job (the server's long-poll): :meth:`stop` takes
-    effect when the claim in flight returns. ``owner`` defaults to
-    ``py-<host>-<pid>-<random>``."""
+    to ``wait_ms`` for a job (the server's long-poll): the claim in flight
+    when :meth:`stop` is called returns first, and jobs it took are given
+    back. ``owner`` defaults to ``py-<host>-<pid>-<random>``."""
 
     def __init__(
         self,
@@ -159,6 +210,9 @@ class Worker:
         self._cond = threading.Condition()
         self._running: Dict[int, JobContext] = {}
         self._stopping = threading.Event()
+        self._deadline: Optional[float] = None  # time.monotonic() of stop's deadline
+        self._past_deadline = threading.Event()
+        self._finished = threading.Event()
         self._hb_wake = threading.Event()
         self._stats = WorkerStats()
         for kind, fn in (handlers or {}).items():
@@ -204,13 +258,64 @@ class Worker:
 
     # Running.
 
-    def stop(self) -> None:
-        """Stop claiming; :meth:`run` returns once the running handlers have
-        ended and their attempts are completed or failed (they are
-        heartbeated until then)."""
-        self._stopping.set()
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Stop claiming, and return at once; :meth:`run` returns once every
+        running attempt has ended. Without ``timeout`` the running handlers
+        go on until they return, heartbeated, and their attempts are
+        completed or failed. With ``timeout`` (seconds), each handler still
+        running that long after the call is cancelled: its
+        ``JobContext.stopped`` is set with ``stop_reason`` ``"stopping"``, and
+        the worker gives its attempt back at once -- snoozed, so the job runs
+        again at once (on any worker) without counting the attempt -- and
+        stops heartbeating it. Python cannot end a thread: a handler that
+        never looks at ``stopped`` keeps running in its (daemon) thread, but
+        whatever it returns or writes for that attempt is dropped or refused
+        as stale, and :meth:`run` no longer waits for it. An end still being
+        retried at the deadline is given up then."""
+        if timeout is not None and timeout < 0:
+            raise ValueError("timeout must not be negative")
         with self._cond:
+            self._stopping.set()
+            if timeout is not None:
+                at = time.monotonic() + timeout
+                if self._deadline is None or at < self._deadline:
+                    self._deadline = at
+                    threading.Thread(target=self._cancel_at, args=(at,), name="fenced-stop", daemon=True).start()
             self._cond.notify_all()
+
+    def _cancel_at(self, at: float) -> None:
+        """At stop's deadline, give back every attempt still running."""
+        if self._finished.wait(max(at - time.monotonic(), 0.0)):
+            return
+        with self._cond:
+            if self._deadline != at:  # an earlier deadline's thread does it
+                return
+        self._past_deadline.set()
+        for ctx in self.running():
+            self._release(ctx, "its handler was still running at the stop deadline")
+
+    def _release(self, ctx: JobContext, why: str) -> None:
+        """Give the attempt back: snooze it to run again at once (the
+        attempt not counted), unless its handler returned first."""
+        if not ctx._leave("released"):
+            return
+        ctx.stop("stopping")
+        try:
+            self.client.jobs.snooze(ctx.id, ctx.fence, 0)
+            self.log.warning("job %d: %s; its attempt was given back (snoozed, to run again at once)", ctx.id, why)
+            self._count("released")
+        except (StaleError, NotFoundError) as e:
+            self.log.warning("job %d: %s; giving its attempt back was refused: %s", ctx.id, why, e)
+            self._count("stale")
+        except FencedError as e:
+            self.log.error("job %d: %s; giving its attempt back failed: %s; recovery takes it back once its "
+                           "lease expires", ctx.id, why, e)
+            self._count("errors")
+        finally:
+            with self._cond:
+                if self._running.get(ctx.id) is ctx:
+                    del self._running[ctx.id]
+                self._cond.notify_all()
 
     def start(self, max_jobs: Optional[int] = None) -> threading.Thread:
         """Run the worker in a background thread (see :meth:`run`)."""
@@ -220,10 +325,11 @@ class Worker:
 
     def run(self, max_jobs: Optional[int] = None) -> WorkerStats:
         """Claim and run jobs until :meth:`stop` or, with ``max_jobs``, until
-        that many attempts were claimed and ended. A claim that fails is
-        retried every second while retrying can help (the server unreachable,
-        a 5xx); any other refusal (401, 403, 404, 400) is raised once the
-        running attempts have ended. Returns the counts."""
+        that many attempts were claimed and ended. A claim that fails while
+        retrying can help (the server unreachable or restarting, a 5xx, a
+        lost reply) is retried with back-off and logged; any other refusal
+        (401, 403, 404, 400) is raised once the running attempts have ended.
+        Returns the counts."""
         if not self._handlers:
             raise ValueError("no handlers: register at least one kind")
         if self._started:
@@ -233,8 +339,8 @@ class Worker:
         hb_stop = threading.Event()
         hb = threading.Thread(target=self._heartbeats, args=(hb_stop,), name="fenced-heartbeat", daemon=True)
         hb.start()
-        pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="fenced-handler")
         claimed = 0
+        backoff = RETRY_FIRST
         try:
             while not self._stopping.is_set() and (max_jobs is None or claimed < max_jobs):
                 with self._cond:
@@ -247,11 +353,15 @@ class Worker:
                     jobs = self.client.jobs.claim(self.queue, self.owner, kinds=kinds, limit=limit,
                                                   lease_ms=self.lease_ms, wait_ms=self.wait_ms)
                 except FencedError as e:
-                    if not e.retryable:
+                    if not _may_repeat(e):
                         raise
-                    self.log.warning("claim from %s failed, retrying in 1s: %s", self.queue, e)
-                    self._stopping.wait(1.0)
+                    self.log.warning("claim from %s failed, retrying in %.1fs: %s", self.queue, backoff, e)
+                    self._stopping.wait(backoff)
+                    backoff = min(2 * backoff, RETRY_MAX)
                     continue
+                if backoff > RETRY_FIRST:
+                    self.log.info("claim from %s works again", self.queue)
+                backoff = RETRY_FIRST
                 for job in jobs:
                     ctx = JobContext(self.client, job)
                     ctx._next_beat = time.monotonic() + self.heartbeat_every
@@ -259,10 +369,17 @@ class Worker:
                         self._running[job.id] = ctx
                         self._stats.claimed += 1
                     claimed += 1
+                    if self._stopping.is_set():
+                        self._release(ctx, "it was claimed as the worker stopped")
+                        continue
                     self._hb_wake.set()
-                    pool.submit(self._run_one, ctx)
+                    threading.Thread(target=self._run_one, args=(ctx,), name="fenced-handler-%d" % job.id,
+                                     daemon=True).start()
         finally:
-            pool.shutdown(wait=True)
+            with self._cond:
+                while self._running:
+                    self._cond.wait(0.5)
+            self._finished.set()
             hb_stop.set()
             self._hb_wake.set()
             hb.join()
@@ -277,6 +394,7 @@ class Worker:
             fn = self._handlers.get(ctx.kind)
             output: Any = None
             err: Optional[str] = None
+            discard = False
             try:
                 if fn is None:  # the claim names the kinds: only a server that ignored them sends another
                     raise LookupError("no handler for kind %r (this worker runs %s)" % (ctx.kind, self.kinds))
@@ -285,29 +403,50 @@ class Worker:
                 err = "".join(traceback.format_exception_only(type(e), e)).strip()
                 if not isinstance(e, JobStopped):
                     self.log.info("job %d (%s) failed: %s", ctx.id, ctx.kind, err)
-            self._end(ctx, output, err)
+            if err is None and ctx.stop_reason != "cancelled":
+                why = _not_json(output)
+                if why is not None:
+                    err, discard = "the handler's return value is not JSON: %s" % why, True
+                    self.log.error("job %d (%s): %s; failing the attempt for good", ctx.id, ctx.kind, err)
+            if not ctx._leave("ending"):
+                self.log.info("job %d: its handler returned after the attempt was given back; its outcome is "
+                              "dropped", ctx.id)
+                return
+            self._end(ctx, output, err, discard)
         except Exception:  # never lose the slot to a bug in the worker itself
             self.log.exception("job %d: the worker failed", ctx.id)
             self._count("errors")
         finally:
             ctx.stopped.set()
             with self._cond:
-                self._running.pop(ctx.id, None)
+                if self._running.get(ctx.id) is ctx:
+                    del self._running[ctx.id]
                 self._cond.notify_all()
 
-    def _end(self, ctx: JobContext, output: Any, err: Optional[str]) -> None:
+    def _end(self, ctx: JobContext, output: Any, err: Optional[str], discard: bool = False) -> None:
         jobs = self.client.jobs
         cancelled = ctx.stop_reason == "cancelled"
         what = "completion" if err is None and not cancelled else "failure"
         try:
             if cancelled:
-                jobs.fail(ctx.id, ctx.fence, err or "cancelled", discard=True)
+                self._write_end(ctx, what, lambda: jobs.fail(ctx.id, ctx.fence, err or "cancelled", discard=True))
                 self._count("cancelled")
             elif err is None:
-                jobs.complete(ctx.id, ctx.fence, output)
+                try:
+                    self._write_end(ctx, what, lambda: jobs.complete(ctx.id, ctx.fence, output))
+                except (InvalidError, TooLargeError) as e:
+                    # The same output would be refused again: the attempt
+                    # fails for good, saying why.
+                    refused = "the server refused the handler's return value: %s" % e
+                    self.log.error("job %d (%s): %s; failing the attempt for good", ctx.id, ctx.kind, refused)
+                    what = "failure"
+                    self._write_end(ctx, what, lambda: jobs.fail(ctx.id, ctx.fence, refused, discard=True))
+                    self._count("failed")
+                    return
                 self._count("completed")
             else:
-                jobs.fail(ctx.id, ctx.fence, err)
+                fail_err = err
+                self._write_end(ctx, what, lambda: jobs.fail(ctx.id, ctx.fence, fail_err, discard=discard))
                 self._count("failed")
         except StaleError as e:
             self.log.warning("job %d: %s refused as stale (%s): your fence %d, current fence %d, owner %r",
@@ -317,6 +456,25 @@ class Worker:
         except FencedError as e:
             self.log.error("job %d: %s failed: %s; the job is retried once its lease expires", ctx.id, what, e)
             self._count("errors")
+
+    def _write_end(self, ctx: JobContext, what: str, send: Callable[[], JobWrite]) -> JobWrite:
+        """Send an end, again with back-off while that may help (_may_repeat)
+        and the attempt's lease could still hold, until stop's deadline."""
+        give_up = time.monotonic() + self.lease_ms / 1000.0
+        wait = RETRY_FIRST
+        while True:
+            try:
+                w = send()
+            except FencedError as e:
+                if not _may_repeat(e) or self._past_deadline.is_set() or time.monotonic() + wait > give_up:
+                    raise
+                self.log.warning("job %d: writing its %s failed, retrying in %.1fs: %s", ctx.id, what, wait, e)
+                self._past_deadline.wait(wait)
+                wait = min(2 * wait, RETRY_MAX)
+                continue
+            if w.replayed:
+                self.log.info("job %d: its %s was recorded already (the reply to the first was lost)", ctx.id, what)
+            return w
 
     def _heartbeats(self, done: threading.Event) -> None:
         """Heartbeat each running attempt heartbeat_every seconds after its

@@ -68,6 +68,28 @@ class JobTest(unittest.TestCase):
         self.c.jobs.fail(a3.id, a3.fence, "give up", discard=True)
         self.assertEqual(self.state(j.id), "failed")
 
+    def test_repeated_end_is_replayed(self) -> None:
+        """An end sent again (its reply lost) is answered as the first was,
+        replayed; another end of the ended attempt is stale."""
+        j = self.c.jobs.enqueue("report", queue=self.queue)
+        (a,) = self.c.jobs.claim(self.queue, "w1")
+        first = self.c.jobs.complete(a.id, a.fence, {"n": 1})
+        again = self.c.jobs.complete(a.id, a.fence, {"n": 1})
+        self.assertEqual((first.replayed, again.replayed, again.db_time), (False, True, first.db_time))
+        with self.assertRaises(StaleError) as other:
+            self.c.jobs.complete(a.id, a.fence, {"n": 2})
+        self.assertEqual(other.exception.reason, "not_running")
+        with self.assertRaises(StaleError):
+            self.c.jobs.fail(a.id, a.fence, "late")
+        self.assertEqual(self.c.jobs.get(j.id).job.output, {"n": 1})
+        k = self.c.jobs.enqueue("report", queue=self.queue, max_attempts=3)
+        (b,) = self.c.jobs.claim(self.queue, "w1")
+        failed = self.c.jobs.fail(b.id, b.fence, "boom", retry_in_ms=3600000)
+        again = self.c.jobs.fail(b.id, b.fence, "boom", retry_in_ms=3600000)
+        self.assertEqual((failed.replayed, again.replayed, again.db_time), (False, True, failed.db_time))
+        h = self.c.jobs.get(k.id)
+        self.assertEqual((h.job.state, len(h.attempts)), ("queued", 1))
+
     def test_stale_completion_after_takeover(self) -> None:
         """A claims with a short lease and stalls without heartbeats; the
         server's recovery takes the job back and B claims it with the next
