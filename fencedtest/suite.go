@@ -160,6 +160,7 @@ func Run(t *testing.T, b Backend) {
 		{"WorkerStats", runWorkerStats},
 		{"Maintainer", runMaintainer},
 		{"Campaign", runCampaign},
+		{"Handover", runHandover},
 		{"StaleReasons", runStaleReasons},
 		{"SemaphoreStaleReasons", runSemaphoreStaleReasons},
 		{"Semaphore", runSemaphore},
@@ -194,6 +195,7 @@ func RunLeases(t *testing.T, b Backend) {
 		{"Contention", runContention},
 		{"Keeper", runKeeper},
 		{"Linearizability", runLinearizability},
+		{"Handover", runHandover},
 	} {
 		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
 	}
