@@ -17,10 +17,12 @@ import (
 )
 
 // Driver is implemented by each backend package: the lease and resource
-// half below, the semaphores (SemaphoreDriver) and the job queue (JobDriver).
+// half below, leader election (CampaignDriver), the semaphores
+// (SemaphoreDriver) and the job queue (JobDriver).
 type Driver interface {
 	JobDriver
 	SemaphoreDriver
+	CampaignDriver
 
 	// Dialect names the backend: "postgres", "sqlite" or "mysql".
 	Dialect() string

@@ -110,6 +110,7 @@ func Run(t *testing.T, b Backend) {
 		{"WriteResource", runWriteResource},
 		{"ReadResource", runReadResource},
 		{"AdvanceFences", runAdvanceFences},
+		{"CampaignLease", runCampaignLease},
 		{"AcquireSlot", runAcquireSlot},
 		{"RenewSlot", runRenewSlot},
 		{"ReleaseSlot", runReleaseSlot},
@@ -160,6 +161,7 @@ func Run(t *testing.T, b Backend) {
 		{"WorkerStats", runWorkerStats},
 		{"Maintainer", runMaintainer},
 		{"Campaign", runCampaign},
+		{"Handover", runHandover},
 		{"StaleReasons", runStaleReasons},
 		{"SemaphoreStaleReasons", runSemaphoreStaleReasons},
 		{"Semaphore", runSemaphore},
@@ -188,11 +190,13 @@ func RunLeases(t *testing.T, b Backend) {
 		{"WriteResource", runWriteResource},
 		{"ReadResource", runReadResource},
 		{"AdvanceFences", runAdvanceFences},
+		{"CampaignLease", runCampaignLease},
 		{"Generations", runGenerations},
 		{"Validation", runValidation},
 		{"Contention", runContention},
 		{"Keeper", runKeeper},
 		{"Linearizability", runLinearizability},
+		{"Handover", runHandover},
 	} {
 		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
 	}

@@ -23,9 +23,9 @@ func newLeaseElectCmd(a *app) *cobra.Command {
 		Short: "Wait to lead, then run a command as the leader (leader election, fenced)",
 		Long: `Campaign for the named lease: while another owner holds it, wait, trying
 again every quarter of --ttl; once elected, run COMMAND as "lease run" does,
-renewing the lease in the background, and release it when COMMAND exits so
-another campaigner takes over at once. COMMAND gets stdin, stdout and
-stderr, and these variables added to its environment:
+renewing the lease in the background, and release it when COMMAND exits.
+COMMAND gets stdin, stdout and stderr, and these variables added to its
+environment:
 
   FENCED_LEASE         the lease name
   FENCED_OWNER         the owner leading
@@ -45,7 +45,10 @@ lost and COMMAND still exited 0, with 4 (stale) or 1.
 With --again, fenced campaigns again after a term in which COMMAND exited 0
 or leadership was lost, and runs COMMAND anew, with the new fence, each
 time it is elected. A COMMAND that fails on its own while leading ends
-fenced with its status.
+fenced with its status. Campaigners take turns: the database records each
+one waiting, and a leader that steps down while another waits lets it take
+over (at its next try, within a third of --ttl) before it leads again, so
+two campaigners alternate; with nobody waiting, it leads again at once.
 
 SIGINT, SIGTERM and SIGHUP sent to fenced are forwarded to COMMAND while it
 runs, and fenced then exits when it does, campaigning no more; while

@@ -12,12 +12,18 @@ import (
 	"time"
 )
 
-// startElect starts "lease elect NAME ARGS…" and returns the process and a
-// channel that yields its result.
+// startElect starts "lease elect NAME ARGS…" as owner elector and returns
+// the process and a channel that yields its result.
 func startElect(t *testing.T, c cli, name string, args ...string) (*os.Process, <-chan result) {
 	t.Helper()
+	return startElectAs(t, c, "elector", name, args...)
+}
+
+// startElectAs is startElect as owner.
+func startElectAs(t *testing.T, c cli, owner, name string, args ...string) (*os.Process, <-chan result) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	cmd := c.command(ctx, append([]string{"lease", "elect", name, "--owner", "elector"}, args...)...)
+	cmd := c.command(ctx, append([]string{"lease", "elect", name, "--owner", owner}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -32,6 +38,33 @@ func startElect(t *testing.T, c cli, name string, args ...string) (*os.Process, 
 	}()
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
 	return cmd.Process, done
+}
+
+// terms reads the "OWNER FENCE" lines a command under test appended to
+// path, one per term: the lines written whole (the shell may have created
+// the file, or begun a line, and not written it yet).
+func terms(t *testing.T, path string) [][2]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := string(b[:strings.LastIndexByte(string(b), '\n')+1])
+	var out [][2]string
+	for _, line := range strings.Split(strings.TrimSuffix(whole, "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		owner, fence, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("%s: %q is not a term", path, line)
+		}
+		out = append(out, [2]string{owner, fence})
+	}
+	return out
 }
 
 // fences reads the fences a command under test appended to path, one a line.
@@ -85,6 +118,62 @@ func TestLeaseElectAgainRunsEveryTermWithANewFence(t *testing.T) {
 	if l := showLease(c, "job"); l.Held {
 		t.Errorf("after lease elect: %+v, want released", l)
 	}
+}
+
+// Two "lease elect --again" campaigners whose command exits at once take
+// turns: the one that stepped down waits while the other campaigns, so from
+// the second campaigner's first term on nobody leads twice in a row.
+func TestLeaseElectAgainHandsOverToTheWaitingCampaigner(t *testing.T) {
+	t.Parallel()
+	eachDB(t, func(t *testing.T, c cli) {
+		dir := t.TempDir()
+		log, stop := filepath.Join(dir, "terms"), filepath.Join(dir, "stop")
+		// Each term appends its owner and fence; once stop exists, a term's
+		// command fails, which ends its campaigner.
+		cmd := []string{"--ttl", "4s", "--again", "--", "sh", "-c",
+			`echo "$FENCED_OWNER $FENCED_FENCE" >> "$0"; test ! -e "$1"`, log, stop}
+		_, done1 := startElectAs(t, c, "first", "job", cmd...)
+		waitFor(t, "the first term", func() bool { return len(terms(t, log)) > 0 })
+		_, done2 := startElectAs(t, c, "second", "job", cmd...)
+		// second's first term, then five more
+		const alternating = 6
+		secondFrom := func(ts [][2]string) int {
+			for i, tm := range ts {
+				if tm[0] == "second" {
+					return i
+				}
+			}
+			return len(ts)
+		}
+		waitFor(t, "six terms from second's first", func() bool {
+			ts := terms(t, log)
+			return len(ts)-secondFrom(ts) >= alternating
+		})
+		if err := os.WriteFile(stop, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, done := range []<-chan result{done1, done2} {
+			if r := waitExit(t, done); r.code != 1 {
+				t.Errorf("a campaigner exited %d, want 1 (its command failed once stop existed); stderr %q", r.code, r.stderr)
+			}
+		}
+		ts := terms(t, log)
+		from := secondFrom(ts)
+		var last int64
+		for i, tm := range ts {
+			f, err := strconv.ParseInt(tm[1], 10, 64)
+			if err != nil || f <= last {
+				t.Fatalf("terms %v: term %d has fence %q after %d", ts, i, tm[1], last)
+			}
+			last = f
+			if i > from && tm[0] == ts[i-1][0] {
+				t.Fatalf("terms %v: %s led twice in a row (terms %d and %d) after second's first term", ts[from:], tm[0], i-1, i)
+			}
+		}
+		if l := showLease(c, "job"); l.Held {
+			t.Errorf("after both campaigners ended: %+v, want released", l)
+		}
+	})
 }
 
 func TestLeaseElectAgainCampaignsAgainAfterLosingLeadership(t *testing.T) {

@@ -15,6 +15,7 @@
 //	/prefix/floor        the fence floor the last fence advance set, and when
 //	/prefix/res/KEY      a resource: its fence and write time (20 digits each), then the value
 //	/prefix/op/KEY\x00ID the recorded outcome of a resource write's operation id
+//	/prefix/waiter/NAME\x00OWNER  a campaigner waiting for the lease NAME, attached to an etcd lease of its own: it exists while the record lasts
 //
 // # Expiry is the cluster's
 //

@@ -19,6 +19,12 @@ func (k keys) held(name string) string    { return k.helds() + name }
 func (k keys) floor() string              { return k.prefix + "floor" }
 func (k keys) resource(key string) string { return k.prefix + "res/" + key }
 
+// waiters is the prefix of the keys of the campaigners waiting for the
+// lease name; waiter is one's. Names and owners hold no control
+// characters (the root package validates them), so NUL ends the name.
+func (k keys) waiters(name string) string       { return k.prefix + "waiter/" + name + "\x00" }
+func (k keys) waiter(name, owner string) string { return k.waiters(name) + owner }
+
 // op is a resource write's operation-id record. Keys and ids hold no
 // control characters (the root package validates them), so NUL separates
 // them unambiguously.

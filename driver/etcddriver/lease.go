@@ -26,6 +26,11 @@ const maxAttempts = 200
 // lease), and iff the record and the floor are still those the fence was
 // computed from. Another owner's held key is a *HeldError.
 func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
+	return d.acquire(ctx, p, nil)
+}
+
+// acquire is AcquireLease, and CampaignLease when c is not nil.
+func (d *Driver) acquire(ctx context.Context, p driver.AcquireLeaseParams, c *driver.CampaignLeaseParams) (*fencedtype.Lease, error) {
 	secs, err := ttlSeconds(p.TTL)
 	if err != nil {
 		return nil, err
@@ -39,19 +44,37 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 	}()
 	var at time.Time
 	for range maxAttempts {
-		s, err := d.readLease(ctx, p.Name)
+		s, w, err := d.readCampaign(ctx, p.Name, c != nil)
 		if err != nil {
 			return nil, err
 		}
 		cur := s.lease()
 		extend := cur != nil && cur.Held && cur.Owner == p.Owner
 		if cur != nil && cur.Held && !extend {
+			if c != nil {
+				if err := d.addWaiter(ctx, p.Name, p.Owner, c.Wait, w.own(d.keys, p.Name, p.Owner)); err != nil {
+					return nil, fmt.Errorf("campaign for lease %q: %w", p.Name, err)
+				}
+			}
 			return nil, driver.HeldBy(cur)
+		}
+		// A campaigner that last held the lease yields it to the others
+		// waiting, and takes it only if no other one started waiting since
+		// the read (a waiter's key written after it).
+		yields := c != nil && cur != nil && !cur.Held && cur.Owner == p.Owner
+		if yields && w.others(d.keys, p.Name, p.Owner) {
+			if err := d.addWaiter(ctx, p.Name, p.Owner, c.Wait, w.own(d.keys, p.Name, p.Owner)); err != nil {
+				return nil, fmt.Errorf("campaign for lease %q: %w", p.Name, err)
+			}
+			return nil, driver.ErrWaitersFirst
 		}
 		fence := s.nextFence()
 		cmps := []clientv3.Cmp{
 			clientv3.Compare(clientv3.ModRevision(d.keys.record(p.Name)), "=", s.recRev),
 			clientv3.Compare(clientv3.ModRevision(d.keys.floor()), "=", s.floorRev),
+		}
+		if yields {
+			cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(d.keys.waiters(p.Name)), "<", w.rev+1).WithPrefix())
 		}
 		if extend {
 			fence = cur.Fence
@@ -78,10 +101,14 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 			}
 		}
 		rec := leaseRecord{Owner: p.Owner, Fence: fence, TTL: secs, ExpiresAt: at.Add(p.TTL)}
-		resp, err := d.writeTxn(ctx, cmps, []clientv3.Op{
+		ops := []clientv3.Op{
 			clientv3.OpPut(d.keys.held(p.Name), holderValue(p.Owner, fence), clientv3.WithLease(id)),
 			clientv3.OpPut(d.keys.record(p.Name), mustJSON(rec)),
-		})
+		}
+		if c != nil {
+			ops = append(ops, clientv3.OpDelete(d.keys.waiter(p.Name, p.Owner)))
+		}
+		resp, err := d.writeTxn(ctx, cmps, ops)
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			id = clientv3.NoLease // it ran out before the Txn: nothing was applied
 			continue
@@ -96,6 +123,9 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 		used = true
 		if extend {
 			d.revoke(ctx, clientv3.LeaseID(s.held.Lease)) // no key is attached to it any more
+		}
+		if own := w.own(d.keys, p.Name, p.Owner); own != nil {
+			d.revoke(ctx, clientv3.LeaseID(own.Lease)) // its waiter key is deleted
 		}
 		return &fencedtype.Lease{Name: p.Name, Owner: p.Owner, Fence: fence, ExpiresAt: rec.ExpiresAt, Held: true, DecidedAt: at}, nil
 	}

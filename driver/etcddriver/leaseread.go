@@ -27,23 +27,30 @@ type leaseState struct {
 // readLease reads name's record, held key and the floor in one read-only
 // Txn, so all three are of one revision.
 func (d *Driver) readLease(ctx context.Context, name string) (*leaseState, error) {
+	s, _, err := d.readLeaseWith(ctx, name)
+	return s, err
+}
+
+// readLeaseWith is readLease with more reads in the same Txn, whose
+// responses follow the lease's three in the response returned.
+func (d *Driver) readLeaseWith(ctx context.Context, name string, more ...clientv3.Op) (*leaseState, *clientv3.TxnResponse, error) {
 	s := &leaseState{name: name, at: time.Now()}
-	resp, err := d.readTxn(ctx,
-		clientv3.OpGet(d.keys.record(name)), clientv3.OpGet(d.keys.held(name)), clientv3.OpGet(d.keys.floor()))
+	resp, err := d.readTxn(ctx, append([]clientv3.Op{
+		clientv3.OpGet(d.keys.record(name)), clientv3.OpGet(d.keys.held(name)), clientv3.OpGet(d.keys.floor())}, more...)...)
 	if err != nil {
-		return nil, fmt.Errorf("read lease %q: %w", name, err)
+		return nil, nil, fmt.Errorf("read lease %q: %w", name, err)
 	}
 	if kv := firstKV(resp, 0); kv != nil {
 		s.rec, s.recRev = new(leaseRecord), kv.ModRevision
 		if err := decodeJSON(kv, s.rec); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	s.held = firstKV(resp, 1)
 	if err := s.setFloor(firstKV(resp, 2)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return s, nil
+	return s, resp, nil
 }
 
 func (s *leaseState) setFloor(kv *mvccpb.KeyValue) error {

@@ -156,7 +156,7 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 		case l != nil:
 			return l, nil
 		}
-		l, err = d.leaseCreate(ctx, p)
+		l, err = d.leaseCreate(ctx, p, nil)
 		switch {
 		case errors.Is(err, errRaced):
 			continue
@@ -191,9 +191,10 @@ func (d *Driver) leaseTake(ctx context.Context, p driver.AcquireLeaseParams) (l,
 	return l, holder, err
 }
 
-// leaseCreate inserts the first row of a name; errRaced when another
-// acquirer created it first.
-func (d *Driver) leaseCreate(ctx context.Context, p driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
+// leaseCreate inserts the first row of a name, then runs then (when not
+// nil) in the same transaction; errRaced when another acquirer created it
+// first.
+func (d *Driver) leaseCreate(ctx context.Context, p driver.AcquireLeaseParams, then func(*sql.Tx) error) (*fencedtype.Lease, error) {
 	var l *fencedtype.Lease
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		var floor int64
@@ -206,6 +207,11 @@ func (d *Driver) leaseCreate(ctx context.Context, p driver.AcquireLeaseParams) (
 		}
 		if err != nil {
 			return err
+		}
+		if then != nil {
+			if err := then(tx); err != nil {
+				return err
+			}
 		}
 		l, err = readWritten(ctx, tx, p.Name, p.TTL)
 		return err

@@ -10,7 +10,7 @@ import (
 )
 
 // latestMigration is the number of migrations in migrations/.
-const latestMigration = 9
+const latestMigration = 10
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,12 @@ import (
 // the conflicting row is locked, so expiry is judged at the moment of
 // deciding, not when the statement began (it may have waited for the lock).
 // The decision time returned is the reading the new expiry was computed from.
-const acquireLeaseSQL = `
+const acquireLeaseSQL = leaseGrant + `
+WHERE l.released OR l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner` + leaseGranted
+
+// leaseGrant is the grant of acquireLeaseSQL and campaignLeaseSQL, before
+// the condition that decides it.
+const leaseGrant = `
 INSERT INTO fenced_leases AS l (name, owner, fence, expires_at, released, updated_at)
 SELECT $1, $2, m.fence_floor + 1, clock_timestamp() + $3::bigint * interval '1 microsecond', false, clock_timestamp()
 FROM fenced_meta m
@@ -27,8 +32,10 @@ ON CONFLICT (name) DO UPDATE SET
                       THEN l.fence ELSE l.fence + 1 END,
     expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond',
     released   = false,
-    updated_at = clock_timestamp()
-WHERE l.released OR l.expires_at <= clock_timestamp() OR l.owner = EXCLUDED.owner
+    updated_at = clock_timestamp()`
+
+// leaseGranted returns the lease a grant wrote.
+const leaseGranted = `
 RETURNING l.name, l.owner, l.fence, l.expires_at, l.released, true, l.expires_at - $3::bigint * interval '1 microsecond'`
 
 // renewLeaseSQL extends the lease iff name, owner and fence match and it is

@@ -15,7 +15,12 @@ import (
 // acquireLeaseSQL grants a free lease with fence+1 (a new name starts above
 // the fence floor) or extends the same owner's unexpired lease keeping its
 // fence. excluded.updated_us carries the statement's clock reading.
-const acquireLeaseSQL = `
+const acquireLeaseSQL = leaseGrant + `
+WHERE l.released OR l.expires_us <= excluded.updated_us OR l.owner = excluded.owner` + leaseGranted
+
+// leaseGrant is the grant of acquireLeaseSQL and campaignLeaseSQL, before
+// the condition that decides it.
+const leaseGrant = `
 INSERT INTO fenced_leases AS l (name, owner, fence, expires_us, released, updated_us)
 SELECT ?1, ?2, m.fence_floor + 1, n.t + ?3, 0, n.t
 FROM (SELECT ` + nowUS + ` AS t) n, fenced_meta m WHERE true
@@ -25,8 +30,10 @@ ON CONFLICT (name) DO UPDATE SET
                       THEN l.fence ELSE l.fence + 1 END,
     expires_us = excluded.expires_us,
     released   = 0,
-    updated_us = excluded.updated_us
-WHERE l.released OR l.expires_us <= excluded.updated_us OR l.owner = excluded.owner
+    updated_us = excluded.updated_us`
+
+// leaseGranted returns the lease a grant wrote.
+const leaseGranted = `
 RETURNING name, owner, fence, expires_us, released, 1, updated_us`
 
 // renewLeaseSQL extends the lease iff name, owner and fence match and it is
