@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -225,11 +226,12 @@ func TestLeaseElectLosingLeadershipWithoutAgainEndsLikeLeaseRun(t *testing.T) {
 
 func TestLeaseElectInterruptedWhileWaitingRunsNothing(t *testing.T) {
 	t.Parallel()
-	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "fenced.db"))
+	db := filepath.Join(t.TempDir(), "fenced.db")
+	c := newCLI(t, "sqlite:"+db)
 	c.ok("lease", "acquire", "job", "--owner", "other", "--ttl", "1m")
 	marker := filepath.Join(t.TempDir(), "ran")
 	p, done := startElect(t, c, "job", "--ttl", "1s", "--", "touch", marker)
-	time.Sleep(300 * time.Millisecond) // most likely campaigning by now; the outcome is the same either way
+	waitWaiting(t, db, "job", "elector", done)
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -253,4 +255,35 @@ func TestLeaseElectUsageErrors(t *testing.T) {
 	c.fails(2, "lease", "elect", "--", "true")
 	c.fails(2, "lease", "elect", "job", "--grace", "-1s", "--", "true")
 	c.fails(2, "lease", "elect", "job", "--ttl", "0", "--", "true")
+}
+
+// waitWaiting waits until owner's campaign for lease name is recorded as
+// waiting in the SQLite database at path: the campaign has begun, so the
+// process has taken its signals over (a SIGTERM sent before that would kill
+// it by Go's default action instead). It fails the test if the process
+// exits first or a minute passes.
+func waitWaiting(t *testing.T, path, name, owner string, done <-chan result) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		err := db.QueryRow(`SELECT count(*) FROM fenced_lease_waiters WHERE name = ? AND owner = ?`, name, owner).Scan(&n)
+		if err == nil && n > 0 {
+			return
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("lease elect exited before it was waiting: exit %d, stderr %q", r.code, r.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not recorded as waiting for lease %q after a minute (last read: %v)", owner, name, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
