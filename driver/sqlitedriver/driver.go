@@ -109,13 +109,23 @@ func busy(err error) bool {
 // lock until ctx ends, and every other writer would fail "database is locked".
 func (d *Driver) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return d.write(ctx, func() error {
-		tx, err := d.db.BeginTx(ctx, nil)
-		for busy(err) && ctx.Err() == nil {
-			tx, err = d.db.BeginTx(ctx, nil)
-		}
+		tx, err := beginImmediate(ctx, d.db)
 		if err != nil {
 			return err
 		}
 		return sqldb.Run(tx, fn)
 	})
+}
+
+// beginImmediate begins a transaction on db (the pool, or one connection
+// of it), IMMEDIATE as every connection's _txlock says, trying again while
+// another process holds the write lock past busy_timeout.
+func beginImmediate(ctx context.Context, db interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	for busy(err) && ctx.Err() == nil {
+		tx, err = db.BeginTx(ctx, nil)
+	}
+	return tx, err
 }
