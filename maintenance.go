@@ -132,7 +132,8 @@ type Maintainer struct {
 // Rounds a maintainer makes per batch of work.
 const maintenanceBatch = 1000
 
-// StartMaintenance starts a Maintainer; it runs until Stop or ctx ends.
+// StartMaintenance starts a Maintainer; it runs until Stop or ctx ends. A
+// database with migrations pending is refused with a *NotMigratedError.
 func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*Maintainer, error) {
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner()
@@ -168,6 +169,9 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 		if _, err := (EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue}).validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.checkMigrated(ctx); err != nil {
+		return nil, fmt.Errorf("start maintenance: %w", err)
 	}
 	log := cfg.Logger
 	if log == nil {

@@ -83,7 +83,8 @@ func (d *Driver) Close() error { return d.db.Close() }
 
 // write runs fn holding the process's writer slot, or returns ctx's error
 // if ctx ends first. A write refused because the file or its directory is
-// read-only is explained (explainReadOnly).
+// read-only is explained (explainReadOnly), one that found a fenced table
+// missing is a *fencedtype.NotMigratedError (notMigrated).
 func (d *Driver) write(ctx context.Context, fn func() error) error {
 	select {
 	case d.wsem <- struct{}{}:
@@ -91,7 +92,7 @@ func (d *Driver) write(ctx context.Context, fn func() error) error {
 		return fmt.Errorf("waiting for the SQLite writer: %w", ctx.Err())
 	}
 	defer func() { <-d.wsem }()
-	return d.explainReadOnly(fn())
+	return notMigrated(d.explainReadOnly(fn()))
 }
 
 // busy reports SQLITE_BUSY: busy_timeout ran out while another process (or
