@@ -35,6 +35,7 @@ func newServeCmd(a *app) *cobra.Command {
 	var addr, tokensFile, maxBody string
 	var noMaintenance bool
 	var sessionTTL time.Duration
+	var maxWaiters int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve leases, resources and jobs over HTTP/JSON",
@@ -47,7 +48,12 @@ retry, cancel and delete). Every answer the
 database decided carries its clock reading in the X-Fenced-DB-Time header
 and as "db_time".
 Errors are JSON {"error": code, "message": …}: 400 invalid, 401/403, 404
-not_found, 409 lease_held / stale_fence / conflict, 413 too_large.
+not_found, 409 lease_held / stale_fence / conflict, 413 too_large, 503
+unknown_outcome / too_many_waiters (more than --max-waiters claims would
+wait at once; the answer says Retry-After). The waiting claims of a queue
+share one poll, every 100 ms at first (1 s on PostgreSQL) and backing off
+to every 2 s while it finds nothing; an enqueue through this server (on
+PostgreSQL, anywhere) wakes them at once.
 
 Bearer tokens come from --tokens-file (one per line, # comments) and
 FENCED_TOKENS (comma-separated); each is at least 16 characters. Without
@@ -85,8 +91,11 @@ or a body), maintenance and shutdown.`,
 			if sessionTTL < time.Minute || sessionTTL > 30*24*time.Hour {
 				return usage("--session-ttl %s: want a duration from 1m to 720h", sessionTTL)
 			}
+			if maxWaiters < 1 || maxWaiters > 1_000_000 {
+				return usage("--max-waiters %d: want 1 to 1000000", maxWaiters)
+			}
 			return a.serve(cmd.Context(), serveOptions{addr: addr, tokens: tokens,
-				maxBody: int64(limit), maintenance: !noMaintenance, sessionTTL: sessionTTL})
+				maxBody: int64(limit), maintenance: !noMaintenance, sessionTTL: sessionTTL, maxWaiters: maxWaiters})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
@@ -96,6 +105,8 @@ or a body), maintenance and shutdown.`,
 	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
 	cmd.Flags().StringVar(&maxBody, "max-body", fmt.Sprintf("%dMiB", server.DefaultMaxBody>>20),
 		"largest request body; the default fits the largest value (1 MiB) however JSON escapes it")
+	cmd.Flags().IntVar(&maxWaiters, "max-waiters", server.DefaultMaxWaiters,
+		"most claims waiting at once (long polls); a claim that would wait beyond it gets 503 too_many_waiters")
 	return cmd
 }
 
@@ -119,6 +130,7 @@ type serveOptions struct {
 	maxBody     int64
 	maintenance bool
 	sessionTTL  time.Duration
+	maxWaiters  int
 }
 
 // tokens reads the tokens of --tokens-file and $FENCED_TOKENS. Errors
@@ -174,7 +186,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer c.Close()
-	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub, DashboardLogin: true}
+	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, MaxWaiters: o.maxWaiters, Logger: log, Redact: a.scrub, DashboardLogin: true}
 	if o.maintenance && c.Driver().Dialect() == "etcd" {
 		// The maintenance recovers and deletes jobs; etcd keeps none.
 		o.maintenance = false

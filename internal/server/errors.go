@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ const (
 	codeUnknownOutcome   = "unknown_outcome" // 503: the database connection failed after the write was sent
 	codeInternal         = "internal"        // 500: a failure that is not the request's fault
 	codeCancelled        = "cancelled"       // 499: the client went away; logged, never read
+
+	// 503: a claim would wait while Config.MaxWaiters do; with Retry-After.
+	codeTooManyWaiters = "too_many_waiters"
 )
 
 // statusClientClosed is the status logged and counted for a request whose
@@ -86,6 +90,8 @@ type apiError struct {
 	body   interface{ base() *errorBody }
 	fromDB bool      // decided by the database: stamped with its time
 	at     time.Time // that time, when the library returned it (a job's stale error)
+	// retryAfter, when set, is sent as Retry-After (whole seconds).
+	retryAfter time.Duration
 }
 
 func newError(status int, code, message string) *apiError {
@@ -195,6 +201,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *apiError)
 	}
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fenced"`)
+	}
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
 	}
 	writeJSON(w, e.status, e.body, t)
 }
