@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 // Config tunes a Client. The zero value works.
@@ -57,6 +58,25 @@ func (c *Client) Migrate(ctx context.Context) ([]int, error) { return c.d.Migrat
 // write, can tell whether the schema is current without migrating.
 func (c *Client) PendingMigrations(ctx context.Context) ([]int, error) {
 	return c.d.PendingMigrations(ctx)
+}
+
+// checkMigrated returns a *NotMigratedError naming the pending migrations
+// when the database has some. What runs in the background (a Worker, a
+// Maintainer) checks it before it starts: on a database not migrated every
+// round of it would fail, and its logger may discard what it says. With ctx
+// already ended nothing will run, and nothing is checked.
+func (c *Client) checkMigrated(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	pending, err := c.d.PendingMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return &fencedtype.NotMigratedError{Backend: c.d.Dialect(), Pending: pending}
+	}
+	return nil
 }
 
 // DatabaseTime reads the database clock, the clock every expiry is judged

@@ -42,6 +42,13 @@ const (
 	ReasonNeverGranted = fencedtype.ReasonNeverGranted
 )
 
+// ErrNotMigrated matches every *NotMigratedError: the database's fenced
+// schema is missing or behind; run "fenced migrate" or Client.Migrate.
+var ErrNotMigrated = fencedtype.ErrNotMigrated
+
+// NotMigratedError names the missing table, or the pending migrations.
+type NotMigratedError = fencedtype.NotMigratedError
+
 // ErrUnknownOutcome matches every *UnknownOutcomeError: the connection failed
 // after the call was sent, so a write may or may not have committed.
 var ErrUnknownOutcome = fencedtype.ErrUnknownOutcome

@@ -379,9 +379,14 @@ func (c *Client) CancelJob(ctx context.Context, id int64) (*Job, error) {
 }
 
 // RetryJob puts a failed or cancelled job back to queued, to run now, with
-// MaxAttempts more attempts. Other states give ErrJobNotFinished.
+// MaxAttempts more attempts, and wakes this Client's waiting claims on its
+// queue. Other states give ErrJobNotFinished.
 func (c *Client) RetryJob(ctx context.Context, id int64) (*Job, error) {
-	return c.jobAdmin(ctx, id, driver.JobDriver.RetryJob)
+	j, err := c.jobAdmin(ctx, id, driver.JobDriver.RetryJob)
+	if err == nil {
+		c.waker.wake(j.Queue)
+	}
+	return j, err
 }
 
 // DeleteJob deletes a job in any state, with its attempt history. A running

@@ -42,7 +42,8 @@ func validScope(queue, kind, key string) error {
 // kind, concurrency key), and returns it as stored. Zero declares no limit
 // in a field; a key's own limit must have PerKey above zero and Global zero.
 // It applies to every claim that starts after it returns; jobs already
-// running are not stopped when it lowers a limit.
+// running are not stopped when it lowers a limit. This Client's waiting
+// claims on the queue are woken (a raised limit may admit jobs now).
 func (c *Client) SetJobLimit(ctx context.Context, l JobLimit) (*JobLimit, error) {
 	if err := validScope(l.Queue, l.Kind, l.ConcurrencyKey); err != nil {
 		return nil, err
@@ -61,11 +62,16 @@ func (c *Client) SetJobLimit(ctx context.Context, l JobLimit) (*JobLimit, error)
 			return nil, fencedtype.Invalid("per_key", "a concurrency key's own limit must be above zero (delete it to fall back to the defaults)")
 		}
 	}
-	return c.d.SetJobLimit(ctx, l)
+	out, err := c.d.SetJobLimit(ctx, l)
+	if err == nil {
+		c.waker.wake(l.Queue)
+	}
+	return out, err
 }
 
 // DeleteJobLimit deletes the limit of one scope (kind and key empty for the
-// queue's own); ErrNotFound when none is declared.
+// queue's own); ErrNotFound when none is declared. This Client's waiting
+// claims on the queue are woken.
 func (c *Client) DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey string) error {
 	if err := validScope(queue, kind, concurrencyKey); err != nil {
 		return err
@@ -76,6 +82,7 @@ func (c *Client) DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey
 		}
 		return err
 	}
+	c.waker.wake(queue)
 	return nil
 }
 

@@ -10,7 +10,8 @@ import (
 )
 
 // jobWaker wakes the claims of a Client waiting on a queue when jobs may
-// have arrived: on every enqueue through this Client and, on a backend that
+// have arrived: on every enqueue through this Client (and every retry,
+// resume, limit change and recovery that may make jobs claimable now) and, on a backend that
 // notifies (PostgreSQL LISTEN/NOTIFY), on every enqueue anywhere, through
 // one listener shared by the Client's workers and the HTTP service's long
 // polls. The listener runs while someone holds it (ListenForJobs); it

@@ -17,13 +17,19 @@ import (
 // on state, the fence observed and expiry in the same statement, so a
 // recovery never overwrites a job that finished or was re-claimed meanwhile.
 // With guard non-nil the statement runs in a transaction guarded by that
-// lease, so a maintainer that lost its lease recovers nothing.
+// lease, so a maintainer that lost its lease recovers nothing. When it
+// recovered some, this Client's waiting claims are woken: their slots of a
+// concurrency limit or a sequence are free, and a retry may be due.
 func (c *Client) RecoverJobs(ctx context.Context, guard *Lease, limit int, b Backoff) (int, error) {
 	g, err := maintenanceArgs(guard, limit)
 	if err != nil {
 		return 0, err
 	}
-	return c.d.RecoverJobs(ctx, g, limit, b.WithDefaults())
+	n, err := c.d.RecoverJobs(ctx, g, limit, b.WithDefaults())
+	if err == nil && n > 0 {
+		c.waker.wakeAll()
+	}
+	return n, err
 }
 
 // DeleteFinishedJobs deletes up to limit jobs that finished more than age
@@ -132,7 +138,8 @@ type Maintainer struct {
 // Rounds a maintainer makes per batch of work.
 const maintenanceBatch = 1000
 
-// StartMaintenance starts a Maintainer; it runs until Stop or ctx ends.
+// StartMaintenance starts a Maintainer; it runs until Stop or ctx ends. A
+// database with migrations pending is refused with a *NotMigratedError.
 func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*Maintainer, error) {
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner()
@@ -168,6 +175,9 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 		if _, err := (EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue}).validate(); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.checkMigrated(ctx); err != nil {
+		return nil, fmt.Errorf("start maintenance: %w", err)
 	}
 	log := cfg.Logger
 	if log == nil {

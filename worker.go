@@ -188,7 +188,9 @@ func (w *Worker) Stats() WorkerStats {
 // everything at once, as if the process died — running attempts write
 // nothing more, their leases expire and recovery takes them back. Use Stop
 // for a graceful shutdown. A worker without handlers, or with more than
-// MaxClaimKinds, is refused.
+// MaxClaimKinds, is refused; so is a database with migrations pending (a
+// *NotMigratedError: run "fenced migrate" or Client.Migrate first), or one
+// whose migrations cannot be read (the error of the read).
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -201,6 +203,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	if len(kinds) == 0 {
 		return errors.New("fenced: the worker has no handlers: register one with Handle before Start")
+	}
+	if err := w.c.checkMigrated(ctx); err != nil {
+		return fmt.Errorf("fenced: start worker: %w", err)
 	}
 	w.kinds = kinds
 	w.started = true

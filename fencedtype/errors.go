@@ -3,6 +3,8 @@ package fencedtype
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fenced/fenced/internal/display"
@@ -180,6 +182,48 @@ func (e *JobStateError) Is(target error) bool {
 	}
 	return target == ErrJobNotFinished
 }
+
+// ErrNotMigrated matches every *NotMigratedError.
+var ErrNotMigrated = errors.New("database not migrated")
+
+// NotMigratedError reports a database whose fenced schema is missing or
+// behind: never migrated, or not since the release that added a table. A
+// statement that found one of fenced's tables missing returns it (each
+// backend recognises its own error for that: PostgreSQL's undefined_table,
+// MySQL's 1146, SQLite's "no such table"), and so does a Worker's Start,
+// and a Maintainer's, on a database with migrations pending. Run
+// "fenced migrate", or Client.Migrate, and try again.
+type NotMigratedError struct {
+	Backend string // "postgres", "mysql" or "sqlite"
+	Table   string // the missing table a statement named; "" when Pending says it
+	Pending []int  // the migrations not applied, when they were read
+	Err     error  // the database's error, when a statement failed
+}
+
+func (e *NotMigratedError) Error() string {
+	what := "its fenced schema is behind"
+	switch {
+	case e.Table != "":
+		what = "table " + e.Table + " does not exist"
+	case len(e.Pending) > 0 && e.Pending[0] == 1:
+		what = "it has never been migrated"
+	case len(e.Pending) == 1:
+		what = fmt.Sprintf("migration %d is pending", e.Pending[0])
+	case len(e.Pending) > 1:
+		vs := make([]string, len(e.Pending))
+		for i, v := range e.Pending {
+			vs[i] = strconv.Itoa(v)
+		}
+		what = "migrations " + strings.Join(vs, ", ") + " are pending"
+	}
+	return fmt.Sprintf("the %s database is not migrated: %s (run \"fenced migrate\", or Client.Migrate)", e.Backend, what)
+}
+
+// Unwrap returns the database's error.
+func (e *NotMigratedError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrNotMigrated) true.
+func (e *NotMigratedError) Is(target error) bool { return target == ErrNotMigrated }
 
 // ErrUnknownOutcome matches every *UnknownOutcomeError.
 var ErrUnknownOutcome = errors.New("outcome unknown: the connection failed after the call was sent")

@@ -109,6 +109,7 @@ func TestResourceWriteRefusesEmptyOp(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
 	c.fails(2, "resource", "write", "k", "--fence", "1", "--value", "v", "--op", "")
+	c.ok("migrate") // the commands that only read do not migrate
 	c.fails(5, "resource", "show", "k")
 }
 

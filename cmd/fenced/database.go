@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/fenced/fenced"
 	_ "github.com/fenced/fenced/driver/all" // the command opens every backend by URL
+	"github.com/fenced/fenced/driver/sqlitedriver"
+	"github.com/fenced/fenced/internal/dburl"
 )
 
 // envDatabaseURL names the environment variable read when --db is not given.
@@ -27,13 +32,59 @@ func (a *app) databaseURL() string {
 	return a.getenv(envDatabaseURL)
 }
 
-// open connects to the database and applies any pending migrations, so every
-// command works on a fresh database. A database already up to date is only
-// read, so a command that only reads needs no write access (a read-only
-// role, file or mount); one that needs migrating fails, if it cannot be
-// written, saying so.
+// open connects to the database for a command that writes and applies any
+// pending migrations first, so every such command works on a fresh
+// database (the default SQLite file is created). A database that needs
+// migrating and cannot be written fails saying so.
 func (a *app) open(ctx context.Context) (*fenced.Client, error) {
 	return a.openWith(ctx, fenced.Config{})
+}
+
+// openRead connects to the database for a command that only reads: it
+// never migrates, nor creates anything, so pointing it at the wrong
+// database leaves that database as it was, and it needs no write access
+// (a read-only role, file or mount). A database with migrations pending
+// (never migrated, or not by this release) is refused with a
+// *fenced.NotMigratedError that says to run "fenced migrate"; so is a
+// SQLite file that does not exist, which is not created.
+func (a *app) openRead(ctx context.Context) (*fenced.Client, error) {
+	if url := a.databaseURL(); dburl.Backend(url) == "sqlite" {
+		if url == "" {
+			url = fenced.DefaultDatabaseURL
+		}
+		// A missing directory is left to the open, which says so.
+		if path, err := sqlitedriver.ParseURL(url); err == nil && isDir(filepath.Dir(path)) {
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%s: %w: %s does not exist (run \"fenced migrate\" to create it)", a.shownURL(), fenced.ErrNotMigrated, path)
+			}
+		}
+	}
+	c, err := a.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := c.PendingMigrations(ctx)
+	if err == nil && len(pending) > 0 {
+		err = &fenced.NotMigratedError{Backend: c.Driver().Dialect(), Pending: pending}
+	}
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("%s: %w", a.shownURL(), err)
+	}
+	return c, nil
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
+}
+
+// openReadChecked is openRead after checkInput, as openChecked is open.
+func (a *app) openReadChecked(ctx context.Context, check func(context.Context, *fenced.Client) error) (*fenced.Client, error) {
+	if err := checkInput(ctx, check); err != nil {
+		return nil, err
+	}
+	return a.openRead(ctx)
 }
 
 // openChecked refuses bad input before it opens the database: check is the

@@ -191,7 +191,7 @@ cancelled, lost, or running for the attempt in progress).`,
 			if err != nil {
 				return err
 			}
-			c, err := a.open(cmd.Context())
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -242,7 +242,7 @@ a page is full, the command to get the next one is printed to stderr.`,
 				}
 			}
 			f.State = fenced.JobState(state)
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ListJobs(ctx, f)
 				return err
 			})

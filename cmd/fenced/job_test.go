@@ -255,6 +255,7 @@ func TestJobShowAttempts(t *testing.T) {
 func TestJobList(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, c cli) {
+		c.ok("migrate") // the commands that only read do not migrate
 		if out := c.ok("job", "ls", "--json"); out != "[]\n" {
 			t.Errorf("ls --json with no jobs: %q, want []", out)
 		}
@@ -422,6 +423,7 @@ func TestJobDelete(t *testing.T) {
 func TestJobCounts(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, c cli) {
+		c.ok("migrate") // the commands that only read do not migrate
 		if out := c.ok("job", "counts", "--json"); out != "[]\n" {
 			t.Errorf("counts --json with no jobs: %q, want []", out)
 		}
@@ -532,6 +534,7 @@ func TestJobBadInputExit2(t *testing.T) {
 func TestJobNotFoundExit5(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, c cli) {
+		c.ok("migrate") // the commands that only read do not migrate
 		for _, cmd := range []string{"show", "cancel", "retry"} {
 			r := c.fails(5, "job", cmd, "4242")
 			contains(t, "stderr", r.stderr, "job 4242 not found")

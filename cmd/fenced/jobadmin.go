@@ -154,7 +154,7 @@ for later and jobs waiting to retry.`,
   fenced job stats --json | jq '.[] | select(.failed > 0) | .queue'`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.open(cmd.Context())
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -118,7 +118,7 @@ func newJobLimitListCmd(a *app) *cobra.Command {
 					return invalid("queue", "must not be empty")
 				}
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ListJobLimits(ctx, queue)
 				return err
 			})

@@ -30,7 +30,7 @@ due, HELD_BACK those the limit holds back (WAITING when the key is full).`,
 			if fl := cmd.Flags().Lookup("queue"); fl.Changed && queue == "" {
 				return invalid("queue", "must not be empty")
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ListKeySlots(ctx, queue)
 				return err
 			})

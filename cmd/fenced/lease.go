@@ -162,7 +162,7 @@ func newLeaseShowCmd(a *app) *cobra.Command {
   fenced lease show nightly-report --json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.GetLease(ctx, args[0])
 				return err
 			})
@@ -194,7 +194,7 @@ func newLeaseListCmd(a *app) *cobra.Command {
   fenced lease ls --json | jq '.[] | select(.held)'`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.open(cmd.Context())
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

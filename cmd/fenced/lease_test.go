@@ -87,6 +87,7 @@ func TestLeaseEmptyListIsJSONArray(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "")
 	c.db = "sqlite:" + t.TempDir() + "/fenced.db"
+	c.ok("migrate") // the commands that only read do not migrate
 	if out := c.ok("lease", "ls", "--json"); out != "[]\n" {
 		t.Errorf("ls --json on an empty database: %q, want []", out)
 	}
@@ -207,6 +208,7 @@ func TestLeaseStaleAfterTakeoverExit4(t *testing.T) {
 func TestLeaseNotFoundExit5(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, c cli) {
+		c.ok("migrate") // the commands that only read do not migrate
 		r := c.fails(5, "lease", "show", "nope")
 		contains(t, "stderr", r.stderr, `lease "nope" not found`)
 		c.fails(5, "lease", "renew", "nope", "--owner", "A", "--fence", "1")

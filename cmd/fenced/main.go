@@ -5,8 +5,10 @@
 // after a restore or failover, and migrate the database.
 //
 // The database is chosen by --db or FENCED_DATABASE_URL, and is an embedded
-// SQLite file, fenced.db in the working directory, when neither is set. It
-// is migrated on first use.
+// SQLite file, fenced.db in the working directory, when neither is set. A
+// command that writes migrates it first (creating the SQLite file); one
+// that only reads (ls, show, counts, slots) never does, and refuses a
+// database not migrated, saying to run "fenced migrate".
 //
 // Exit codes: 0 success; 1 other error; 2 usage or invalid input; 3 lease
 // held by another owner; 4 stale fence; 5 not found. "fenced lease run"

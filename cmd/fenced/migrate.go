@@ -12,8 +12,10 @@ func newMigrateCmd(a *app) *cobra.Command {
 		Use:   "migrate",
 		Short: "Apply pending database migrations",
 		Long: `Apply the schema migrations the database has not yet had, and print the
-versions applied ("up to date" when there were none). Every other command
-migrates on first use too; run this to migrate ahead of a deploy.`,
+versions applied ("up to date" when there were none). Every command that
+writes migrates first too; the commands that only read (ls, show, counts,
+slots) never do, and fail on a database not migrated. Run this to migrate
+ahead of a deploy, or before reading a database nothing has written yet.`,
 		Example: `  fenced migrate
   fenced --db postgres://fenced@db:5432/fenced migrate`,
 		Args: exactArgs(),

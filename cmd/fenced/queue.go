@@ -128,7 +128,7 @@ func newQueueListCmd(a *app) *cobra.Command {
   fenced queue ls --json`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.open(cmd.Context())
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -57,11 +57,16 @@ func TestReadOnlySQLite(t *testing.T) {
 		testdb.SQLiteExec(t, "sqlite:"+path, `CREATE TABLE not_fenced (x INTEGER)`)
 		chmod(t, path, 0o444)
 		chmod(t, dir, 0o777)
-		r := asReader(t, dir, path, exitError, "lease", "ls")
+		r := asReader(t, dir, path, exitError, "lease", "acquire", "other", "--owner", "w2")
 		if !strings.HasPrefix(r.stderr, "fenced: sqlite:"+path+": the database needs migrating (migrations 1, ") ||
 			!strings.HasSuffix(r.stderr, " pending) and migrating it failed: migrate sqlite: "+path+
 				" is read-only (no write permission): attempt to write a readonly database (8)\n") {
-			t.Errorf("lease ls of a read-only file that needs migrating: %q", r.stderr)
+			t.Errorf("lease acquire on a read-only file that needs migrating: %q", r.stderr)
+		}
+		// A command that only reads does not try.
+		want := "fenced: sqlite:" + path + `: the sqlite database is not migrated: it has never been migrated (run "fenced migrate", or Client.Migrate)` + "\n"
+		if r := asReader(t, dir, path, exitError, "lease", "ls"); r.stderr != want {
+			t.Errorf("lease ls of a read-only file that needs migrating:\n got %q\nwant %q", r.stderr, want)
 		}
 	})
 }

@@ -136,7 +136,7 @@ func newResourceShowCmd(a *app) *cobra.Command {
   fenced resource show invoice-42 --json | jq -r .value`,
 		Args: exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.ReadResource(ctx, args[0])
 				return err
 			})

@@ -97,6 +97,7 @@ func TestResourceErrors(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t, "")
 	c.db = "sqlite:" + t.TempDir() + "/fenced.db"
+	c.ok("migrate") // the commands that only read do not migrate
 	c.fails(5, "resource", "show", "missing")
 	c.fails(2, "resource", "write", "k", "--fence", "-1", "--value", "v")
 	c.fails(2, "resource", "write", "k", "--value", "v")

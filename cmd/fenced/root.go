@@ -60,7 +60,9 @@ The database is chosen by --db or FENCED_DATABASE_URL:
   sqlite:///absolute/path/fenced.db     embedded SQLite
   sqlite:relative/path/fenced.db
 When neither is set, fenced uses the SQLite file fenced.db in the working
-directory. The schema is migrated on first use.
+directory. A command that writes migrates the schema first (creating the
+SQLite file); a command that only reads (ls, show, counts, slots) creates
+nothing, and fails on a database not migrated: run "fenced migrate".
 
 Exit codes: 0 ok, 1 other error (including a job cancel or retry its state
 forbids), 2 usage or invalid input, 3 lease held by another owner, 4 stale

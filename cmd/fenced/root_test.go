@@ -66,7 +66,8 @@ func TestDatabaseFromEnvironment(t *testing.T) {
 	}
 	// --db wins over the environment.
 	other := "sqlite:" + filepath.Join(t.TempDir(), "other.db")
-	c.fails(5, "--db", other, "lease", "show", "job")
+	r := c.fails(exitError, "--db", other, "lease", "show", "job")
+	contains(t, "lease show with --db", r.stderr, strings.TrimPrefix(other, "sqlite:")+" does not exist")
 }
 
 func TestDefaultDatabaseIsFencedDBInWorkingDirectory(t *testing.T) {

@@ -167,7 +167,7 @@ func newSemaphoreShowCmd(a *app) *cobra.Command {
   fenced semaphore show encoders --json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
+			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
 				_, err := c.GetSemaphore(ctx, args[0])
 				return err
 			})
@@ -199,7 +199,7 @@ func newSemaphoreListCmd(a *app) *cobra.Command {
   fenced semaphore ls --json | jq '.[] | {name, held: (.holders | length)}'`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.open(cmd.Context())
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -36,6 +36,7 @@ func newServeCmd(a *app) *cobra.Command {
 	var addr, tokensFile, maxBody, tlsCert, tlsKey string
 	var noMaintenance, behindTLSProxy bool
 	var sessionTTL time.Duration
+	var maxWaiters int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve leases, resources and jobs over HTTP/JSON",
@@ -50,7 +51,11 @@ and as "db_time".
 Errors are JSON {"error": code, "message": …}: 400 invalid, 401/403, 404
 not_found, 409 lease_held / stale_fence / conflict, 413 too_large, 429
 too_many_requests (too many wrong tokens; Retry-After says when to try
-again).
+again), 503 unknown_outcome / too_many_waiters (more than --max-waiters
+claims would wait at once; the answer says Retry-After). The waiting claims
+of a queue share one poll, every 100 ms at first (1 s on PostgreSQL) and
+backing off to every 2 s while it finds nothing; an enqueue through this
+server (on PostgreSQL, anywhere) wakes them at once.
 
 Bearer tokens come from --tokens-file (one per line, # comments) and
 FENCED_TOKENS (comma-separated); each is at least 16 characters. Without
@@ -101,13 +106,16 @@ or a body), maintenance and shutdown.`,
 			if sessionTTL < time.Minute || sessionTTL > 30*24*time.Hour {
 				return usage("--session-ttl %s: want a duration from 1m to 720h", sessionTTL)
 			}
+			if maxWaiters < 1 || maxWaiters > 1_000_000 {
+				return usage("--max-waiters %d: want 1 to 1000000", maxWaiters)
+			}
 			cert, err := loadTLS(tlsCert, tlsKey)
 			if err != nil {
 				return err
 			}
 			return a.serve(cmd.Context(), serveOptions{addr: addr, tokens: tokens,
 				maxBody: int64(limit), maintenance: !noMaintenance, sessionTTL: sessionTTL,
-				cert: cert, behindTLSProxy: behindTLSProxy})
+				cert: cert, behindTLSProxy: behindTLSProxy, maxWaiters: maxWaiters})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
@@ -121,6 +129,8 @@ or a body), maintenance and shutdown.`,
 		"only a TLS-terminating proxy reaches the server: trust its X-Forwarded-For and X-Forwarded-Proto")
 	cmd.Flags().StringVar(&maxBody, "max-body", fmt.Sprintf("%dMiB", server.DefaultMaxBody>>20),
 		"largest request body; the default fits the largest value (1 MiB) however JSON escapes it")
+	cmd.Flags().IntVar(&maxWaiters, "max-waiters", server.DefaultMaxWaiters,
+		"most claims waiting at once (long polls); a claim that would wait beyond it gets 503 too_many_waiters")
 	return cmd
 }
 
@@ -163,6 +173,7 @@ type serveOptions struct {
 	sessionTTL     time.Duration
 	cert           *tls.Certificate // nil: plain HTTP
 	behindTLSProxy bool
+	maxWaiters     int
 }
 
 // tokens reads the tokens of --tokens-file and $FENCED_TOKENS. Errors
@@ -218,8 +229,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	defer c.Close()
-	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, Logger: log, Redact: a.scrub, DashboardLogin: true,
-		BehindTLSProxy: o.behindTLSProxy}
+	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, MaxWaiters: o.maxWaiters, Logger: log, Redact: a.scrub,
+		DashboardLogin: true, BehindTLSProxy: o.behindTLSProxy}
 	if o.maintenance && c.Driver().Dialect() == "etcd" {
 		// The maintenance recovers and deletes jobs; etcd keeps none.
 		o.maintenance = false

@@ -41,6 +41,7 @@ func TestServeRefusesNonLoopbackWithoutTokens(t *testing.T) {
 	}
 	c.fails(exitUsage, "serve", "--tokens-file", filepath.Join(t.TempDir(), "missing"))
 	c.fails(exitUsage, "serve", "--max-body", "lots")
+	c.fails(exitUsage, "serve", "--max-waiters", "0")
 	c.fails(exitUsage, "serve", "extra-arg")
 }
 

@@ -172,7 +172,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		jobs, err = d.claimLimitedJobs(ctx, p)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
+		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, notMigrated(err))
 	}
 	// run_at is unchanged by the claim: this is the order they were picked in.
 	driver.SortClaimed(jobs)
@@ -295,7 +295,7 @@ WHERE id = ? AND fence = ? AND ` + jobGuard + ` AND ` + clockAsInsertID
 func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error) {
 	n, at, err := execAt(ctx, d.db, reportProgressSQL, string(progress), ref.ID, ref.Fence)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("progress of job %d: %w", ref.ID, err)
+		return time.Time{}, fmt.Errorf("progress of job %d: %w", ref.ID, notMigrated(err))
 	}
 	if n == 1 {
 		return at, nil

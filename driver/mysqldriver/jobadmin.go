@@ -79,7 +79,7 @@ ORDER BY a.attempt`
 func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
 	rows, err := d.db.QueryContext(ctx, jobWithAttemptsSQL, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+		return nil, nil, fmt.Errorf("get job %d: %w", id, notMigrated(err))
 	}
 	defer rows.Close()
 	var j *fencedtype.Job
@@ -93,7 +93,7 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 		}
 		var s jobScan
 		if err := rows.Scan(append(s.dest(), &a.attempt, &a.fence, &a.owner, &a.started, &a.ended, &a.outcome, &a.error)...); err != nil {
-			return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+			return nil, nil, fmt.Errorf("get job %d: %w", id, notMigrated(err))
 		}
 		j = s.row()
 		if a.attempt.Valid {
@@ -103,7 +103,7 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+		return nil, nil, fmt.Errorf("get job %d: %w", id, notMigrated(err))
 	}
 	if j == nil {
 		return nil, nil, fencedtype.ErrNotFound
@@ -119,7 +119,7 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	query, args := listJobs(p)
 	jobs, err := collectJobs(d.db.QueryContext(ctx, query, args...))
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, fmt.Errorf("list jobs: %w", notMigrated(err))
 	}
 	return jobs, nil
 }
@@ -172,5 +172,6 @@ const countJobsSQL = `SELECT queue, state, COUNT(*) FROM fenced_jobs GROUP BY qu
 
 // CountJobs implements driver.JobDriver.
 func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
-	return sqldb.CountJobs(ctx, d.db, countJobsSQL)
+	counts, err := sqldb.CountJobs(ctx, d.db, countJobsSQL)
+	return counts, notMigrated(err)
 }

@@ -111,14 +111,14 @@ func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, tt
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
+		return nil, fmt.Errorf("heartbeat: %w", notMigrated(err))
 	}
 	err = driver.SplitUnextended(res, refs, func(missing []fencedtype.JobRef) ([]int64, error) {
 		query, args := withRefs(jobCurrentSQL, missing)
 		return collectIDs(d.db.QueryContext(ctx, query, args...))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
+		return nil, fmt.Errorf("heartbeat: %w", notMigrated(err))
 	}
 	return res, nil
 }

@@ -64,7 +64,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, fmt.Errorf("enqueue: %w", notMigrated(err))
 	}
 	return out, nil
 }

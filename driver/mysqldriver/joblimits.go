@@ -285,7 +285,7 @@ const deleteJobLimitSQL = `DELETE FROM fenced_job_limits WHERE queue = ? AND kin
 func (d *Driver) DeleteJobLimit(ctx context.Context, queue, kind, key string) error {
 	n, err := execCount(ctx, d.db, deleteJobLimitSQL, queue, kind, key)
 	if err != nil {
-		return fmt.Errorf("delete job limit: %w", err)
+		return fmt.Errorf("delete job limit: %w", notMigrated(err))
 	}
 	if n == 0 {
 		return fencedtype.ErrNotFound
@@ -306,7 +306,7 @@ func (d *Driver) ListJobLimits(ctx context.Context, queue string) ([]fencedtype.
 		return l, r.Scan(&l.Queue, &l.Kind, &l.ConcurrencyKey, &l.PerKey, &l.Global)
 	}, listJobLimitsSQL, queue, queue)
 	if err != nil {
-		return nil, fmt.Errorf("list job limits: %w", err)
+		return nil, fmt.Errorf("list job limits: %w", notMigrated(err))
 	}
 	return out, nil
 }

@@ -50,7 +50,7 @@ func (d *Driver) ListJobMinutes(ctx context.Context, since time.Time) ([]fencedt
 		`SELECT minute, queue, succeeded, failed, cancelled, retried, lost, depth, waits
 FROM fenced_job_minutes WHERE minute >= ? ORDER BY minute, queue`, since.UTC())
 	if err != nil {
-		return nil, fmt.Errorf("list job minutes: %w", err)
+		return nil, fmt.Errorf("list job minutes: %w", notMigrated(err))
 	}
 	return out, nil
 }

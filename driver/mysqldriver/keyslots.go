@@ -33,7 +33,7 @@ func (d *Driver) ListKeySlots(ctx context.Context, queue string) ([]fencedtype.K
 		return driver.ScanKeySlots(r)
 	}, listKeySlotsSQL, queue, queue)
 	if err != nil {
-		return nil, fmt.Errorf("list key slots: %w", err)
+		return nil, fmt.Errorf("list key slots: %w", notMigrated(err))
 	}
 	return out, nil
 }

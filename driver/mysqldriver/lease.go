@@ -237,7 +237,7 @@ func (d *Driver) RenewLease(ctx context.Context, ref driver.LeaseRef, ttl time.D
 	}
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, err)
+		return nil, fmt.Errorf("renew lease %q: %w", ref.Name, notMigrated(err))
 	case n == 1:
 		decided := time.UnixMicro(at).UTC()
 		return &fencedtype.Lease{Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, Held: true,
@@ -278,10 +278,12 @@ func (d *Driver) ReleaseLease(ctx context.Context, ref driver.LeaseRef) (*fenced
 
 // GetLease implements driver.Driver.
 func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	return sqldb.GetLease(ctx, d.db, scanLease, getLeaseSQL, name)
+	l, err := sqldb.GetLease(ctx, d.db, scanLease, getLeaseSQL, name)
+	return l, notMigrated(err)
 }
 
 // ListLeases implements driver.Driver.
 func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
-	return sqldb.ListLeases(ctx, d.db, scanLease, listLeasesSQL)
+	ls, err := sqldb.ListLeases(ctx, d.db, scanLease, listLeasesSQL)
+	return ls, notMigrated(err)
 }

@@ -64,7 +64,7 @@ func (d *Driver) ResumeQueue(ctx context.Context, queue string) (bool, error) {
 		n, err = res.RowsAffected()
 	}
 	if err != nil {
-		return false, fmt.Errorf("resume queue %q: %w", queue, err)
+		return false, fmt.Errorf("resume queue %q: %w", queue, notMigrated(err))
 	}
 	return n > 0, nil
 }
@@ -73,7 +73,7 @@ func (d *Driver) ResumeQueue(ctx context.Context, queue string) (bool, error) {
 func (d *Driver) ListQueuePauses(ctx context.Context) ([]fencedtype.QueuePause, error) {
 	out, err := sqldb.All(ctx, d.db, scanQueuePause, queuePausesSQL, "", "")
 	if err != nil {
-		return nil, fmt.Errorf("list queue pauses: %w", err)
+		return nil, fmt.Errorf("list queue pauses: %w", notMigrated(err))
 	}
 	return out, nil
 }

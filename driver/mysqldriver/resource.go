@@ -50,7 +50,7 @@ func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams
 	if p.OperationID == "" {
 		res, err := resourceWrite(ctx, d.db, p)
 		if err != nil {
-			return nil, fmt.Errorf("write resource %q: %w", p.Key, err)
+			return nil, fmt.Errorf("write resource %q: %w", p.Key, notMigrated(err))
 		}
 		return res.Result(p)
 	}
@@ -121,7 +121,7 @@ func (d *Driver) ReadResource(ctx context.Context, key string) (*fencedtype.Reso
 		return nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get resource %q: %w", key, err)
+		return nil, fmt.Errorf("get resource %q: %w", key, notMigrated(err))
 	}
 	r.UpdatedAt = updated.Time
 	if r.Value == nil {

@@ -346,12 +346,14 @@ func diagnoseSlot(ctx context.Context, q sqldb.Querier, ref driver.SlotRef) (ref
 
 // GetSemaphore implements driver.Driver.
 func (d *Driver) GetSemaphore(ctx context.Context, name string) (*fencedtype.Semaphore, error) {
-	return slotQueries.GetSemaphore(ctx, d.db, name)
+	s, err := slotQueries.GetSemaphore(ctx, d.db, name)
+	return s, notMigrated(err)
 }
 
 // ListSemaphores implements driver.Driver.
 func (d *Driver) ListSemaphores(ctx context.Context) ([]*fencedtype.Semaphore, error) {
-	return slotQueries.ListSemaphores(ctx, d.db)
+	ss, err := slotQueries.ListSemaphores(ctx, d.db)
+	return ss, notMigrated(err)
 }
 
 // errSlotGuard marks a failed SlotTx guard, diagnosed after its

@@ -98,7 +98,7 @@ func runTxOpts(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sq
 	if err != nil {
 		return err
 	}
-	return sqldb.Run(tx, fn)
+	return notMigrated(sqldb.Run(tx, fn))
 }
 
 // MySQL error numbers the driver handles.

@@ -65,7 +65,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 	}
 	inserted, err := collectJobs(q.Query(ctx, query, args...))
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, fmt.Errorf("enqueue: %w", notMigrated(err))
 	}
 	// Ids are drawn in input order, so sorted by id the inserted rows are in
 	// input order; the rest had an idempotency key that already existed.

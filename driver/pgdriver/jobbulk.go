@@ -46,7 +46,7 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 		n = tag.RowsAffected()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("enqueue: %w", err)
+		return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
 	}
 	return int(n), nil
 }

@@ -109,7 +109,7 @@ func (d *Driver) RollupJobMinute(ctx context.Context, minute time.Time, depth bo
 		return nil
 	})
 	if err != nil {
-		return fail(err)
+		return fail(notMigrated(err))
 	}
 	return done, nil
 }

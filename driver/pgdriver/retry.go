@@ -45,7 +45,7 @@ func (p *pool) retry(ctx context.Context, op func() error) error {
 	var deadline time.Time
 	wait := 50 * time.Millisecond
 	for {
-		err := op()
+		err := notMigrated(op())
 		switch {
 		case err == nil:
 			p.reached.Store(true)
@@ -178,7 +178,7 @@ func (p *pool) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 		}
 	}()
 	if err := fn(tx); err != nil {
-		return err
+		return notMigrated(err)
 	}
 	done = true
 	if err := tx.Commit(ctx); err != nil {

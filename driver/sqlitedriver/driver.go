@@ -83,7 +83,8 @@ func (d *Driver) Close() error { return d.db.Close() }
 
 // write runs fn holding the process's writer slot, or returns ctx's error
 // if ctx ends first. A write refused because the file or its directory is
-// read-only is explained (explainReadOnly).
+// read-only is explained (explainReadOnly), one that found a fenced table
+// missing is a *fencedtype.NotMigratedError (notMigrated).
 func (d *Driver) write(ctx context.Context, fn func() error) error {
 	select {
 	case d.wsem <- struct{}{}:
@@ -91,7 +92,7 @@ func (d *Driver) write(ctx context.Context, fn func() error) error {
 		return fmt.Errorf("waiting for the SQLite writer: %w", ctx.Err())
 	}
 	defer func() { <-d.wsem }()
-	return d.explainReadOnly(fn())
+	return notMigrated(d.explainReadOnly(fn()))
 }
 
 // busy reports SQLITE_BUSY: busy_timeout ran out while another process (or
@@ -109,13 +110,23 @@ func busy(err error) bool {
 // lock until ctx ends, and every other writer would fail "database is locked".
 func (d *Driver) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return d.write(ctx, func() error {
-		tx, err := d.db.BeginTx(ctx, nil)
-		for busy(err) && ctx.Err() == nil {
-			tx, err = d.db.BeginTx(ctx, nil)
-		}
+		tx, err := beginImmediate(ctx, d.db)
 		if err != nil {
 			return err
 		}
 		return sqldb.Run(tx, fn)
 	})
+}
+
+// beginImmediate begins a transaction on db (the pool, or one connection
+// of it), IMMEDIATE as every connection's _txlock says, trying again while
+// another process holds the write lock past busy_timeout.
+func beginImmediate(ctx context.Context, db interface {
+	BeginTx(context.Context, *sql.TxOptions) (*sql.Tx, error)
+}) (*sql.Tx, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	for busy(err) && ctx.Err() == nil {
+		tx, err = db.BeginTx(ctx, nil)
+	}
+	return tx, err
 }

@@ -1,5 +1,7 @@
 package sqlitedriver
 
+import "context"
+
 // BackoffUS exposes backoffUS to the backend's external tests.
 var BackoffUS = backoffUS
 
@@ -14,3 +16,8 @@ var (
 
 // RunBytes is runBytes.
 const RunBytes = runBytes
+
+// MigrateTo applies the pending migrations up to version last only.
+func (d *Driver) MigrateTo(ctx context.Context, last int) ([]int, error) {
+	return d.migrateTo(ctx, last)
+}

@@ -86,7 +86,7 @@ var _ driver.FenceFloorReader = (*Driver)(nil)
 func (d *Driver) FenceFloor(ctx context.Context) (int64, error) {
 	var floor int64
 	if err := d.db.QueryRowContext(ctx, `SELECT fence_floor FROM fenced_meta WHERE id = 1`).Scan(&floor); err != nil {
-		return 0, fmt.Errorf("read fence floor: %w", err)
+		return 0, fmt.Errorf("read fence floor: %w", notMigrated(err))
 	}
 	return floor, nil
 }

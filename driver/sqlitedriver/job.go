@@ -159,7 +159,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, err)
+		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, notMigrated(err))
 	}
 	// RETURNING order is unspecified; run_at is unchanged by the claim.
 	driver.SortClaimed(jobs)

@@ -46,7 +46,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("enqueue: %w", err)
+		return nil, fmt.Errorf("enqueue: %w", notMigrated(err))
 	}
 	return out, nil
 }
@@ -151,14 +151,14 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 	defer tx.Rollback()
 	j, err := readJob(ctx, tx, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
+		return nil, nil, fmt.Errorf("get job %d: %w", id, notMigrated(err))
 	}
 	if j == nil {
 		return nil, nil, fencedtype.ErrNotFound
 	}
 	attempts, err := readAttempts(ctx, tx, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
+		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, notMigrated(err))
 	}
 	return j, driver.WithRowAttempts(j, attempts), nil
 }
@@ -198,7 +198,7 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	jobs, err := sqldb.All(ctx, d.db, scanJob, query, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit,
 		driver.BeforeBound(p.BeforeID), p.Failing)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, fmt.Errorf("list jobs: %w", notMigrated(err))
 	}
 	return jobs, nil
 }
@@ -228,5 +228,6 @@ const countJobsSQL = `SELECT queue, state, count(*) FROM fenced_jobs GROUP BY qu
 
 // CountJobs implements driver.JobDriver.
 func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
-	return sqldb.CountJobs(ctx, d.db, countJobsSQL)
+	counts, err := sqldb.CountJobs(ctx, d.db, countJobsSQL)
+	return counts, notMigrated(err)
 }

@@ -40,7 +40,7 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 		stop := bulkRunEnd(jobs, start)
 		arg, err := bulkArgs(jobs[start:stop])
 		if err != nil {
-			return 0, fmt.Errorf("enqueue: %w", err)
+			return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
 		}
 		args, start = append(args, arg), stop
 	}
@@ -71,7 +71,7 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 		err = d.writeTx(ctx, insert)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("enqueue: %w", err)
+		return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
 	}
 	return int(n), nil
 }

@@ -187,7 +187,7 @@ ORDER BY queue, kind, concurrency_key`
 func (d *Driver) ListJobLimits(ctx context.Context, queue string) ([]fencedtype.JobLimit, error) {
 	out, err := sqldb.All(ctx, d.db, scanJobLimit, listJobLimitsSQL, queue)
 	if err != nil {
-		return nil, fmt.Errorf("list job limits: %w", err)
+		return nil, fmt.Errorf("list job limits: %w", notMigrated(err))
 	}
 	return out, nil
 }

@@ -48,7 +48,7 @@ func (d *Driver) ListJobMinutes(ctx context.Context, since time.Time) ([]fencedt
 		`SELECT minute_us, queue, succeeded, failed, cancelled, retried, lost, depth, waits
 FROM fenced_job_minutes WHERE minute_us >= ? ORDER BY minute_us, queue`, since.UnixMicro())
 	if err != nil {
-		return nil, fmt.Errorf("list job minutes: %w", err)
+		return nil, fmt.Errorf("list job minutes: %w", notMigrated(err))
 	}
 	return out, nil
 }

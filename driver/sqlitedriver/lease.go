@@ -127,10 +127,12 @@ func (d *Driver) leaseWrite(ctx context.Context, op string, ref driver.LeaseRef,
 
 // GetLease implements driver.Driver.
 func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	return sqldb.GetLease(ctx, d.db, scanLease, getLeaseSQL, name)
+	l, err := sqldb.GetLease(ctx, d.db, scanLease, getLeaseSQL, name)
+	return l, notMigrated(err)
 }
 
 // ListLeases implements driver.Driver.
 func (d *Driver) ListLeases(ctx context.Context) ([]*fencedtype.Lease, error) {
-	return sqldb.ListLeases(ctx, d.db, scanLease, listLeasesSQL)
+	ls, err := sqldb.ListLeases(ctx, d.db, scanLease, listLeasesSQL)
+	return ls, notMigrated(err)
 }

@@ -14,6 +14,7 @@ import (
 // SQLite result codes the driver explains (the primary code is the low
 // byte of an extended one).
 const (
+	codeError             = 1    // SQLITE_ERROR: a statement's own error (a missing table)
 	codeReadOnly          = 8    // SQLITE_READONLY
 	codeCantOpen          = 14   // SQLITE_CANTOPEN
 	codeNotADB            = 26   // SQLITE_NOTADB

@@ -67,7 +67,7 @@ func (d *Driver) ResumeQueue(ctx context.Context, queue string) (bool, error) {
 func (d *Driver) ListQueuePauses(ctx context.Context) ([]fencedtype.QueuePause, error) {
 	out, err := sqldb.All(ctx, d.db, scanQueuePause, `SELECT queue, paused_us FROM fenced_queue_pauses ORDER BY queue`)
 	if err != nil {
-		return nil, fmt.Errorf("list queue pauses: %w", err)
+		return nil, fmt.Errorf("list queue pauses: %w", notMigrated(err))
 	}
 	return out, nil
 }

@@ -85,7 +85,7 @@ func (d *Driver) ReadResource(ctx context.Context, key string) (*fencedtype.Reso
 		return nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("get resource %q: %w", key, err)
+		return nil, fmt.Errorf("get resource %q: %w", key, notMigrated(err))
 	}
 	r.UpdatedAt = time.UnixMicro(us).UTC()
 	return &r, nil

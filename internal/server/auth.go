@@ -114,8 +114,11 @@ func (s *Server) authorize(r *http.Request) *apiError {
 	return nil
 }
 
-// retryAfter is a wait of whole seconds as the Retry-After header says it.
-func retryAfter(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
+// retryAfter is a wait as the Retry-After header says it: whole seconds,
+// rounded up, so that a client waiting that long never comes back early.
+func retryAfter(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
+}
 
 // loopbackAddr reports whether a host:port address is on a loopback IP.
 func loopbackAddr(addr string) bool {

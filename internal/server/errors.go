@@ -31,6 +31,9 @@ const (
 	codeUnknownOutcome   = "unknown_outcome" // 503: the database connection failed after the write was sent
 	codeInternal         = "internal"        // 500: a failure that is not the request's fault
 	codeCancelled        = "cancelled"       // 499: the client went away; logged, never read
+
+	// 503: a claim would wait while Config.MaxWaiters do; with Retry-After.
+	codeTooManyWaiters = "too_many_waiters"
 )
 
 // statusClientClosed is the status logged and counted for a request whose
@@ -87,7 +90,7 @@ type apiError struct {
 	body   interface{ base() *errorBody }
 	fromDB bool      // decided by the database: stamped with its time
 	at     time.Time // that time, when the library returned it (a job's stale error)
-	// retryAfter, when positive, is sent as Retry-After (a 429).
+	// retryAfter, when positive, is sent as Retry-After (a 429 or a 503).
 	retryAfter time.Duration
 }
 

@@ -79,32 +79,52 @@ func (s *Server) claim(r *http.Request) (*reply, error) {
 }
 
 // claimWait claims, and while nothing is eligible waits for a wake (an
-// enqueue) or the next poll and claims again, until wait has passed, the
-// client goes away or the server closes. It never claims after the
-// client's context ended; a claim whose answer cannot be delivered still
-// holds its jobs until their lease expires and recovery takes them back.
+// enqueue) or its group's poll (claimpoll.go) and claims again, until wait
+// has passed, the client goes away or the server closes. A claim that
+// would wait while MaxWaiters others do is refused with 503
+// too_many_waiters. It never claims after the client's context ended; a
+// claim whose answer cannot be delivered still holds its jobs until their
+// lease expires and recovery takes them back.
 func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, ttl, wait time.Duration, kinds []string) ([]*fenced.Job, error) {
 	deadline := time.Now().Add(wait)
-	waitLabel := "" // the claim counts as waiting from its first empty try until it returns
+	waitLabel := ""   // the claim counts as waiting from its first empty try until it returns
+	var m *pollMember // set once it waits
 	defer func() {
+		if m != nil {
+			m.leave()
+			s.waiters.Add(-1)
+		}
 		if waitLabel != "" {
 			s.metrics.waiting.done(waitLabel)
 		}
 	}()
+	polled := false // this claim is the group's poll
 	for {
 		woken, done := s.c.WaitForJobs(queue)
 		jobs, err := s.c.ClaimJobs(ctx, queue, owner, limit, ttl, kinds...)
+		if m != nil {
+			m.claimed(polled, err == nil && len(jobs) > 0) // a failed poll backs off too
+		}
 		left := time.Until(deadline)
 		if err != nil || len(jobs) > 0 || left <= 0 {
 			done()
 			return jobs, err
 		}
-		if waitLabel == "" {
+		if m == nil {
+			if s.waiters.Add(1) > int64(s.cfg.MaxWaiters) {
+				s.waiters.Add(-1)
+				done()
+				return nil, s.tooManyWaiters()
+			}
+			m = s.polls.join(queue, kinds)
 			waitLabel = s.metrics.waiting.wait(queue)
 		}
-		timer := time.NewTimer(min(left, s.cfg.PollEvery))
+		timer := time.NewTimer(left)
+		polled = false
 		select {
 		case <-woken:
+		case <-m.turn:
+			polled = true
 		case <-timer.C:
 		case <-ctx.Done():
 		case <-s.closing:
@@ -115,6 +135,15 @@ func (s *Server) claimWait(ctx context.Context, queue, owner string, limit int, 
 			return nil, nil
 		}
 	}
+}
+
+// tooManyWaiters is the answer to a claim that would wait while
+// MaxWaiters claims already do.
+func (s *Server) tooManyWaiters() *apiError {
+	e := newError(http.StatusServiceUnavailable, codeTooManyWaiters,
+		fmt.Sprintf("the server already holds %d waiting claims, its limit: claim again after Retry-After, or without wait_ms", s.cfg.MaxWaiters))
+	e.retryAfter = time.Second
+	return e
 }
 
 func (s *Server) isClosing() bool {

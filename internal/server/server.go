@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -31,6 +32,11 @@ const (
 	DefaultMaxBody   = 8 << 20
 	DefaultMaxWait   = 30 * time.Second
 	DefaultPollEvery = 100 * time.Millisecond
+	// DefaultPollMax is the longest interval between the polls of an idle
+	// queue's waiting claims (see claimpoll.go).
+	DefaultPollMax = 2 * time.Second
+	// DefaultMaxWaiters is how many claims may wait at once.
+	DefaultMaxWaiters = 1000
 	// notifiedPollEvery is the poll of a waiting claim when the backend
 	// wakes it on enqueue: only jobs that become due with time (scheduled,
 	// retried, recovered) are found by polling then.
@@ -52,10 +58,23 @@ type Config struct {
 	// MaxWait caps the wait_ms of a claim (the long-poll). Default
 	// DefaultMaxWait (30s).
 	MaxWait time.Duration
-	// PollEvery is how often a waiting claim tries again when nothing wakes
-	// it. Default DefaultPollEvery (100ms), or 1s on a backend that wakes
-	// claims on enqueue (PostgreSQL LISTEN/NOTIFY).
+	// PollEvery is the first interval between the polls of a queue's
+	// waiting claims, which find the jobs nothing wakes them for (enqueued
+	// by another process on a backend that does not notify, falling due).
+	// The claims of one queue and kinds share one poll; each poll that
+	// finds nothing doubles the interval, up to PollMax, and one that finds
+	// jobs (or a woken claim that does) starts it again. Default
+	// DefaultPollEvery (100ms), or 1s on a backend that wakes claims on
+	// enqueue (PostgreSQL LISTEN/NOTIFY).
 	PollEvery time.Duration
+	// PollMax is the longest interval between polls. Default
+	// DefaultPollMax (2s), and never below PollEvery.
+	PollMax time.Duration
+	// MaxWaiters caps the claims waiting at once (the long-polls): a claim
+	// that found nothing and would wait beyond it is answered 503
+	// too_many_waiters with Retry-After: 1. A claim without wait_ms is
+	// never refused. Default DefaultMaxWaiters (1000).
+	MaxWaiters int
 	// Maintenance, when set, runs the job queue's maintenance (recovery of
 	// expired work, retention, periodic jobs) while the server is open;
 	// its rounds are counted in /metrics. Default none.
@@ -109,6 +128,9 @@ type Server struct {
 	// staleMinutes counts stale refusals by minute (StaleMinutes).
 	staleMinutes minuteCounts
 
+	polls   *pollGroups  // the poll schedules of waiting claims
+	waiters atomic.Int64 // claims waiting now, at most cfg.MaxWaiters
+
 	closing   chan struct{} // closed by Close: waiting claims return
 	closeOnce sync.Once
 	stopBg    context.CancelFunc
@@ -153,6 +175,14 @@ func New(c *fenced.Client, cfg Config) (*Server, error) {
 	if s.cfg.PollEvery <= 0 {
 		s.cfg.PollEvery = DefaultPollEvery
 	}
+	if s.cfg.PollMax <= 0 {
+		s.cfg.PollMax = DefaultPollMax
+	}
+	s.cfg.PollMax = max(s.cfg.PollMax, s.cfg.PollEvery)
+	if s.cfg.MaxWaiters <= 0 {
+		s.cfg.MaxWaiters = DefaultMaxWaiters
+	}
+	s.polls = newPollGroups(s.cfg.PollEvery, s.cfg.PollMax)
 	if cfg.Maintenance != nil {
 		mc := *cfg.Maintenance
 		if mc.Logger == nil {
