@@ -17,12 +17,12 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// lastReleasedMigration is the schema version the previous release left:
-// the one before the jobs table was rebuilt for its NULL-safe checks.
-const lastReleasedMigration = 8
+// beforeRebuild is the schema version just before the jobs table was
+// rebuilt for its NULL-safe checks (migration 10).
+const beforeRebuild = 9
 
 // TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck: a database
-// migrated by the previous release, with jobs in every state (with and
+// migrated up to the rebuild, with jobs in every state (with and
 // without output, progress, keys and attempts), is migrated on. Its checks
 // on the nullable JSON columns then accept NULL in any SQLite, so the
 // stock sqlite3 CLI's PRAGMA integrity_check (3.40 on Debian 12, where
@@ -38,8 +38,8 @@ func TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck(t *testing.T) {
 		t.Fatalf("open: %v", err)
 	}
 	defer d.Close()
-	if _, err := d.MigrateTo(ctx, lastReleasedMigration); err != nil {
-		t.Fatalf("migrate to %d: %v", lastReleasedMigration, err)
+	if _, err := d.MigrateTo(ctx, beforeRebuild); err != nil {
+		t.Fatalf("migrate to %d: %v", beforeRebuild, err)
 	}
 	jobsInEveryState(t, d)
 	before := schemaAndRows(t, d.DB())
@@ -55,8 +55,8 @@ func TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
-	if len(applied) == 0 || applied[0] != lastReleasedMigration+1 {
-		t.Fatalf("migrate applied %v, want the versions after %d", applied, lastReleasedMigration)
+	if len(applied) == 0 || applied[0] != beforeRebuild+1 {
+		t.Fatalf("migrate applied %v, want the versions after %d", applied, beforeRebuild)
 	}
 	after := schemaAndRows(t, d.DB())
 	for name, want := range before {
