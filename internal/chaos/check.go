@@ -152,7 +152,7 @@ SELECT j.id, j.state, j.fence, coalesce(j.last_error, ''),
     (SELECT count(*) FROM ` + attemptsSQL + ` a WHERE a.job_id = j.id AND a.outcome = 'succeeded'),
     (SELECT coalesce(max(a.fence), 0) FROM ` + attemptsSQL + ` a WHERE a.job_id = j.id AND a.outcome = 'succeeded')
 FROM fenced_jobs j LEFT JOIN chaos_ledger l ON l.job_id = j.id
-WHERE j.queue = $1
+WHERE j.queue = ?
 GROUP BY j.id`
 
 // attemptsSQL is every ended attempt: the history's rows, and the attempt a
@@ -176,8 +176,8 @@ const orphanLedgerSQL = `SELECT count(*) FROM chaos_ledger l WHERE NOT EXISTS (S
 // their ledgers with no increment lost; attempt fences increase; and no
 // worker saw a write succeed that did not stick.
 func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []int64) error {
-	p := r.c.pool
-	rows, err := p.Query(ctx, jobsCheckSQL, queue)
+	p := r.c.db
+	rows, err := p.Query(ctx, r.d.sql(jobsCheckSQL), queue)
 	if err != nil {
 		return fmt.Errorf("read jobs: %w", err)
 	}
@@ -258,9 +258,8 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []
 // checkCounters: each counter equals its ledger rows, and each increment
 // read a distinct value (none lost).
 func checkCounters(ctx context.Context, r *run, rep *Report) error {
-	p := r.c.pool
-	rows, err := p.Query(ctx, `SELECT c.key, c.n, count(l.id), coalesce(max(l.before), -1), count(DISTINCT l.before)
-FROM chaos_counters c LEFT JOIN chaos_ledger l ON l.key = c.key GROUP BY c.key, c.n ORDER BY c.key`)
+	rows, err := r.c.db.Query(ctx, `SELECT c.ckey, c.n, count(l.id), coalesce(max(l.n_before), -1), count(DISTINCT l.n_before)
+FROM chaos_counters c LEFT JOIN chaos_ledger l ON l.ckey = c.ckey GROUP BY c.ckey, c.n ORDER BY c.ckey`)
 	if err != nil {
 		return fmt.Errorf("read counters: %w", err)
 	}
@@ -284,9 +283,8 @@ FROM chaos_counters c LEFT JOIN chaos_ledger l ON l.key = c.key GROUP BY c.key, 
 // checkAttemptFences: in each job's attempt history, later attempts carry
 // higher fences.
 func checkAttemptFences(ctx context.Context, r *run, rep *Report) error {
-	p := r.c.pool
-	rows, err := p.Query(ctx, `SELECT a.job_id, a.attempt, a.fence FROM `+attemptsSQL+` a
-JOIN fenced_jobs j ON j.id = a.job_id WHERE j.queue = $1 ORDER BY a.job_id, a.attempt, a.fence`, queue)
+	rows, err := r.c.db.Query(ctx, r.d.sql(`SELECT a.job_id, a.attempt, a.fence FROM `+attemptsSQL+` a
+JOIN fenced_jobs j ON j.id = a.job_id WHERE j.queue = ? ORDER BY a.job_id, a.attempt, a.fence`), queue)
 	if err != nil {
 		return fmt.Errorf("read attempts: %w", err)
 	}
