@@ -146,14 +146,21 @@ type jobRow struct {
 	succeededFence    int64
 }
 
+// jobsCheckSQL reads each job of the run's queue with its effects and its
+// succeeded attempts. Both are aggregated per job first and then joined:
+// a subquery per job over attemptsSQL, correlated by job, made SQLite scan
+// every attempt and every succeeded job for each job (the check of a
+// 10-minute run's 48,560 jobs was still running after 7 minutes).
 const jobsCheckSQL = `
 SELECT j.id, j.state, j.fence, coalesce(j.last_error, ''),
-    count(l.id), coalesce(min(l.fence), 0), coalesce(max(l.fence), 0),
-    (SELECT count(*) FROM ` + attemptsSQL + ` a WHERE a.job_id = j.id AND a.outcome = 'succeeded'),
-    (SELECT coalesce(max(a.fence), 0) FROM ` + attemptsSQL + ` a WHERE a.job_id = j.id AND a.outcome = 'succeeded')
-FROM fenced_jobs j LEFT JOIN chaos_ledger l ON l.job_id = j.id
-WHERE j.queue = ?
-GROUP BY j.id`
+    coalesce(l.n, 0), coalesce(l.lo, 0), coalesce(l.hi, 0), coalesce(s.n, 0), coalesce(s.hi, 0)
+FROM fenced_jobs j
+LEFT JOIN (SELECT job_id, count(*) AS n, min(fence) AS lo, max(fence) AS hi FROM chaos_ledger GROUP BY job_id) l
+    ON l.job_id = j.id
+LEFT JOIN (SELECT a.job_id, count(*) AS n, max(a.fence) AS hi FROM ` + attemptsSQL + ` a
+    WHERE a.outcome = 'succeeded' GROUP BY a.job_id) s
+    ON s.job_id = j.id
+WHERE j.queue = ?`
 
 // attemptsSQL is every ended attempt: the history's rows, and the attempt a
 // succeeded job's row holds when no history row records it (the completing

@@ -38,7 +38,8 @@ func keyedLimit(i int) int { return 1 + i%2 }
 // keyedSchemaSQL creates the keyed workload's ledger of attempt marks, and
 // a counter per concurrency key (the END transaction increments it as the
 // count workload does, so the job checkers hold it to exactly one effect).
-// Every row's time is the database clock at its insert.
+// Every row's time is the database clock at its insert (d.at; on SQLite
+// the checker orders rows by id instead, d.keyedAt).
 func keyedSchemaSQL(d *dialect) []string {
 	qs := []string{fmt.Sprintf(`CREATE TABLE chaos_keyed_ledger (
     id      %s,
@@ -47,7 +48,9 @@ func keyedSchemaSQL(d *dialect) []string {
     ckey    %s NOT NULL,
     mark    %[3]s NOT NULL CHECK (mark IN ('start', 'end')),
     proc    %[3]s NOT NULL,
-    at      %s)%s`, d.id, d.bigint, d.text, d.at, d.tableEnd)}
+    at      %s)%s`, d.id, d.bigint, d.text, d.at, d.tableEnd),
+		// for the checker's pairing of END rows with effects
+		`CREATE INDEX chaos_keyed_ledger_job ON chaos_keyed_ledger (job_id)`}
 	for i := range keyedKeys {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_counters VALUES ('%s', 0)`, keyedKey(i)))
 	}
