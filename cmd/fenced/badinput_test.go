@@ -139,6 +139,35 @@ func TestChaosRefusesValuesItWouldIgnore(t *testing.T) {
 	}
 }
 
+// chaos refuses a fault the URL's backend has not (a connection kill on
+// SQLite, a write-lock stall on a server, a restart or failover off
+// PostgreSQL) and a backend it cannot run on, before connecting to the
+// database or creating a file.
+func TestChaosRefusesFaultsTheBackendHasNot(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sqlite := "sqlite:" + filepath.Join(dir, "f.db")
+	for _, tc := range []struct {
+		db   string
+		args []string
+		want string
+	}{
+		{sqlite, []string{"--conn-kill-every", "1s"}, "--conn-kill-every"},
+		{sqlite, []string{"--restart-postgres"}, "--restart-postgres"},
+		{sqlite, []string{"--failover", "true"}, "--failover"},
+		{"mysql://root@127.0.0.1:1/x", []string{"--stall-every", "1s"}, "--stall-every"},
+		{"mysql://root@127.0.0.1:1/x", []string{"--restart-postgres"}, "--restart-postgres"},
+		{"postgres://fenced@127.0.0.1:1/fenced?connect_timeout=1", []string{"--stall-every", "1s"}, "--stall-every"},
+		{"etcd://127.0.0.1:1", nil, "etcd"},
+	} {
+		r := newCLI(t, tc.db).fails(2, append([]string{"chaos"}, tc.args...)...)
+		contains(t, "stderr", r.stderr, tc.want)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 0 {
+		t.Errorf("a refused run left files: %v", files)
+	}
+}
+
 // A field is refused in one shape, "invalid FIELD: REASON" naming the flag,
 // whether the command refuses the value itself (a zero the library would
 // read as "not given") or the library does; a negative job id is a bad id,

@@ -5,7 +5,8 @@
 //
 // MariaDB 10.11 only, with its default settings (innodb_autoinc_lock_mode
 // 1, binary log off): the conformance suite under READ COMMITTED and
-// REPEATABLE READ, the demo, the benchmark. No MySQL server package is
+// REPEATABLE READ, the demo, the benchmark, the chaos suite
+// (docs/chaos.md). No MySQL server package is
 // installable on the machines this is tested on, so MySQL 8 is written for
 // (the list below says how) but has never run these tests. MariaDB
 // 10.6-10.10 are not tested either; everything used exists there (SKIP

@@ -305,7 +305,7 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 
 // jobGuardSQL share-locks the job row iff ref is its current running
 // attempt with an unexpired lease. Parameters: id, fence.
-const jobGuardSQL = `SELECT 1 FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id = ? AND fence = ? AND ` + jobGuard + ` LOCK IN SHARE MODE`
+const jobGuardSQL = `SELECT 1 FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id = ? AND ` + guardFenceMatch + ` AND ` + jobGuard + ` LOCK IN SHARE MODE`
 
 // GuardJob checks, inside the caller's own transaction, that ref is the
 // job's current running attempt with an unexpired lease, and share-locks the

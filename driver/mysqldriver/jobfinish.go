@@ -38,7 +38,7 @@ const endsTableSQL = `JSON_TABLE(?, '$[*]' COLUMNS (
 // as a heartbeat locks them. Parameters: the ids, then the (id, fence)
 // pairs.
 const endJobsPickSQL = `
-SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + `
+SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) AND ` + endPairsMatch + ` AND ` + jobGuard + `
 ORDER BY id
 FOR UPDATE`
 
@@ -74,7 +74,7 @@ UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN %s e ON e.id = j.id SET
     j.max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
     j.lease_expires_at = NULL,
     j.updated_at = ` + now + `
-WHERE j.id IN (%s) AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at > ` + now + `
+WHERE j.id IN (%s) AND ` + endFenceMatch + ` AND j.state = 'running' AND j.lease_expires_at > ` + now + `
     AND ` + clockAsInsertID
 
 // endCompletesSQL ends a chunk whose ends are all completions, the common
@@ -88,7 +88,7 @@ const endCompletesSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = 'succeeded', finished_at = ` + now + `, output = %s, last_error = NULL,
     lease_expires_at = NULL, updated_at = ` + now + `
-WHERE id IN (%s) AND (id, fence) IN (%s) AND ` + jobGuard + ` AND ` + clockAsInsertID
+WHERE id IN (%s) AND ` + endPairsMatch + ` AND ` + jobGuard + ` AND ` + clockAsInsertID
 
 // outputOf is the output expression of endCompletesSQL for ends[at...] and
 // its arguments: NULL when no end has an output, else a CASE on the id.

@@ -260,7 +260,7 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 	return usTime(us), nil
 }
 
-const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND fence = ?2 AND ` + jobGuard
+const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND ` + guardFenceMatch + ` AND ` + jobGuard
 
 // JobTx implements driver.JobDriver. The guard is the first statement of an
 // IMMEDIATE transaction, so recovery and re-claims (writes) wait until it

@@ -64,7 +64,7 @@ FROM (SELECT value ->> 0 AS end_id, value ->> 1 AS end_fence, value ->> 2 AS end
         value ->> 5 AS end_delay_us, value ->> 6 AS end_discard, value ->> 7 AS end_base_us,
         value ->> 8 AS end_max_us, value ->> 9 AS end_jitter
     FROM jsonb_each(?1)) AS e
-WHERE fenced_jobs.id = e.end_id AND fenced_jobs.fence = e.end_fence AND ` + jobGuardByID + `
+WHERE fenced_jobs.id = e.end_id AND ` + endFenceMatch + ` AND ` + jobGuardByID + `
 RETURNING id, state, updated_us`
 
 // EndJobs implements driver.JobDriver: one write transaction (or the

@@ -1,8 +1,10 @@
 // Package chaos is fenced's fault-injection suite: several worker OS
 // processes run a fenced job workload and a singleton-lease workload
-// against PostgreSQL while a seeded nemesis pauses them past their leases
-// (SIGSTOP), kills them (SIGKILL), kills their connections from the server
-// side (pg_terminate_backend), restarts PostgreSQL and skews their clocks.
+// against PostgreSQL, MySQL/MariaDB or SQLite while a seeded nemesis
+// pauses them past their leases (SIGSTOP), kills them (SIGKILL), kills
+// their connections from the server side (pg_terminate_backend, KILL
+// CONNECTION; on SQLite, which has no server, it holds the database's write
+// lock instead), restarts PostgreSQL and skews their clocks.
 // Every operation is recorded; at the end checkers look for any stale write
 // that stuck, any job lost or run twice, and any history that is not
 // linearizable against the model of docs/design.md §4–§5. See docs/chaos.md.
@@ -13,6 +15,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -23,17 +26,17 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/dburl"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Options configure a chaos run. Start from DefaultOptions or LongOptions:
 // zero sizes and TTLs take the short variant's defaults, but a zero fault
-// interval (PauseEvery, KillEvery, ConnKillEvery) or ClockSkew disables that
-// fault.
+// interval (PauseEvery, KillEvery, ConnKillEvery, StallEvery) or ClockSkew
+// disables that fault.
 type Options struct {
-	// URL of the PostgreSQL database; the run works in a schema of its own,
-	// dropped at the end unless Keep.
+	// URL of the database: PostgreSQL, MySQL or MariaDB, or SQLite. The
+	// run works in a place of its own, removed at the end unless Keep: on
+	// PostgreSQL a schema, on MySQL a database, on SQLite a file in the
+	// directory of the one the URL names.
 	URL string
 	// Exe and ExeArgs start a worker process: Exe ExeArgs… --db … (default
 	// this executable, "chaos-worker").
@@ -62,8 +65,12 @@ type Options struct {
 	// JobTTL is the job lease; LeaseTTL the singleton leases' TTL.
 	JobTTL, LeaseTTL time.Duration
 	// Mean intervals between faults of each kind; 0 disables a kind.
-	PauseEvery, KillEvery, ConnKillEvery time.Duration
-	// RestartPostgres restarts PostgreSQL once, halfway, with
+	// ConnKillEvery applies to PostgreSQL and MySQL, StallEvery to SQLite
+	// only (each is ignored elsewhere): a stall holds SQLite's write lock
+	// past the job TTL, in place of the connection kills SQLite, with no
+	// server, has none of.
+	PauseEvery, KillEvery, ConnKillEvery, StallEvery time.Duration
+	// RestartPostgres (PostgreSQL only) restarts PostgreSQL once, halfway, with
 	// RestartCommand (default pg_ctlcluster for the one cluster of
 	// /etc/postgresql).
 	RestartPostgres bool
@@ -101,21 +108,21 @@ func DefaultOptions() Options {
 		Duration: 30 * time.Second, Workers: 3, Concurrency: 16, JobsPerSecond: 60, Keys: 8, Leases: 4,
 		JobTTL: time.Second, LeaseTTL: time.Second,
 		PauseEvery: 2 * time.Second, KillEvery: 6 * time.Second, ConnKillEvery: 1500 * time.Millisecond,
-		ClockSkew: 2 * time.Hour, Drain: 2 * time.Minute,
+		StallEvery: 6 * time.Second, ClockSkew: 2 * time.Hour, Drain: 2 * time.Minute,
 	}
 }
 
 // LongOptions are the long variant's: 10 minutes, 6 workers, one
-// PostgreSQL restart.
+// PostgreSQL restart (turn RestartPostgres off on the other backends).
 func LongOptions() Options {
 	o := DefaultOptions()
 	o.Duration, o.Workers, o.JobsPerSecond = 10*time.Minute, 6, 100
-	o.PauseEvery, o.KillEvery, o.ConnKillEvery = 4*time.Second, 15*time.Second, 4*time.Second
+	o.PauseEvery, o.KillEvery, o.ConnKillEvery, o.StallEvery = 4*time.Second, 15*time.Second, 4*time.Second, 15*time.Second
 	o.RestartPostgres = true
 	return o
 }
 
-func (o *Options) fill() error {
+func (o *Options) fill(b backend) error {
 	d := DefaultOptions()
 	o.Duration = cmp.Or(o.Duration, d.Duration)
 	o.Workers = cmp.Or(o.Workers, d.Workers)
@@ -149,6 +156,9 @@ func (o *Options) fill() error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if b.dialect().name != "postgres" && (o.RestartPostgres || len(o.Failover) > 0) {
+		return fmt.Errorf("restart and failover: only on PostgreSQL: %w", fenced.ErrInvalid)
+	}
 	if o.RestartPostgres && len(o.RestartCommand) == 0 {
 		vs, err := os.ReadDir("/etc/postgresql")
 		if err != nil || len(vs) != 1 {
@@ -174,20 +184,17 @@ func (o *Options) fill() error {
 // Run runs a chaos run and checks it. The error is for a run that could
 // not be carried out; anomalies are in the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
-	if err := o.fill(); err != nil {
+	b, err := backendOf(o.URL)
+	if err != nil {
 		return nil, err
 	}
-	if kind := dburl.Backend(o.URL); kind != "postgres" {
-		if kind == "" {
-			kind = "non-PostgreSQL"
-		}
-		return nil, fmt.Errorf("chaos runs against PostgreSQL (its nemesis kills server connections and restarts the server); got a %s URL: %w", kind, fenced.ErrInvalid)
+	if err := o.fill(b); err != nil {
+		return nil, err
 	}
-	var err error
-	r := &run{o: &o, started: time.Now()}
-	var b [4]byte
-	rand.Read(b[:])
-	r.id = hex.EncodeToString(b[:])
+	r := &run{o: &o, b: b, d: b.dialect(), started: time.Now()}
+	var id [4]byte
+	rand.Read(id[:])
+	r.id = hex.EncodeToString(id[:])
 	if o.Dir == "" {
 		if o.Dir, err = os.MkdirTemp("", "fenced-chaos-"); err != nil {
 			return nil, err
@@ -215,15 +222,36 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, err
 }
 
+// Discard removes the evidence a run kept (Report.Dir and Report.Schema), on
+// the database at url the run was given: for a run whose anomalies were
+// expected.
+func Discard(ctx context.Context, url string, rep *Report) error {
+	b, err := backendOf(url)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	if rep.Schema != "" {
+		errs = append(errs, b.drop(ctx, url, rep.Schema))
+	}
+	if rep.Dir != "" {
+		errs = append(errs, os.RemoveAll(rep.Dir))
+	}
+	return errors.Join(errs...)
+}
+
 // run is one chaos run in progress.
 type run struct {
 	o       *Options
+	b       backend
+	d       *dialect
 	id      string // names the schema, the directory and the workers' connections
 	dir     string // histories and logs of this run
-	schema  string
-	url     string // the run's schema
+	schema  string // the run's own place: schema, database or file (backend.isolate)
+	url     string // works in the run's schema
 	c       *client
 	started time.Time
+	stalls  sync.WaitGroup // SQLite write-lock stalls in progress
 
 	// The failover's window of the database clock: from just after the
 	// first write that succeeded after it to the end of the faulty phase;
@@ -241,30 +269,20 @@ func (r *run) logf(format string, args ...any) {
 	fmt.Fprintf(r.o.Log, "chaos %5.1fs  %s\n", time.Since(r.started).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// setup creates the run's schema and tables.
+// setup creates the run's schema (backend.isolate) and tables.
 func (r *run) setup(ctx context.Context) error {
-	r.schema = "fenced_chaos_" + r.id
-	base, err := openClient(ctx, r.o.URL, fenced.Config{})
-	if err != nil {
+	var err error
+	if r.schema, r.url, err = r.b.isolate(ctx, r.o.URL, r.id); err != nil {
 		return err
 	}
-	err = execSQL(ctx, base.pool, `CREATE SCHEMA `+r.schema)
-	base.Close()
-	if err != nil {
-		return fmt.Errorf("create schema: %w", err)
-	}
-	if r.url, err = withParams(r.o.URL, map[string]string{"search_path": r.schema,
-		"application_name": "fcc-" + r.id}); err != nil {
-		return err
-	}
-	if r.c, err = openClient(ctx, r.url, fenced.Config{}); err != nil {
+	if r.c, err = r.b.open(ctx, r.url, fenced.Config{}); err != nil {
 		return err
 	}
 	if _, err := r.c.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	for _, q := range schemaSQL(r.o) {
-		if err := execSQL(ctx, r.c.pool, q); err != nil {
+	for _, q := range schemaSQL(r.o, r.d) {
+		if _, err := r.c.db.Exec(ctx, q); err != nil {
 			return fmt.Errorf("create the workload's tables: %w", err)
 		}
 	}
@@ -284,9 +302,8 @@ func (r *run) teardown() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if base, err := openClient(ctx, r.o.URL, fenced.Config{}); err == nil {
-		execSQL(ctx, base.pool, `DROP SCHEMA `+r.schema+` CASCADE`)
-		base.Close()
+	if err := r.b.drop(ctx, r.o.URL, r.schema); err != nil {
+		r.logf("drop %s: %v", r.schema, err)
 	}
 }
 
@@ -316,11 +333,12 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	n := &nemesis{r: r}
 	var wg sync.WaitGroup
 	var enq enqueuer
-	wg.Go(func() { n.run(faulty, start, schedule(o)) })
+	wg.Go(func() { n.run(faulty, start, schedule(o, r.d.disconnect)) })
 	wg.Go(func() { enq.run(faulty, r) })
 	wg.Go(func() { r.progress(faulty, &enq) })
 	wg.Wait()
 	r.resumeAll()
+	r.stalls.Wait()
 	if err := ctx.Err(); err != nil {
 		r.stopAll()
 		return nil, err
@@ -344,9 +362,12 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 		return nil, err
 	}
 
-	rep := &Report{Workload: o.Workload, Seed: o.Seed, Seconds: faultyFor.Seconds(), Workers: o.Workers, Enqueued: enq.n.Load(),
-		Pauses: n.count[faultPause], Kills: n.count[faultKill], ConnKills: n.count[faultConnKill],
-		Restarts: n.count[faultRestart], FaultsMissed: n.fails[faultPause] + n.fails[faultKill] + n.fails[faultConnKill] + n.fails[faultRestart] + n.fails[faultFailover]}
+	rep := &Report{Backend: r.d.name, Workload: o.Workload, Seed: o.Seed, Seconds: faultyFor.Seconds(), Workers: o.Workers, Enqueued: enq.n.Load(),
+		Pauses: n.count[faultPause], Kills: n.count[faultKill], ConnKills: n.count[faultConnKill], Stalls: n.count[faultStall],
+		Restarts: n.count[faultRestart]}
+	for _, missed := range n.fails {
+		rep.FaultsMissed += missed
+	}
 	r.mu.Lock()
 	rep.Processes, rep.Crashes = r.spawned, len(r.crashes)
 	for _, c := range r.crashes {
@@ -370,7 +391,7 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	if err := check(ctx, r, rep, enq.confirmed()); err != nil {
 		return nil, err
 	}
-	rep.Reproduce = reproduce(o)
+	rep.Reproduce = reproduce(o, r.d)
 	return rep, nil
 }
 
@@ -441,7 +462,7 @@ func (r *run) finalReads() error {
 		return err
 	}
 	defer rec.close()
-	s := &singleton{c: r.c, rec: rec, owner: "final"}
+	s := &singleton{c: r.c, d: r.d, rec: rec, owner: "final"}
 	for i := range r.o.Leases {
 		name := leaseName(i)
 		s.get(name)
@@ -453,8 +474,8 @@ func (r *run) finalReads() error {
 
 // reproduce is the command that repeats a run (the run sets its own
 // search_path and application_name): every option the schedule and the
-// workload depend on.
-func reproduce(o *Options) string {
+// workload depend on, of the run's backend.
+func reproduce(o *Options, d *dialect) string {
 	u := redactURL(o.URL)
 	if p, err := url.Parse(u); err == nil {
 		q := p.Query()
@@ -464,8 +485,14 @@ func reproduce(o *Options) string {
 		u = p.String()
 	}
 	s := fmt.Sprintf("fenced --db '%s' chaos --workload %s --seed %d --duration %s --workers %d --rate %d --job-ttl %s"+
-		" --pause-every %s --kill-every %s --conn-kill-every %s --clock-skew %s",
-		u, o.Workload, o.Seed, o.Duration, o.Workers, o.JobsPerSecond, o.JobTTL, o.PauseEvery, o.KillEvery, o.ConnKillEvery, o.ClockSkew)
+		" --pause-every %s --kill-every %s",
+		u, o.Workload, o.Seed, o.Duration, o.Workers, o.JobsPerSecond, o.JobTTL, o.PauseEvery, o.KillEvery)
+	if d.disconnect == faultStall {
+		s += fmt.Sprintf(" --stall-every %s", o.StallEvery)
+	} else {
+		s += fmt.Sprintf(" --conn-kill-every %s", o.ConnKillEvery)
+	}
+	s += fmt.Sprintf(" --clock-skew %s", o.ClockSkew)
 	if o.RestartPostgres {
 		s += " --restart-postgres"
 	}
@@ -496,12 +523,6 @@ func redactURL(raw string) string {
 		return "URL"
 	}
 	return u.Redacted()
-}
-
-// execSQL runs one statement on pool.
-func execSQL(ctx context.Context, pool *pgxpool.Pool, query string, args ...any) error {
-	_, err := pool.Exec(ctx, query, args...)
-	return err
 }
 
 // paths of a worker process's files.

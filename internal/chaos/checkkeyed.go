@@ -14,8 +14,11 @@ import (
 //
 // An attempt is a (job id, fence). Its interval is [its first committed
 // row, its last committed row], by the database clock (clock_timestamp()
-// at each insert; one server, whose clock must not be stepped back during
-// the run). Every row was written in a job-fenced transaction, which
+// on PostgreSQL, UTC_TIMESTAMP(6) on MySQL, at each insert; one server,
+// whose clock must not be stepped back during the run), or on SQLite by the
+// rows' ids: its writers are serialized, so ids increase in the order
+// transactions committed, which orders the attempts' running periods as
+// the clock would, and never ties (its clock counts milliseconds). Every row was written in a job-fenced transaction, which
 // share-locks the job row while the attempt is running under that fence
 // with an unexpired lease, and the attempt cannot stop running (end, or be
 // recovered) while the lock is held; so each row's time lies inside the
@@ -50,13 +53,13 @@ import (
 type keyedRow struct {
 	job, fence int64
 	key, mark  string
-	at         time.Time
+	at         int64 // dialect.keyedAt: microseconds of the database clock, or SQLite's row id
 }
 
 // keyedAttempt is one attempt's interval in the ledger.
 type keyedAttempt struct {
 	job, fence int64
-	start, end time.Time
+	start, end int64
 	ended      bool // has an END row
 }
 
@@ -68,8 +71,9 @@ type keyedVerdict struct {
 	lateWrites        []string    // an attempt that wrote after its slot was taken
 }
 
-// judgeKeyed sweeps rows, key by key, against limits.
-func judgeKeyed(rows []keyedRow, limits map[string]int) keyedVerdict {
+// judgeKeyed sweeps rows, key by key, against limits; show prints a row's
+// at.
+func judgeKeyed(rows []keyedRow, limits map[string]int, show func(int64) string) keyedVerdict {
 	v := keyedVerdict{peak: map[int]int{}}
 	type id struct{ job, fence int64 }
 	byKey := map[string]map[id]*keyedAttempt{}
@@ -84,12 +88,7 @@ func judgeKeyed(rows []keyedRow, limits map[string]int) keyedVerdict {
 			a = &keyedAttempt{job: r.job, fence: r.fence, start: r.at, end: r.at}
 			as[id{r.job, r.fence}] = a
 		}
-		if r.at.Before(a.start) {
-			a.start = r.at
-		}
-		if r.at.After(a.end) {
-			a.end = r.at
-		}
+		a.start, a.end = min(a.start, r.at), max(a.end, r.at)
 		a.ended = a.ended || r.mark == "end"
 	}
 	for _, key := range slices.Sorted(maps.Keys(byKey)) {
@@ -103,18 +102,18 @@ func judgeKeyed(rows []keyedRow, limits map[string]int) keyedVerdict {
 			}
 		}
 		slices.SortFunc(as, func(a, b *keyedAttempt) int {
-			return cmp.Or(a.start.Compare(b.start), cmp.Compare(a.job, b.job), cmp.Compare(a.fence, b.fence))
+			return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.job, b.job), cmp.Compare(a.fence, b.fence))
 		})
 		var active []*keyedAttempt // started before b, interval not over at b's start
 		for _, b := range as {
-			active = slices.DeleteFunc(active, func(a *keyedAttempt) bool { return a.end.Before(b.start) })
+			active = slices.DeleteFunc(active, func(a *keyedAttempt) bool { return a.end < b.start })
 			v.peak[limit] = max(v.peak[limit], len(active)+1)
 			if len(active) >= limit {
 				v.overlaps = append(v.overlaps, fmt.Sprintf("key %s (limit %d): job %d fence %d started at %s while %d attempts of the key were still writing",
-					key, limit, b.job, b.fence, b.start.Format(tsFormat), len(active)))
+					key, limit, b.job, b.fence, show(b.start), len(active)))
 				for _, a := range active {
 					v.lateWrites = append(v.lateWrites, fmt.Sprintf("key %s (limit %d): job %d fence %d wrote at %s, after job %d fence %d started at %s with the key full",
-						key, limit, a.job, a.fence, a.end.Format(tsFormat), b.job, b.fence, b.start.Format(tsFormat)))
+						key, limit, a.job, a.fence, show(a.end), b.job, b.fence, show(b.start)))
 				}
 			}
 			active = append(active, b)
@@ -123,11 +122,17 @@ func judgeKeyed(rows []keyedRow, limits map[string]int) keyedVerdict {
 	return v
 }
 
-const tsFormat = "15:04:05.000000"
+// showAt prints a keyed row's at in d's terms.
+func showAt(d *dialect) func(int64) string {
+	if d.clockedAt {
+		return func(us int64) string { return time.UnixMicro(us).UTC().Format("15:04:05.000000") }
+	}
+	return func(id int64) string { return fmt.Sprintf("row %d", id) }
+}
 
 // checkKeyed runs the keyed checker on the run's database.
 func checkKeyed(ctx context.Context, r *run, rep *Report) error {
-	p := r.c.pool
+	p := r.c.db
 	ls, err := r.c.ListJobLimits(ctx, queue)
 	if err != nil {
 		return fmt.Errorf("read limits: %w", err)
@@ -138,7 +143,7 @@ func checkKeyed(ctx context.Context, r *run, rep *Report) error {
 			limits[l.ConcurrencyKey] = l.PerKey
 		}
 	}
-	rows, err := p.Query(ctx, `SELECT l.job_id, l.fence, l.ckey, l.mark, l.at, coalesce(j.concurrency_key, '')
+	rows, err := p.Query(ctx, `SELECT l.job_id, l.fence, l.ckey, l.mark, `+r.d.keyedAt+`, coalesce(j.concurrency_key, '')
 FROM chaos_keyed_ledger l LEFT JOIN fenced_jobs j ON j.id = l.job_id ORDER BY l.id`)
 	if err != nil {
 		return fmt.Errorf("read the keyed ledger: %w", err)
@@ -173,7 +178,7 @@ FROM chaos_keyed_ledger l LEFT JOIN fenced_jobs j ON j.id = l.job_id ORDER BY l.
 	if unpaired > 0 {
 		rep.anomaly(anomalyKeyedRow, "%d END rows and effects are not paired under one attempt", unpaired)
 	}
-	v := judgeKeyed(krs, limits)
+	v := judgeKeyed(krs, limits, showAt(r.d))
 	rep.KeyedAttempts, rep.KeyedUnended, rep.KeyedPeak = v.attempts, v.unended, map[string]int{}
 	for limit, peak := range v.peak {
 		rep.KeyedPeak[fmt.Sprintf("limit %d", limit)] = peak

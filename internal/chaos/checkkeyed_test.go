@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// at is a time n milliseconds into a run.
-func at(n int) time.Time {
-	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Millisecond)
+// at is a time n milliseconds into a run, in microseconds.
+func at(n int) int64 {
+	return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(n) * time.Millisecond).UnixMicro()
 }
 
 // attemptRows is an attempt's START at s and, when e > 0, END at e.
@@ -41,7 +41,7 @@ func TestJudgeKeyedAcceptsAttemptsWithinTheirLimits(t *testing.T) {
 		attemptRows("two", 5, 1, 50, 150),
 		attemptRows("two", 6, 1, 101, 200),
 	)
-	v := judgeKeyed(rows, limits)
+	v := judgeKeyed(rows, limits, showAt(postgresDialect))
 	if len(v.overlaps)+len(v.lateWrites) != 0 {
 		t.Fatalf("anomalies in a legal ledger: %v %v", v.overlaps, v.lateWrites)
 	}
@@ -64,7 +64,7 @@ func TestJudgeKeyedFindsOverlapsAndLateWrites(t *testing.T) {
 		attemptRows("two", 4, 1, 20, 30),
 		attemptRows("edge", 5, 1, 0, 100),
 		attemptRows("edge", 6, 1, 100, 200),
-	), limits)
+	), limits, showAt(postgresDialect))
 	if len(v.overlaps) != 3 {
 		t.Errorf("overlaps %d, want 3 (one, two, edge): %v", len(v.overlaps), v.overlaps)
 	}

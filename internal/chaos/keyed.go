@@ -38,21 +38,28 @@ func keyedLimit(i int) int { return 1 + i%2 }
 // keyedSchemaSQL creates the keyed workload's ledger of attempt marks, and
 // a counter per concurrency key (the END transaction increments it as the
 // count workload does, so the job checkers hold it to exactly one effect).
-// Every row's time is the database clock at its insert.
-func keyedSchemaSQL() []string {
-	qs := []string{`CREATE TABLE chaos_keyed_ledger (
-    id      bigserial PRIMARY KEY,
-    job_id  bigint NOT NULL,
-    fence   bigint NOT NULL,
-    ckey    text   NOT NULL,
-    mark    text   NOT NULL CHECK (mark IN ('start', 'end')),
-    proc    text   NOT NULL,
-    at      timestamptz NOT NULL DEFAULT clock_timestamp())`}
+// Every row's time is the database clock at its insert (d.at; on SQLite
+// the checker orders rows by id instead, d.keyedAt).
+func keyedSchemaSQL(d *dialect) []string {
+	qs := []string{fmt.Sprintf(`CREATE TABLE chaos_keyed_ledger (
+    id      %s,
+    job_id  %s NOT NULL,
+    fence   %[2]s NOT NULL,
+    ckey    %s NOT NULL,
+    mark    %[3]s NOT NULL CHECK (mark IN ('start', 'end')),
+    proc    %[3]s NOT NULL,
+    at      %s)%s`, d.id, d.bigint, d.text, d.at, d.tableEnd),
+		// for the checker's pairing of END rows with effects
+		`CREATE INDEX chaos_keyed_ledger_job ON chaos_keyed_ledger (job_id)`}
 	for i := range keyedKeys {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_counters VALUES ('%s', 0)`, keyedKey(i)))
 	}
 	return qs
 }
+
+// keyedMarkSQL inserts a START or END row of an attempt, with ?
+// placeholders (dialect.sql).
+const keyedMarkSQL = `INSERT INTO chaos_keyed_ledger (job_id, fence, ckey, mark, proc) VALUES (?, ?, ?, ?, ?)`
 
 // declareKeyedLimits declares each key's own limit on the run's queue.
 func declareKeyedLimits(ctx context.Context, c *client) error {
@@ -103,8 +110,7 @@ func (h *jobHandler) handleKeyed(ctx context.Context, run *fenced.JobRun) error 
 	}
 	call := time.Now()
 	err := run.Tx(ctx, func(tx fenced.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO chaos_keyed_ledger (job_id, fence, ckey, mark, proc) VALUES ($1, $2, $3, 'start', $4)`,
-			run.ID, run.Fence, args.Key, h.rec.proc)
+		_, err := tx.Exec(ctx, h.d.sql(keyedMarkSQL), run.ID, run.Fence, args.Key, "start", h.rec.proc)
 		return err
 	})
 	if err != nil {
@@ -120,19 +126,11 @@ func (h *jobHandler) handleKeyed(ctx context.Context, run *fenced.JobRun) error 
 		return errors.New(errDeliberate)
 	}
 	err = run.Tx(ctx, func(tx fenced.Tx) error {
-		var n int64
-		if err := tx.QueryRow(ctx, `SELECT n FROM chaos_counters WHERE key = $1 FOR UPDATE`, args.Key).Scan(&n); err != nil {
+		n, err := h.increment(ctx, tx, run, args.Key)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE chaos_counters SET n = $2 WHERE key = $1`, args.Key, n+1); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO chaos_ledger (job_id, fence, key, before, proc) VALUES ($1, $2, $3, $4, $5)`,
-			run.ID, run.Fence, args.Key, n, h.rec.proc); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO chaos_keyed_ledger (job_id, fence, ckey, mark, proc) VALUES ($1, $2, $3, 'end', $4)`,
-			run.ID, run.Fence, args.Key, h.rec.proc); err != nil {
+		if _, err := tx.Exec(ctx, h.d.sql(keyedMarkSQL), run.ID, run.Fence, args.Key, "end", h.rec.proc); err != nil {
 			return err
 		}
 		return run.CompleteTx(ctx, tx, map[string]int64{"before": n})

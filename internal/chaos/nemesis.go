@@ -19,7 +19,8 @@ type faultKind string
 const (
 	faultPause    faultKind = "pause"     // SIGSTOP a worker past the job TTL, then SIGCONT
 	faultKill     faultKind = "kill"      // SIGKILL a worker and start a replacement
-	faultConnKill faultKind = "conn-kill" // pg_terminate_backend on a worker's connection
+	faultConnKill faultKind = "conn-kill" // kill a worker's connection on the server: pg_terminate_backend, KILL CONNECTION
+	faultStall    faultKind = "stall"     // SQLite: hold the write lock past the job TTL
 	faultRestart  faultKind = "restart"   // restart PostgreSQL
 	faultFailover faultKind = "failover"  // kill the primary; the HA manager promotes the standby
 )
@@ -36,9 +37,10 @@ type fault struct {
 // intervals drawn uniformly from half to one and a half times the kind's
 // mean (random, yet never a long gap with none), in
 // [settle, duration-settle);
-// at most one restart, in the middle. The same seed and options give the
-// same schedule.
-func schedule(o *Options) []fault {
+// at most one restart, in the middle. Of connection kills and stalls, only
+// the backend's disconnect kind. The same seed and options give the same
+// schedule.
+func schedule(o *Options, disconnect faultKind) []fault {
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6e656d65))
 	settle := min(2*time.Second, o.Duration/10)
 	var out []fault
@@ -52,7 +54,7 @@ func schedule(o *Options) []fault {
 				return
 			}
 			f := fault{at: t, kind: kind, pick: rng.IntN(1 << 30)}
-			if kind == faultPause {
+			if kind == faultPause || kind == faultStall {
 				// past the job lease, by up to two more TTLs
 				f.length = o.JobTTL + o.JobTTL/4 + time.Duration(rng.Int64N(int64(2*o.JobTTL)))
 			}
@@ -61,7 +63,12 @@ func schedule(o *Options) []fault {
 	}
 	arrivals(faultPause, o.PauseEvery)
 	arrivals(faultKill, o.KillEvery)
-	arrivals(faultConnKill, o.ConnKillEvery)
+	switch disconnect {
+	case faultConnKill:
+		arrivals(faultConnKill, o.ConnKillEvery)
+	case faultStall:
+		arrivals(faultStall, o.StallEvery)
+	}
 	if o.RestartPostgres {
 		out = append(out, fault{at: o.Duration / 2, kind: faultRestart})
 	}
@@ -146,8 +153,8 @@ func (n *nemesis) inject(ctx context.Context, f fault) error {
 		return n.r.pause(f.pick, f.length)
 	case faultKill:
 		return n.r.kill(f.pick)
-	case faultConnKill:
-		return n.r.killConnection(ctx, f.pick)
+	case faultConnKill, faultStall:
+		return n.r.b.disconnect(ctx, n.r, f)
 	case faultRestart:
 		return n.restart(ctx)
 	case faultFailover:

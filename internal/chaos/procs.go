@@ -31,7 +31,7 @@ func (r *run) start(slot int) error {
 	r.spawned++
 	inc := r.spawned
 	name := fmt.Sprintf("w%d.%d", slot, inc)
-	url, err := withParams(r.url, map[string]string{"application_name": "fcw-" + r.id + "-" + name})
+	url, err := r.b.workerURL(r.url, r.id, name)
 	if err != nil {
 		return err
 	}
@@ -193,45 +193,6 @@ func (r *run) kill(pick int) error {
 	<-p.exited
 	r.logf("nemesis: SIGKILL %s", p.name)
 	return r.start(slot)
-}
-
-// killConnection terminates one of the workers' database connections
-// from the server side.
-func (r *run) killConnection(ctx context.Context, pick int) error {
-	p := r.c.pool
-	rows, err := p.Query(ctx, `SELECT pid, application_name FROM pg_stat_activity
-WHERE application_name LIKE $1 ORDER BY pid`, "fcw-"+r.id+"-%")
-	if err != nil {
-		return err
-	}
-	var pids []int32
-	var names []string
-	for rows.Next() {
-		var pid int32
-		var name string
-		if err := rows.Scan(&pid, &name); err != nil {
-			rows.Close()
-			return err
-		}
-		pids, names = append(pids, pid), append(names, name)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(pids) == 0 {
-		return errors.New("no worker connection to kill")
-	}
-	i := pick % len(pids)
-	var ok bool
-	if err := p.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pids[i]).Scan(&ok); err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("backend %d was gone", pids[i])
-	}
-	r.logf("nemesis: pg_terminate_backend(%d) of %s", pids[i], names[i])
-	return nil
 }
 
 // stopAll stops every worker gracefully (SIGTERM), then kills what is left

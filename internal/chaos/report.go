@@ -15,6 +15,7 @@ const maxAnomalies = 50
 // Report is the outcome of a chaos run: what ran, what was injected, and
 // what the checkers found.
 type Report struct {
+	Backend   string  `json:"backend"` // postgres, mysql or sqlite
 	Workload  string  `json:"workload"`
 	Seed      uint64  `json:"seed"`
 	Seconds   float64 `json:"duration_s"` // the faulty phase
@@ -37,6 +38,7 @@ type Report struct {
 	Pauses    int `json:"pauses"`
 	Kills     int `json:"kills"`
 	ConnKills int `json:"connection_kills"`
+	Stalls    int `json:"write_lock_stalls"` // SQLite's stand-in for connection kills
 	Restarts  int `json:"restarts"`
 	// Failovers is 1 when the failover command ran (the primary killed and
 	// the standby promoted, or the standby killed) and a write succeeded
@@ -75,7 +77,7 @@ type Report struct {
 	Anomalies    []string       `json:"anomalies"`
 	Reproduce    string         `json:"reproduce"`
 	Dir          string         `json:"dir,omitempty"`    // kept when there are anomalies
-	Schema       string         `json:"schema,omitempty"` // kept when there are anomalies
+	Schema       string         `json:"schema,omitempty"` // kept when there are anomalies: the schema, database or file
 }
 
 // Kinds of anomaly, by the checker that found it.
@@ -119,6 +121,9 @@ func (r *Report) JSON() []byte {
 func (r *Report) WriteTable(w io.Writer) {
 	row := func(k string, v any) { fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("  %-26s %v", k, v), " ")) }
 	fmt.Fprintln(w, "== chaos run")
+	if r.Backend != "" {
+		row("backend", r.Backend)
+	}
 	if r.Workload != "" {
 		row("workload", r.Workload)
 	}
@@ -133,8 +138,14 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("unknown outcomes", r.Unknown)
 	row("pauses past the TTL", r.Pauses)
 	row("kills", r.Kills)
-	row("connection kills", r.ConnKills)
-	row("PostgreSQL restarts", r.Restarts)
+	if r.Backend == "sqlite" {
+		row("write-lock stalls", r.Stalls)
+	} else {
+		row("connection kills", r.ConnKills)
+	}
+	if r.Backend == "postgres" {
+		row("PostgreSQL restarts", r.Restarts)
+	}
 	if r.Failovers > 0 {
 		row("failovers", fmt.Sprintf("%d (first write %.1fs after the command began; timeline %d, then %d)",
 			r.Failovers, r.ResumeSeconds, r.TimelineBefore, r.TimelineAfter))
@@ -158,7 +169,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	}
 	row("reproduce", r.Reproduce)
 	if r.Dir != "" {
-		row("evidence kept in", fmt.Sprintf("%s and schema %s", r.Dir, r.Schema))
+		row("evidence kept in", fmt.Sprintf("%s and %s", r.Dir, r.Schema))
 	}
 }
 

@@ -5,7 +5,7 @@ import "testing"
 func TestScheduleIsReproducibleAndHasEveryKind(t *testing.T) {
 	o := DefaultOptions()
 	o.Seed = 3713683890083173951
-	a, b := schedule(&o), schedule(&o)
+	a, b := schedule(&o, faultConnKill), schedule(&o, faultConnKill)
 	if len(a) != len(b) {
 		t.Fatalf("two schedules of one seed differ: %d and %d faults", len(a), len(b))
 	}
@@ -35,7 +35,7 @@ func TestScheduleIsReproducibleAndHasEveryKind(t *testing.T) {
 	}
 	o.RestartPostgres = true
 	n := 0
-	for _, f := range schedule(&o) {
+	for _, f := range schedule(&o, faultConnKill) {
 		if f.kind == faultRestart {
 			n++
 			if f.at != o.Duration/2 {
@@ -45,5 +45,31 @@ func TestScheduleIsReproducibleAndHasEveryKind(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d restarts scheduled, want 1", n)
+	}
+}
+
+// TestScheduleOnSQLiteStallsInsteadOfKillingConnections: with the stall as
+// the backend's disconnect fault, the schedule has stalls, each past the
+// job TTL as a pause is, and no connection kill; the other faults are the
+// same as with connection kills.
+func TestScheduleOnSQLiteStallsInsteadOfKillingConnections(t *testing.T) {
+	o := DefaultOptions()
+	o.Seed = 3713683890083173951
+	count := map[faultKind]int{}
+	for i, f := range schedule(&o, faultStall) {
+		count[f.kind]++
+		if f.kind == faultStall && (f.length <= o.JobTTL || f.length > 4*o.JobTTL) {
+			t.Errorf("stall %d lasts %s; want past the job TTL %s", i, f.length, o.JobTTL)
+		}
+	}
+	if count[faultStall] == 0 || count[faultConnKill] != 0 {
+		t.Errorf("faults %v: want stalls and no connection kill", count)
+	}
+	pg := map[faultKind]int{}
+	for _, f := range schedule(&o, faultConnKill) {
+		pg[f.kind]++
+	}
+	if count[faultPause] != pg[faultPause] || count[faultKill] != pg[faultKill] {
+		t.Errorf("pauses and kills differ: %v with stalls, %v with connection kills", count, pg)
 	}
 }

@@ -21,6 +21,7 @@ import (
 // pause past the TTL makes it write with a fence that was taken over.
 type singleton struct {
 	c      *client
+	d      *dialect
 	rec    *recorder
 	owner  string
 	leases int
@@ -150,13 +151,24 @@ func (s *singleton) release(l fenced.Lease) {
 		})
 }
 
+// The lease counter's statements, with ? placeholders (dialect.sql). The
+// read after the bump, in its transaction, reads the row the bump wrote
+// and still locks (MySQL has no UPDATE … RETURNING).
+const (
+	leaseCounterBumpSQL = `UPDATE chaos_lease_counters SET n = n + 1 WHERE name = ?`
+	leaseCounterReadSQL = `SELECT n FROM chaos_lease_counters WHERE name = ?`
+)
+
 // tx bumps the lease's counter in a fenced transaction and reads it back.
 func (s *singleton) tx(l fenced.Lease) linmodel.Output {
 	return s.do(linmodel.Input{Kind: linmodel.Tx, Name: l.Name, Owner: l.Owner, Fence: l.Fence},
 		func(ctx context.Context) (linmodel.Output, error) {
 			var n int64
 			err := s.c.LeaseTx(ctx, l, func(tx fenced.Tx) error {
-				return tx.QueryRow(ctx, `UPDATE chaos_lease_counters SET n = n + 1 WHERE name = $1 RETURNING n`, l.Name).Scan(&n)
+				if _, err := tx.Exec(ctx, s.d.sql(leaseCounterBumpSQL), l.Name); err != nil {
+					return err
+				}
+				return tx.QueryRow(ctx, s.d.sql(leaseCounterReadSQL), l.Name).Scan(&n)
 			})
 			return linmodel.Output{Result: linmodel.OK, Counter: n}, err
 		})
@@ -190,7 +202,7 @@ func (s *singleton) read(name string) {
 func (s *singleton) counter(name string) {
 	s.do(linmodel.Input{Kind: linmodel.Counter, Name: name}, func(ctx context.Context) (linmodel.Output, error) {
 		var n int64
-		err := s.c.pool.QueryRow(ctx, `SELECT n FROM chaos_lease_counters WHERE name = $1`, name).Scan(&n)
+		err := s.c.db.QueryRow(ctx, s.d.sql(leaseCounterReadSQL), name).Scan(&n)
 		return linmodel.Output{Result: linmodel.OK, Counter: n}, err
 	})
 }

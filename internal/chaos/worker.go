@@ -88,12 +88,16 @@ func runWorker(ctx context.Context, a workerArgs) error {
 	if a.offset != 0 {
 		cfg.Now = func() time.Time { return time.Now().Add(a.offset) }
 	}
+	b, err := backendOf(a.url)
+	if err != nil {
+		return err
+	}
 	// A worker started while the database is away (a restart, a failover)
 	// waits for it, as one under a supervisor that restarts it would.
 	var c *client
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		var err error
-		if c, err = openClient(context.Background(), a.url, cfg); err == nil {
+		if c, err = b.open(context.Background(), a.url, cfg); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -114,7 +118,7 @@ func runWorker(ctx context.Context, a workerArgs) error {
 	if err != nil {
 		return err
 	}
-	h := &jobHandler{rec: rec, rng: rand.New(rand.NewPCG(a.seed, 1))}
+	h := &jobHandler{rec: rec, d: b.dialect(), rng: rand.New(rand.NewPCG(a.seed, 1))}
 	w.Handle(JobKind, h.handle)
 	w.Handle(KeyedKind, h.handleKeyed)
 	if err := w.Start(context.Background()); err != nil {
@@ -124,7 +128,7 @@ func runWorker(ctx context.Context, a workerArgs) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s := &singleton{c: c, rec: rec, owner: a.proc, leases: a.leases, ttl: a.leaseTTL,
+		s := &singleton{c: c, d: b.dialect(), rec: rec, owner: a.proc, leases: a.leases, ttl: a.leaseTTL,
 			rng: rand.New(rand.NewPCG(a.seed, 2))}
 		s.run(ctx)
 	}()
@@ -154,6 +158,7 @@ type jobArgs struct {
 // their writes reach the database, which must reject them.
 type jobHandler struct {
 	rec *recorder
+	d   *dialect
 	mu  sync.Mutex // guards rng: handlers run concurrently
 	rng *rand.Rand
 }
@@ -186,21 +191,38 @@ func (h *jobHandler) handle(ctx context.Context, run *fenced.JobRun) error {
 		return errors.New(errDeliberate)
 	}
 	err := run.Tx(ctx, func(tx fenced.Tx) error {
-		var n int64
-		if err := tx.QueryRow(ctx, `SELECT n FROM chaos_counters WHERE key = $1 FOR UPDATE`, args.Key).Scan(&n); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE chaos_counters SET n = $2 WHERE key = $1`, args.Key, n+1); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO chaos_ledger (job_id, fence, key, before, proc) VALUES ($1, $2, $3, $4, $5)`,
-			run.ID, run.Fence, args.Key, n, h.rec.proc); err != nil {
+		n, err := h.increment(ctx, tx, run, args.Key)
+		if err != nil {
 			return err
 		}
 		return run.CompleteTx(ctx, tx, map[string]int64{"before": n})
 	})
 	h.rec.job(run.ID, run.Fence, call, jobResult(err))
 	return err
+}
+
+// The statements of a job's effect, in its attempt's job-fenced
+// transaction, with ? placeholders (dialect.sql). The counter's read locks
+// its row (dialect.forUpdate), so increments of one key queue.
+const (
+	counterReadSQL  = `SELECT n FROM chaos_counters WHERE ckey = ?`
+	counterWriteSQL = `UPDATE chaos_counters SET n = ? WHERE ckey = ?`
+	ledgerInsertSQL = `INSERT INTO chaos_ledger (job_id, fence, ckey, n_before, proc) VALUES (?, ?, ?, ?, ?)`
+)
+
+// increment is a job's effect, in tx: it reads key's counter, writes it
+// plus one and records the increment in the ledger under the attempt's
+// fence. It returns the value it read.
+func (h *jobHandler) increment(ctx context.Context, tx fenced.Tx, run *fenced.JobRun, key string) (int64, error) {
+	var n int64
+	if err := tx.QueryRow(ctx, h.d.sql(counterReadSQL+h.d.forUpdate), key).Scan(&n); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, h.d.sql(counterWriteSQL), n+1, key); err != nil {
+		return 0, err
+	}
+	_, err := tx.Exec(ctx, h.d.sql(ledgerInsertSQL), run.ID, run.Fence, key, n, h.rec.proc)
+	return n, err
 }
 
 // jobResult classifies the outcome of an attempt's transaction.

@@ -19,28 +19,29 @@ const queue = "chaos"
 // must then have no effect).
 const jobAttempts = 50
 
-// schemaSQL creates the workload's business tables in the run's schema:
-// per-key counters that jobs increment, the ledger of each increment, and a
-// counter per singleton lease bumped in fenced transactions.
-func schemaSQL(o *Options) []string {
+// schemaSQL creates the workload's business tables in the run's schema, in
+// d's dialect: per-key counters that jobs increment, the ledger of each
+// increment (the counter's value it read, n_before), and a counter per
+// singleton lease bumped in fenced transactions.
+func schemaSQL(o *Options, d *dialect) []string {
 	qs := []string{
-		`CREATE TABLE chaos_counters (key text PRIMARY KEY, n bigint NOT NULL)`,
-		`CREATE TABLE chaos_ledger (
-    id      bigserial PRIMARY KEY,
-    job_id  bigint NOT NULL,
-    fence   bigint NOT NULL,
-    key     text   NOT NULL,
-    before  bigint NOT NULL,
-    proc    text   NOT NULL,
-    at      timestamptz NOT NULL DEFAULT clock_timestamp())`,
+		fmt.Sprintf(`CREATE TABLE chaos_counters (ckey %s PRIMARY KEY, n %s NOT NULL)%s`, d.text, d.bigint, d.tableEnd),
+		fmt.Sprintf(`CREATE TABLE chaos_ledger (
+    id       %s,
+    job_id   %s NOT NULL,
+    fence    %[2]s NOT NULL,
+    ckey     %s NOT NULL,
+    n_before %[2]s NOT NULL,
+    proc     %[3]s NOT NULL,
+    at       %s)%s`, d.id, d.bigint, d.text, d.at, d.tableEnd),
 		`CREATE INDEX chaos_ledger_job ON chaos_ledger (job_id)`,
-		`CREATE TABLE chaos_lease_counters (name text PRIMARY KEY, n bigint NOT NULL)`,
+		fmt.Sprintf(`CREATE TABLE chaos_lease_counters (name %s PRIMARY KEY, n %s NOT NULL)%s`, d.text, d.bigint, d.tableEnd),
 	}
 	for i := range o.Keys {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_counters VALUES ('%s', 0)`, counterKey(i)))
 	}
 	if o.Workload == WorkloadKeyed {
-		qs = append(qs, keyedSchemaSQL()...)
+		qs = append(qs, keyedSchemaSQL(d)...)
 	}
 	for i := range o.Leases {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_lease_counters VALUES ('%s', 0)`, leaseName(i)))
