@@ -246,6 +246,6 @@ func (r *run) timeline(ctx context.Context) (int64, error) {
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	var tl int64
-	err := r.c.pool.QueryRow(tctx, timelineSQL).Scan(&tl)
+	err := r.c.db.QueryRow(tctx, timelineSQL).Scan(&tl)
 	return tl, err
 }

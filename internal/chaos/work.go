@@ -45,7 +45,7 @@ const workSQL = `SELECT
 // countWork counts the work done in [from, to) of the database clock.
 func countWork(ctx context.Context, r *run, ops []porcupine.Operation, from, to time.Time) (Work, error) {
 	var w Work
-	if err := r.c.pool.QueryRow(ctx, workSQL, queue, from, to).Scan(&w.Enqueued, &w.Claimed, &w.Completed); err != nil {
+	if err := r.c.db.QueryRow(ctx, workSQL, queue, from, to).Scan(&w.Enqueued, &w.Claimed, &w.Completed); err != nil {
 		return w, fmt.Errorf("count the work after the failover: %w", err)
 	}
 	lo, hi := from.UnixMicro(), to.UnixMicro()
