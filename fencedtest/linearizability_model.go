@@ -3,7 +3,7 @@ package fencedtest
 import (
 	"github.com/anishathalye/porcupine"
 
-	"github.com/fenced/fenced/internal/linmodel"
+	"github.com/fenced/fenced/internal/test/linmodel"
 )
 
 // The model histories are checked against is internal/linmodel's, the

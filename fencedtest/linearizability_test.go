@@ -7,7 +7,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/linmodel"
+	"github.com/fenced/fenced/internal/test/linmodel"
 )
 
 // These histories are written by hand, with no database: each pins one rule

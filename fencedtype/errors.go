@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/lib/display"
 )
 
 // Sentinel errors; match with errors.Is.

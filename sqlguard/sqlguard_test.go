@@ -14,8 +14,8 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/mysqldriver"
-	"github.com/fenced/fenced/internal/testdb"
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testdb"
+	"github.com/fenced/fenced/internal/test/testetcd"
 	"github.com/fenced/fenced/sqlguard"
 )
 

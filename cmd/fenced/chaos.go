@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fenced/fenced/internal/chaos"
+	"github.com/fenced/fenced/internal/app/chaos"
 	"github.com/spf13/cobra"
 )
 

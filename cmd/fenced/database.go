@@ -14,7 +14,7 @@ import (
 	"github.com/fenced/fenced"
 	_ "github.com/fenced/fenced/driver/all" // the command opens every backend by URL
 	"github.com/fenced/fenced/driver/sqlitedriver"
-	"github.com/fenced/fenced/internal/dburl"
+	"github.com/fenced/fenced/internal/lib/dburl"
 )
 
 // envDatabaseURL names the environment variable read when --db is not given.

@@ -15,8 +15,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/dashboard"
-	"github.com/fenced/fenced/internal/server"
+	"github.com/fenced/fenced/internal/app/dashboard"
+	"github.com/fenced/fenced/internal/app/server"
 	"github.com/spf13/cobra"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fenced/fenced/driver/etcddriver"
 	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
 // The linearizability check while the leader is killed with SIGKILL

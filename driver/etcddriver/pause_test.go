@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
 // The linearizability check while the leader is frozen (SIGSTOP) for 3 s

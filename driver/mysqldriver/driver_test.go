@@ -11,7 +11,7 @@ import (
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 	"github.com/go-sql-driver/mysql"
 )
 
