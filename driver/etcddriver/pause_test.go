@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenced/fenced/fencedtest"
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
@@ -67,7 +67,7 @@ func TestLinearizabilityWhileLeaderPaused(t *testing.T) {
 		result <- takeover{i, next}
 	}()
 	t.Cleanup(func() { <-done })
-	fencedtest.RunLinearizability(t, b)
+	drivertest.RunLinearizability(t, b)
 	<-done
 	select {
 	case r := <-result:

@@ -8,7 +8,7 @@ import (
 
 // PostgresBackdate moves every time of the jobs and attempts of the
 // PostgreSQL database at url d into the past, as if all had happened d
-// earlier (fencedtest.Backend.Backdate).
+// earlier (drivertest.Backend.Backdate).
 func PostgresBackdate(t testing.TB, url string, d time.Duration) {
 	t.Helper()
 	iv := fmt.Sprintf("interval '%d microseconds'", d.Microseconds())
