@@ -3,7 +3,7 @@
 // typed errors of a refused call. The API (package fenced, which re-exports
 // each under the same name), the backend drivers and the HTTP service all
 // use these types; it imports nothing of package fenced (only
-// internal/display, which writes the names in its error messages as the
+// internal/lib/display, which writes the names in its error messages as the
 // command writes them), so a driver outside this module can depend on it
 // alone.
 //
@@ -16,5 +16,5 @@
 // that, which encodes their fields by their tags with the times replaced;
 // a struct that embeds one of them would take that method as its own and
 // lose its other fields, so it needs a MarshalJSON of its own (see
-// internal/wire).
+// internal/lib/wire).
 package fencedtype

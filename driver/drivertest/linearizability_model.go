@@ -6,7 +6,7 @@ import (
 	"github.com/fenced/fenced/internal/test/linmodel"
 )
 
-// The model histories are checked against is internal/linmodel's, the
+// The model histories are checked against is internal/test/linmodel's, the
 // sequential specification of docs/design.md §4–§5 (the chaos suite checks its
 // histories against the same one). These are its names as this package's
 // tests use them.

@@ -11,7 +11,7 @@ import (
 )
 
 // The failover fault on one server, with a command that only takes time
-// (internal/failover runs the real one, against a cluster that fails over):
+// (internal/test/failover runs the real one, against a cluster that fails over):
 // the other faults go on while it runs, the report names them, and the
 // work done after its first write is counted by the database clock. With no
 // promotion the timeline stays as it was.

@@ -7,7 +7,7 @@
 // as a plain form. It uses
 // html/template (so every value is escaped) and no JavaScript.
 //
-// It is mounted by internal/server as Config.Dashboard for every path
+// It is mounted by internal/app/server as Config.Dashboard for every path
 // outside /v1/, /healthz and /metrics. Without tokens the server admits
 // loopback clients only, and every browser gets a session at its first
 // page. With tokens (Options.CheckToken), a browser logs in at /login

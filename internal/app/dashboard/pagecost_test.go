@@ -20,7 +20,7 @@ import (
 // median of 20 loads of each page, over HTTP. It runs only with
 // FENCED_PAGECOST=1:
 //
-//	FENCED_PAGECOST=1 go test -run TestPageCost -v ./internal/dashboard/
+//	FENCED_PAGECOST=1 go test -run TestPageCost -v ./internal/app/dashboard/
 func TestPageCost(t *testing.T) {
 	if os.Getenv("FENCED_PAGECOST") != "1" {
 		t.Skip("set FENCED_PAGECOST=1 to measure")

@@ -23,7 +23,7 @@ import (
 // over HTTP on loopback with keep-alive, on both backends, each from
 // benchClients concurrent clients (b.RunParallel goroutines):
 //
-//	go test ./internal/server -run XXX -bench . -benchtime 3s
+//	go test ./internal/app/server -run XXX -bench . -benchtime 3s
 //
 // Renew renews one lease per client; ClaimComplete claims one job and
 // completes it (the queue is filled beforehand, outside the timing).
