@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/fenced/fenced/internal/lib/display"
 )
 
 // Sentinel errors; match with errors.Is.
@@ -74,7 +72,7 @@ type StaleError struct {
 //	stale fence: lease "report" fence 1 is held by "w1", not "w2"
 //	stale fence: lease "report" fence 2 was never granted: the current fence is 1 (held by "w1")
 func (e *StaleError) Error() string {
-	subject := fmt.Sprintf("%s %q", e.Kind, e.Name)
+	subject := fmt.Sprintf("%s %s", e.Kind, Quote(e.Name))
 	if e.Kind == "job" {
 		subject = "job " + e.Name
 	}
@@ -82,9 +80,9 @@ func (e *StaleError) Error() string {
 	switch e.Reason {
 	case ReasonWrongOwner:
 		if e.CurrentOwner != "" {
-			return s + fmt.Sprintf("is held by %q, not %q", e.CurrentOwner, e.Owner)
+			return s + fmt.Sprintf("is held by %s, not %s", Quote(e.CurrentOwner), Quote(e.Owner))
 		}
-		return s + fmt.Sprintf("was granted to another owner, not %q; nobody holds it now", e.Owner)
+		return s + fmt.Sprintf("was granted to another owner, not %s; nobody holds it now", Quote(e.Owner))
 	case ReasonNeverGranted:
 		s += fmt.Sprintf("was never granted: the current fence is %d", e.CurrentFence)
 	case ReasonSuperseded:
@@ -105,7 +103,7 @@ func (e *StaleError) Error() string {
 		s += fmt.Sprintf("is %s: the current fence is %d", e.Reason, e.CurrentFence)
 	}
 	if e.CurrentOwner != "" {
-		return s + fmt.Sprintf(" (held by %q)", e.CurrentOwner)
+		return s + " (held by " + Quote(e.CurrentOwner) + ")"
 	}
 	return s + " (nobody holds it now)"
 }
@@ -128,9 +126,9 @@ type HeldError struct {
 func (e *HeldError) Error() string {
 	if e.Slots > 0 {
 		return fmt.Sprintf("semaphore %s has all %d slots held; the first to run out is %s's, at %s",
-			display.Quote(e.Name), e.Slots, display.Quote(e.Owner), FormatTime(e.ExpiresAt))
+			Quote(e.Name), e.Slots, Quote(e.Owner), FormatTime(e.ExpiresAt))
 	}
-	return fmt.Sprintf("lease %s is held by %s until %s", display.Quote(e.Name), display.Quote(e.Owner), FormatTime(e.ExpiresAt))
+	return fmt.Sprintf("lease %s is held by %s until %s", Quote(e.Name), Quote(e.Owner), FormatTime(e.ExpiresAt))
 }
 
 // Is makes errors.Is(err, ErrHeld) true.
