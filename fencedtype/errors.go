@@ -192,10 +192,10 @@ var ErrNotMigrated = errors.New("database not migrated")
 // and a Maintainer's, on a database with migrations pending. Run
 // "fenced migrate", or Client.Migrate, and try again.
 type NotMigratedError struct {
-	Backend string // "postgres", "mysql" or "sqlite"
-	Table   string // the missing table a statement named; "" when Pending says it
-	Pending []int  // the migrations not applied, when they were read
-	Err     error  // the database's error, when a statement failed
+	Backend Dialect // DialectPostgres, DialectMySQL or DialectSQLite
+	Table   string  // the missing table a statement named; "" when Pending says it
+	Pending []int   // the migrations not applied, when they were read
+	Err     error   // the database's error, when a statement failed
 }
 
 func (e *NotMigratedError) Error() string {

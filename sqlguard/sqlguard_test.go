@@ -175,6 +175,7 @@ func TestBadNamesAreRefused(t *testing.T) {
 		"key":      {Dialect: sqlguard.SQLite, Name: "t", KeyColumn: "k k", FenceColumn: "f"},
 		"same":     {Dialect: sqlguard.SQLite, Name: "t", KeyColumn: "f", FenceColumn: "f"},
 		"dialect":  {Name: "t", KeyColumn: "k", FenceColumn: "f"},
+		"etcd":     {Dialect: fenced.DialectEtcd, Name: "t", KeyColumn: "k", FenceColumn: "f"}, // no SQL
 		"setfence": ok,
 	} {
 		set := sqlguard.Column{Name: "v", Value: 1}

@@ -48,7 +48,7 @@ func (a *app) open(ctx context.Context) (*fenced.Client, error) {
 // *fenced.NotMigratedError that says to run "fenced migrate"; so is a
 // SQLite file that does not exist, which is not created.
 func (a *app) openRead(ctx context.Context) (*fenced.Client, error) {
-	if url := a.databaseURL(); dburl.Backend(url) == "sqlite" {
+	if url := a.databaseURL(); dburl.Backend(url) == fenced.DialectSQLite {
 		if url == "" {
 			url = fenced.DefaultDatabaseURL
 		}

@@ -177,7 +177,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
-	if kind := dburl.Backend(o.URL); kind != "postgres" {
+	if kind := dburl.Backend(o.URL); kind != fenced.DialectPostgres {
 		if kind == "" {
 			kind = "non-PostgreSQL"
 		}

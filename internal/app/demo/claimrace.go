@@ -76,7 +76,7 @@ type claimFunc func(ctx context.Context, tx *txn, q, owner string) (id, fence in
 
 // heldClaim is the claim statement of dialect, with plain FOR UPDATE or
 // FOR UPDATE SKIP LOCKED where the backend has row locks.
-func heldClaim(dialect string, skipLocked bool) claimFunc {
+func heldClaim(dialect fenced.Dialect, skipLocked bool) claimFunc {
 	lock := "FOR UPDATE"
 	if skipLocked {
 		lock += " SKIP LOCKED"
@@ -91,9 +91,9 @@ func heldClaim(dialect string, skipLocked bool) claimFunc {
 		}
 	}
 	switch dialect {
-	case "postgres":
+	case fenced.DialectPostgres:
 		return one(pgHeldClaimPick + lock + pgHeldClaimUpdate)
-	case "mysql":
+	case fenced.DialectMySQL:
 		return func(ctx context.Context, tx *txn, q, owner string) (id, fence int64, err error) {
 			err = tx.QueryRow(ctx, mysqlHeldClaimPick+lock, q).Scan(&id)
 			if noRows(err) {
@@ -132,7 +132,7 @@ func claimRace(ctx context.Context, e *env) []Step {
 	defer closeAll()
 	apiRace(ctx, &t, e, ps, e.queue("claim-race-api"))
 	heldRace(ctx, &t, e, ps, e.queue("claim-race-held"), false)
-	if e.dialect != "sqlite" {
+	if e.dialect != fenced.DialectSQLite {
 		heldRace(ctx, &t, e, ps, e.queue("claim-race-skip"), true)
 	}
 	return t.steps

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/fenced/fenced"
 )
 
 // heldRace: both run fenced's claim statement inside a transaction of their
@@ -18,7 +20,7 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 		return
 	}
 	t.add("—", fmt.Sprintf("enqueue job %d", j.ID), "queued", string(j.State))
-	rowLocks := e.dialect != "sqlite" // PostgreSQL, MySQL: row locks; SQLite: one writer
+	rowLocks := e.dialect != fenced.DialectSQLite // PostgreSQL, MySQL: row locks; SQLite: one writer
 	how, want := "BEGIN IMMEDIATE (one writer)", "the other waits for the write lock, then finds nothing"
 	switch {
 	case rowLocks && skipLocked:
@@ -38,8 +40,8 @@ func heldRace(ctx context.Context, t *timeline, e *env, ps []*peer, q string, sk
 			break
 		}
 		if txs[i], err = begin(ctx, p.d); err == nil {
-			err = txs[i].QueryRow(ctx, map[string]string{"postgres": `SELECT pg_backend_pid()`,
-				"mysql": `SELECT CONNECTION_ID()`}[e.dialect]).Scan(&pids[i])
+			err = txs[i].QueryRow(ctx, map[fenced.Dialect]string{fenced.DialectPostgres: `SELECT pg_backend_pid()`,
+				fenced.DialectMySQL: `SELECT CONNECTION_ID()`}[e.dialect]).Scan(&pids[i])
 		}
 		if err != nil {
 			t.fail(p.name, "begin a transaction", "begun", err)
@@ -118,13 +120,13 @@ func claimHeld(ctx context.Context, p *peer, i int, tx *txn, claim claimFunc, q 
 }
 
 // lockView names where each backend shows a session waiting for a row lock.
-var lockView = map[string]string{"postgres": "pg_stat_activity", "mysql": "information_schema.INNODB_TRX"}
+var lockView = map[fenced.Dialect]string{fenced.DialectPostgres: "pg_stat_activity", fenced.DialectMySQL: "information_schema.INNODB_TRX"}
 
 // lockWaitSQL reads one session's wait: PostgreSQL's wait event (type
 // "Lock" for a row lock), or InnoDB's transaction state ("LOCK WAIT").
-var lockWaitSQL = map[string]string{
-	"postgres": `SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, '') FROM pg_stat_activity WHERE pid = $1`,
-	"mysql":    `SELECT trx_state, COALESCE(trx_operation_state, '') FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = $1`,
+var lockWaitSQL = map[fenced.Dialect]string{
+	fenced.DialectPostgres: `SELECT COALESCE(wait_event_type, ''), COALESCE(wait_event, '') FROM pg_stat_activity WHERE pid = $1`,
+	fenced.DialectMySQL:    `SELECT trx_state, COALESCE(trx_operation_state, '') FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = $1`,
 }
 
 // lockPoll is how long watchLoser waits before each read of lockView.
@@ -133,9 +135,9 @@ var lockWaitSQL = map[string]string{
 // read's picture (the loser perhaps not yet queued on the lock) is all it
 // ever shows. So MySQL's reads are spaced above that, the first a little
 // after the win so the loser has reached the lock.
-var lockPoll = map[string]struct{ first, every time.Duration }{
-	"postgres": {0, 2 * time.Millisecond},
-	"mysql":    {20 * time.Millisecond, 110 * time.Millisecond},
+var lockPoll = map[fenced.Dialect]struct{ first, every time.Duration }{
+	fenced.DialectPostgres: {0, 2 * time.Millisecond},
+	fenced.DialectMySQL:    {20 * time.Millisecond, 110 * time.Millisecond},
 }
 
 // watchLoser waits for a winner, then reads the other racer's session

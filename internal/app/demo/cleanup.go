@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/lib/display"
 )
 
@@ -65,7 +66,7 @@ func (e *env) cleanup(ctx context.Context) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := "key"
-	if e.dialect == "mysql" {
+	if e.dialect == fenced.DialectMySQL {
 		key = "`key`" // a reserved word there
 	}
 	var jobs int64

@@ -24,10 +24,10 @@ func left(t *testing.T, url string) map[string]int64 {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	tables := map[string]string{
-		"sqlite":   `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name LIKE 'fenced_demo%'`,
-		"postgres": `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'fenced_demo%'`,
-		"mysql":    `SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'fenced_demo%'`,
+	tables := map[fenced.Dialect]string{
+		fenced.DialectSQLite:   `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name LIKE 'fenced_demo%'`,
+		fenced.DialectPostgres: `SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name LIKE 'fenced_demo%'`,
+		fenced.DialectMySQL:    `SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'fenced_demo%'`,
 	}[c.Driver().Dialect()]
 	out := map[string]int64{}
 	for what, q := range map[string]string{

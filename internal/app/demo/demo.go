@@ -73,8 +73,8 @@ type env struct {
 	c       *fenced.Client
 	d       driver.Driver // c's, for the demo's own statements (raw.go)
 	exe     string
-	dialect string  // "postgres", "mysql" or "sqlite"
-	made    created // what the run created, removed at the end unless Keep
+	dialect fenced.Dialect // DialectPostgres, DialectMySQL or DialectSQLite
+	made    created        // what the run created, removed at the end unless Keep
 }
 
 // Run runs the named scenarios (all when none are named, the headline
@@ -173,7 +173,7 @@ func run(ctx context.Context, opts Options, table []scenario, names []string) (b
 
 // summary is the demo's last line: how many scenarios ran, on which
 // backend, and whether all went as expected or which differed.
-func summary(n int, dialect string, differed []string) string {
+func summary(n int, dialect fenced.Dialect, differed []string) string {
 	scenarios := "scenarios"
 	if n == 1 {
 		scenarios = "scenario"

@@ -55,7 +55,7 @@ func skipLocked(ctx context.Context, e *env) []Step {
 	together(fns...)
 
 	how := "one writer: claims take turns"
-	if e.dialect != "sqlite" {
+	if e.dialect != fenced.DialectSQLite {
 		how = "SKIP LOCKED: each skips the other's rows"
 	}
 	for i, p := range ps {

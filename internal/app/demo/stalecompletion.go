@@ -94,7 +94,7 @@ func staleCompletion(ctx context.Context, e *env) []Step {
 
 // waitJobExpired polls the database clock until job id's lease has expired.
 func waitJobExpired(ctx context.Context, e *env, id int64) string {
-	query := map[string]string{"postgres": pgJobExpiredSQL, "mysql": mysqlJobExpiredSQL}[e.dialect]
+	query := map[fenced.Dialect]string{fenced.DialectPostgres: pgJobExpiredSQL, fenced.DialectMySQL: mysqlJobExpiredSQL}[e.dialect]
 	if query == "" {
 		query = sqliteJobExpiredSQL
 	}

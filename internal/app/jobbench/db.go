@@ -27,8 +27,8 @@ import (
 type benchDB struct {
 	c       *fenced.Client
 	d       driver.Driver
-	backend string // "postgres", "mysql" or "sqlite"
-	pool    int    // PostgreSQL or MySQL pool size; 0 on SQLite
+	backend fenced.Dialect // DialectPostgres, DialectMySQL or DialectSQLite
+	pool    int            // PostgreSQL or MySQL pool size; 0 on SQLite
 	tmpDir  string
 	stmts   *statementCounter // the PostgreSQL pool's statements; nil elsewhere
 }
@@ -46,7 +46,7 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 		db.tmpDir = dir
 		rawURL = "sqlite:" + filepath.Join(dir, "bench.db")
 	}
-	if kind := dburl.Backend(rawURL); kind == "postgres" || kind == "mysql" {
+	if kind := dburl.Backend(rawURL); kind == fenced.DialectPostgres || kind == fenced.DialectMySQL {
 		rawURL = withPoolSize(rawURL, poolConns)
 	}
 	var err error
@@ -78,7 +78,7 @@ func openDB(ctx context.Context, rawURL string, poolConns int) (*benchDB, error)
 // open opens the driver; on PostgreSQL with a statement counter on its
 // pool.
 func (db *benchDB) open(ctx context.Context, rawURL string) (driver.Driver, error) {
-	if dburl.Backend(rawURL) != "postgres" {
+	if dburl.Backend(rawURL) != fenced.DialectPostgres {
 		return fenced.OpenDriver(ctx, rawURL)
 	}
 	cfg, err := pgdriver.ParseURL(rawURL)

@@ -129,7 +129,7 @@ func (r *Result) String() string {
 // result fills what every mode reports.
 func (b *bench) result(mode string, ws workers) *Result {
 	s := ws.stats()
-	return &Result{Mode: mode, Backend: b.db.backend, Concurrency: b.o.Concurrency, Instances: b.o.Instances,
+	return &Result{Mode: mode, Backend: string(b.db.backend), Concurrency: b.o.Concurrency, Instances: b.o.Instances,
 		FetchBatch: b.o.FetchBatch, PoolConns: b.db.pool, Queue: b.o.Queue,
 		Retried: s.Retried, Stale: s.Stale, Lost: s.Lost}
 }

@@ -3,23 +3,26 @@
 // to import, and for commands that tune a URL before opening it.
 package dburl
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/fenced/fenced/fencedtype"
+)
 
 // DefaultURL is the embedded SQLite file used when no URL is given.
 const DefaultURL = "sqlite:fenced.db"
 
 // backends maps each built-in scheme to its backend's dialect.
-var backends = map[string]string{
-	"postgres": "postgres", "postgresql": "postgres",
-	"mysql": "mysql", "mariadb": "mysql",
-	"sqlite": "sqlite", "sqlite3": "sqlite", "file": "sqlite",
-	"etcd": "etcd",
+var backends = map[string]fencedtype.Dialect{
+	"postgres": fencedtype.DialectPostgres, "postgresql": fencedtype.DialectPostgres,
+	"mysql": fencedtype.DialectMySQL, "mariadb": fencedtype.DialectMySQL,
+	"sqlite": fencedtype.DialectSQLite, "sqlite3": fencedtype.DialectSQLite, "file": fencedtype.DialectSQLite,
+	"etcd": fencedtype.DialectEtcd,
 }
 
-// Backend is the dialect ("postgres", "mysql", "sqlite" or "etcd") of the built-in
-// backend that opens url's scheme, or "" for another scheme. An empty url
-// is DefaultURL.
-func Backend(url string) string {
+// Backend is the dialect of the built-in backend that opens url's scheme,
+// or "" for another scheme. An empty url is DefaultURL.
+func Backend(url string) fencedtype.Dialect {
 	if url == "" {
 		url = DefaultURL
 	}
@@ -31,15 +34,15 @@ func Backend(url string) string {
 }
 
 // Package is the import path of a built-in backend by its dialect.
-func Package(dialect string) string {
+func Package(dialect fencedtype.Dialect) string {
 	switch dialect {
-	case "postgres":
+	case fencedtype.DialectPostgres:
 		return "github.com/fenced/fenced/driver/pgdriver"
-	case "mysql":
+	case fencedtype.DialectMySQL:
 		return "github.com/fenced/fenced/driver/mysqldriver"
-	case "sqlite":
+	case fencedtype.DialectSQLite:
 		return "github.com/fenced/fenced/driver/sqlitedriver"
-	case "etcd":
+	case fencedtype.DialectEtcd:
 		return "github.com/fenced/fenced/driver/etcddriver"
 	}
 	return ""

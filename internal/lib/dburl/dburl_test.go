@@ -11,11 +11,12 @@ import (
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver"
 	_ "github.com/fenced/fenced/driver/sqlitedriver" // the only backend this test links
+	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/lib/dburl"
 )
 
 func TestBackend(t *testing.T) {
-	for in, want := range map[string]string{
+	for in, want := range map[string]fencedtype.Dialect{
 		"": "sqlite", "sqlite:x.db": "sqlite", "SQLITE3:x": "sqlite", "file:x": "sqlite",
 		"postgres://h/db": "postgres", "PostgreSQL://h/db": "postgres",
 		"mysql://h/db": "mysql", "mariadb://h/db": "mysql",
