@@ -50,11 +50,22 @@ const (
 	ReasonNeverGranted StaleReason = "never_granted"
 )
 
+// StaleKind says what a stale fence was the fence of.
+type StaleKind string
+
+// The kinds of fence a write can carry.
+const (
+	StaleLease     StaleKind = "lease"     // a lease generation's fence
+	StaleSemaphore StaleKind = "semaphore" // a semaphore slot grant's fence
+	StaleJob       StaleKind = "job"       // a job attempt's fence
+	StaleResource  StaleKind = "resource"  // a resource write's (or a sqlguard row's) fence
+)
+
 // StaleError is returned when a write carries a fence that is no longer
 // current. It says what the caller held and what is current now, so the caller
 // can tell a takeover from its own lease running out.
 type StaleError struct {
-	Kind         string      // "lease", "semaphore", "job" or "resource"
+	Kind         StaleKind   // StaleLease, StaleSemaphore, StaleJob or StaleResource
 	Name         string      // lease or semaphore name, job id or resource key
 	Owner        string      // the caller's owner (leases, semaphores); "" for jobs and resources
 	Fence        int64       // the caller's fence
@@ -73,7 +84,7 @@ type StaleError struct {
 //	stale fence: lease "report" fence 2 was never granted: the current fence is 1 (held by "w1")
 func (e *StaleError) Error() string {
 	subject := fmt.Sprintf("%s %s", e.Kind, Quote(e.Name))
-	if e.Kind == "job" {
+	if e.Kind == StaleJob {
 		subject = "job " + e.Name
 	}
 	s := fmt.Sprintf("stale fence: %s fence %d ", subject, e.Fence)
@@ -86,14 +97,14 @@ func (e *StaleError) Error() string {
 	case ReasonNeverGranted:
 		s += fmt.Sprintf("was never granted: the current fence is %d", e.CurrentFence)
 	case ReasonSuperseded:
-		if e.Kind == "resource" {
+		if e.Kind == StaleResource {
 			return s + fmt.Sprintf("is superseded: the stored value was written with fence %d", e.CurrentFence)
 		}
 		s += fmt.Sprintf("is superseded: a newer fence %d was granted", e.CurrentFence)
 	case ReasonReleased:
 		return s + "was released"
 	case ReasonExpired:
-		if e.Kind == "job" {
+		if e.Kind == StaleJob {
 			return s + "expired: the attempt's lease ran out before this write"
 		}
 		return s + "expired: its lease ran out before this write"

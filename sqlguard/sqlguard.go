@@ -138,7 +138,7 @@ func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set 
 	case err != nil:
 		return t.updateError(err, key, fence)
 	case stored > fence:
-		return &fencedtype.StaleError{Kind: "resource", Name: fmt.Sprintf("%s/%v", t.Name, key), Fence: fence,
+		return &fencedtype.StaleError{Kind: fencedtype.StaleResource, Name: fmt.Sprintf("%s/%v", t.Name, key), Fence: fence,
 			CurrentFence: stored, Reason: fencedtype.ReasonSuperseded}
 	case t.Dialect != MySQL:
 		// PostgreSQL and SQLite count matched rows: nothing was written.

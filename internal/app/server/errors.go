@@ -69,7 +69,7 @@ type heldBody struct {
 
 type staleBody struct {
 	errorBody
-	Kind         string             `json:"kind"` // lease, semaphore, job or resource
+	Kind         fenced.StaleKind   `json:"kind"` // lease, semaphore, job or resource
 	Name         string             `json:"name"` // lease or semaphore name, job id or resource key
 	YourFence    int64              `json:"your_fence"`
 	CurrentFence int64              `json:"current_fence"`
@@ -138,7 +138,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 			errorBody{Error: codeLeaseHeld, Message: err.Error()},
 			held.Name, held.Owner, held.Fence, wire.Time(held.ExpiresAt), held.Slots}}
 	case errors.As(err, &stale):
-		s.metrics.stale.WithLabelValues(stale.Kind, string(stale.Reason)).Inc()
+		s.metrics.stale.WithLabelValues(string(stale.Kind), string(stale.Reason)).Inc()
 		at := stale.DecidedAt
 		if at.IsZero() {
 			at = time.Now()

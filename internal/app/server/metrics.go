@@ -104,16 +104,16 @@ func newMetrics(c *fenced.Client, maxQueues int) *metrics {
 		m.acquires.WithLabelValues(r)
 		m.slotAcquires.WithLabelValues(r)
 	}
-	for kind, reasons := range map[string][]fenced.StaleReason{
-		"lease": {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonWrongOwner,
+	for kind, reasons := range map[fenced.StaleKind][]fenced.StaleReason{
+		fenced.StaleLease: {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonWrongOwner,
 			fenced.ReasonExpired, fenced.ReasonReleased},
-		"semaphore": {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonWrongOwner,
+		fenced.StaleSemaphore: {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonWrongOwner,
 			fenced.ReasonExpired, fenced.ReasonReleased},
-		"job":      {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonExpired, fenced.ReasonNotRunning},
-		"resource": {fenced.ReasonSuperseded},
+		fenced.StaleJob:      {fenced.ReasonSuperseded, fenced.ReasonNeverGranted, fenced.ReasonExpired, fenced.ReasonNotRunning},
+		fenced.StaleResource: {fenced.ReasonSuperseded},
 	} {
 		for _, r := range reasons {
-			m.stale.WithLabelValues(kind, string(r))
+			m.stale.WithLabelValues(string(kind), string(r))
 		}
 	}
 	m.reg.MustRegister(m.requests, m.claims, m.waiting.g, m.completions, m.failures, m.recovered, m.acquires, m.stale, m.slotAcquires,
