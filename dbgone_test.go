@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // A PostgreSQL connection killed in the middle of a fenced transaction

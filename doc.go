@@ -69,5 +69,5 @@
 // 10.11 is tested, and its package doc lists what MySQL 8 does otherwise). Open picks one from
 // a URL: postgres://…, mysql://user:pass@host:3306/db (also mariadb://),
 // sqlite:///abs/path or sqlite:rel/path. All three pass the same conformance
-// suite (package fencedtest).
+// suite (package driver/drivertest).
 package fenced

@@ -42,6 +42,17 @@ const (
 	ReasonNeverGranted = fencedtype.ReasonNeverGranted
 )
 
+// StaleKind says what a stale fence was the fence of.
+type StaleKind = fencedtype.StaleKind
+
+// The kinds of fence a write can carry.
+const (
+	StaleLease     = fencedtype.StaleLease
+	StaleSemaphore = fencedtype.StaleSemaphore
+	StaleJob       = fencedtype.StaleJob
+	StaleResource  = fencedtype.StaleResource
+)
+
 // ErrNotMigrated matches every *NotMigratedError: the database's fenced
 // schema is missing or behind; run "fenced migrate" or Client.Migrate.
 var ErrNotMigrated = fencedtype.ErrNotMigrated

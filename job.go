@@ -69,8 +69,9 @@ const (
 // queueName is the syntax of queue names.
 var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$`)
 
-// validQueue checks a queue name given to enqueue or to a job list: one
-// message for the field wherever it is refused.
+// validQueue checks a queue name wherever one is given (enqueue, a claim, a
+// worker's queues, a job list, limits, pauses): one message for the field
+// wherever it is refused.
 func validQueue(q string) error {
 	if !queueName.MatchString(q) {
 		return fencedtype.Invalid("queue", "%q must be 1–100 letters, digits, '_', '.', ':' or '-', starting with a letter or digit", q)

@@ -40,8 +40,8 @@ const (
 // queue's queued jobs in claim order and skips the other kinds, so its cost
 // grows with the jobs of other kinds eligible ahead of them.
 func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, ttl time.Duration, kinds ...string) ([]*Job, error) {
-	if !queueName.MatchString(queue) {
-		return nil, fencedtype.Invalid("queue", "%q is not a queue name", queue)
+	if err := validQueue(queue); err != nil {
+		return nil, err
 	}
 	if err := validName("owner", owner); err != nil {
 		return nil, err

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/jsoncheck"
+	"github.com/fenced/fenced/internal/lib/jsoncheck"
 )
 
 // MaxJSONDepth is the deepest nesting of arrays and objects accepted in a

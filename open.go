@@ -6,7 +6,7 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/dburl"
+	"github.com/fenced/fenced/internal/lib/dburl"
 )
 
 // DefaultDatabaseURL is the embedded SQLite file used when no URL is given.

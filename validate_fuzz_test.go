@@ -25,7 +25,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // fuzzBackend is one migrated backend that a fuzz target writes to.

@@ -124,8 +124,8 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.Queues = map[string]int{DefaultQueue: 10}
 	}
 	for q, n := range cfg.Queues {
-		if !queueName.MatchString(q) {
-			return nil, fencedtype.Invalid("queue", "%q is not a queue name", q)
+		if err := validQueue(q); err != nil {
+			return nil, err
 		}
 		if n < 1 || n > 100000 {
 			return nil, fencedtype.Invalid("concurrency", "%d for queue %q is outside 1 to 100000", n, q)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestAWorkersEndWhoseReplyWasLostIsWritten: the reply to a worker's

@@ -3,7 +3,7 @@
 #
 # In one run, for each operation (AcquireRelease, Renew, LeaseTx,
 # ResourceWrite) at 1 and 16 connections, it runs the Go benchmark
-# (driver/pgdriver BenchmarkFenced, see fencedtest/bench.go) and pgbench
+# (driver/pgdriver BenchmarkFenced, see driver/drivertest/bench.go) and pgbench
 # executing the same statements (bench/pgbench/*.sql) back to back, ROUNDS
 # times, alternating which side goes first. Many short rounds rather than a
 # few long ones: on a small shared machine the load moves, and pairing each
@@ -33,8 +33,8 @@ SQLITE_COUNT=${SQLITE_COUNT:-3}
 SCHEMA=fenced_bench
 OPS=(AcquireRelease Renew LeaseTx ResourceWrite)
 CONNS=(1 16)
-VALUE=$(sed -n 's/^\tBenchValue *= "\(.*\)"$/\1/p' fencedtest/bench.go)
-[ -n "$VALUE" ] || { echo "no BenchValue in fencedtest/bench.go" >&2; exit 1; }
+VALUE=$(sed -n 's/^\tBenchValue *= "\(.*\)"$/\1/p' driver/drivertest/bench.go)
+[ -n "$VALUE" ] || { echo "no BenchValue in driver/drivertest/bench.go" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -11,7 +11,7 @@ func DiagnoseLease(ref LeaseRef, row *fencedtype.Lease) error {
 	if row == nil {
 		return fencedtype.ErrNotFound
 	}
-	e := &fencedtype.StaleError{Kind: "lease", Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, CurrentFence: row.Fence}
+	e := &fencedtype.StaleError{Kind: fencedtype.StaleLease, Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence, CurrentFence: row.Fence}
 	if row.Held {
 		e.CurrentOwner = row.Owner
 	}

@@ -24,8 +24,9 @@ type Driver interface {
 	SemaphoreDriver
 	CampaignDriver
 
-	// Dialect names the backend: "postgres", "sqlite" or "mysql".
-	Dialect() string
+	// Dialect names the backend: fencedtype.DialectPostgres,
+	// DialectSQLite, DialectMySQL or DialectEtcd.
+	Dialect() fencedtype.Dialect
 	// Migrate applies the embedded schema migrations that are not yet applied
 	// and returns the versions it applied. Safe to run concurrently.
 	Migrate(ctx context.Context) ([]int, error)

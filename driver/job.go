@@ -166,7 +166,7 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 	if row == nil {
 		return fencedtype.ErrNotFound
 	}
-	e := &fencedtype.StaleError{Kind: "job", Name: strconv.FormatInt(ref.ID, 10), Fence: ref.Fence, CurrentFence: row.Fence,
+	e := &fencedtype.StaleError{Kind: fencedtype.StaleJob, Name: strconv.FormatInt(ref.ID, 10), Fence: ref.Fence, CurrentFence: row.Fence,
 		DecidedAt: row.DecidedAt}
 	running := row.State == fencedtype.JobRunning && row.LeaseExpiresAt != nil && row.LeaseExpiresAt.After(row.DecidedAt)
 	if running {

@@ -59,7 +59,7 @@ type ResourceOutcome struct {
 // *fencedtype.StaleError naming the stored fence.
 func (o ResourceOutcome) Result(p WriteResourceParams) (*fencedtype.ResourceWrite, error) {
 	if !o.Accepted {
-		return nil, &fencedtype.StaleError{Kind: "resource", Name: p.Key, Fence: o.Fence,
+		return nil, &fencedtype.StaleError{Kind: fencedtype.StaleResource, Name: p.Key, Fence: o.Fence,
 			CurrentFence: o.Current, Reason: fencedtype.ReasonSuperseded}
 	}
 	return &fencedtype.ResourceWrite{Key: p.Key, Fence: o.Fence, Version: o.Version, Replayed: o.Replayed}, nil

@@ -72,7 +72,7 @@ func DiagnoseSlot(ref SlotRef, found bool, last int64, grant, newest *fencedtype
 	if !found {
 		return fencedtype.ErrNotFound
 	}
-	e := &fencedtype.StaleError{Kind: "semaphore", Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence}
+	e := &fencedtype.StaleError{Kind: fencedtype.StaleSemaphore, Name: ref.Name, Owner: ref.Owner, Fence: ref.Fence}
 	if grant != nil {
 		e.CurrentFence = grant.Fence
 		if grant.Held {

@@ -12,14 +12,14 @@ import "fmt"
 //
 // The backend's own error stays reachable with errors.Is and errors.As.
 type ConnectError struct {
-	Backend string // "postgres", "mysql" or "sqlite"
-	Address string // host:port, a socket path, or the SQLite file
-	Cause   string // what went wrong, as a person would say it
-	Err     error  // the backend's error
+	Backend Dialect // DialectPostgres, DialectMySQL or DialectSQLite
+	Address string  // host:port, a socket path, or the SQLite file
+	Cause   string  // what went wrong, as a person would say it
+	Err     error   // the backend's error
 }
 
 func (e *ConnectError) Error() string {
-	if e.Backend == "sqlite" {
+	if e.Backend == DialectSQLite {
 		return fmt.Sprintf("cannot open sqlite database %s: %s", e.Address, e.Cause)
 	}
 	return fmt.Sprintf("cannot connect to %s at %s: %s", e.Backend, e.Address, e.Cause)

@@ -2,10 +2,9 @@
 // out and takes back: leases, resources, jobs and their attempts, and the
 // typed errors of a refused call. The API (package fenced, which re-exports
 // each under the same name), the backend drivers and the HTTP service all
-// use these types; it imports nothing of package fenced (only
-// internal/display, which writes the names in its error messages as the
-// command writes them), so a driver outside this module can depend on it
-// alone.
+// use these types; it imports nothing of fenced, so a driver outside this
+// module can depend on it alone. Its error messages write the names a user
+// gave as the command writes them (Quote).
 //
 // The JSON form of each value is the one the HTTP service and the command's
 // --json output send: stored JSON (job args, output, progress) as it is,
@@ -16,5 +15,5 @@
 // that, which encodes their fields by their tags with the times replaced;
 // a struct that embeds one of them would take that method as its own and
 // lose its other fields, so it needs a MarshalJSON of its own (see
-// internal/wire).
+// internal/lib/wire).
 package fencedtype

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/fenced/fenced/internal/display"
 )
 
 // Sentinel errors; match with errors.Is.
@@ -52,11 +50,22 @@ const (
 	ReasonNeverGranted StaleReason = "never_granted"
 )
 
+// StaleKind says what a stale fence was the fence of.
+type StaleKind string
+
+// The kinds of fence a write can carry.
+const (
+	StaleLease     StaleKind = "lease"     // a lease generation's fence
+	StaleSemaphore StaleKind = "semaphore" // a semaphore slot grant's fence
+	StaleJob       StaleKind = "job"       // a job attempt's fence
+	StaleResource  StaleKind = "resource"  // a resource write's (or a sqlguard row's) fence
+)
+
 // StaleError is returned when a write carries a fence that is no longer
 // current. It says what the caller held and what is current now, so the caller
 // can tell a takeover from its own lease running out.
 type StaleError struct {
-	Kind         string      // "lease", "semaphore", "job" or "resource"
+	Kind         StaleKind   // StaleLease, StaleSemaphore, StaleJob or StaleResource
 	Name         string      // lease or semaphore name, job id or resource key
 	Owner        string      // the caller's owner (leases, semaphores); "" for jobs and resources
 	Fence        int64       // the caller's fence
@@ -74,28 +83,28 @@ type StaleError struct {
 //	stale fence: lease "report" fence 1 is held by "w1", not "w2"
 //	stale fence: lease "report" fence 2 was never granted: the current fence is 1 (held by "w1")
 func (e *StaleError) Error() string {
-	subject := fmt.Sprintf("%s %q", e.Kind, e.Name)
-	if e.Kind == "job" {
+	subject := fmt.Sprintf("%s %s", e.Kind, Quote(e.Name))
+	if e.Kind == StaleJob {
 		subject = "job " + e.Name
 	}
 	s := fmt.Sprintf("stale fence: %s fence %d ", subject, e.Fence)
 	switch e.Reason {
 	case ReasonWrongOwner:
 		if e.CurrentOwner != "" {
-			return s + fmt.Sprintf("is held by %q, not %q", e.CurrentOwner, e.Owner)
+			return s + fmt.Sprintf("is held by %s, not %s", Quote(e.CurrentOwner), Quote(e.Owner))
 		}
-		return s + fmt.Sprintf("was granted to another owner, not %q; nobody holds it now", e.Owner)
+		return s + fmt.Sprintf("was granted to another owner, not %s; nobody holds it now", Quote(e.Owner))
 	case ReasonNeverGranted:
 		s += fmt.Sprintf("was never granted: the current fence is %d", e.CurrentFence)
 	case ReasonSuperseded:
-		if e.Kind == "resource" {
+		if e.Kind == StaleResource {
 			return s + fmt.Sprintf("is superseded: the stored value was written with fence %d", e.CurrentFence)
 		}
 		s += fmt.Sprintf("is superseded: a newer fence %d was granted", e.CurrentFence)
 	case ReasonReleased:
 		return s + "was released"
 	case ReasonExpired:
-		if e.Kind == "job" {
+		if e.Kind == StaleJob {
 			return s + "expired: the attempt's lease ran out before this write"
 		}
 		return s + "expired: its lease ran out before this write"
@@ -105,7 +114,7 @@ func (e *StaleError) Error() string {
 		s += fmt.Sprintf("is %s: the current fence is %d", e.Reason, e.CurrentFence)
 	}
 	if e.CurrentOwner != "" {
-		return s + fmt.Sprintf(" (held by %q)", e.CurrentOwner)
+		return s + " (held by " + Quote(e.CurrentOwner) + ")"
 	}
 	return s + " (nobody holds it now)"
 }
@@ -128,9 +137,9 @@ type HeldError struct {
 func (e *HeldError) Error() string {
 	if e.Slots > 0 {
 		return fmt.Sprintf("semaphore %s has all %d slots held; the first to run out is %s's, at %s",
-			display.Quote(e.Name), e.Slots, display.Quote(e.Owner), FormatTime(e.ExpiresAt))
+			Quote(e.Name), e.Slots, Quote(e.Owner), FormatTime(e.ExpiresAt))
 	}
-	return fmt.Sprintf("lease %s is held by %s until %s", display.Quote(e.Name), display.Quote(e.Owner), FormatTime(e.ExpiresAt))
+	return fmt.Sprintf("lease %s is held by %s until %s", Quote(e.Name), Quote(e.Owner), FormatTime(e.ExpiresAt))
 }
 
 // Is makes errors.Is(err, ErrHeld) true.
@@ -194,10 +203,10 @@ var ErrNotMigrated = errors.New("database not migrated")
 // and a Maintainer's, on a database with migrations pending. Run
 // "fenced migrate", or Client.Migrate, and try again.
 type NotMigratedError struct {
-	Backend string // "postgres", "mysql" or "sqlite"
-	Table   string // the missing table a statement named; "" when Pending says it
-	Pending []int  // the migrations not applied, when they were read
-	Err     error  // the database's error, when a statement failed
+	Backend Dialect // DialectPostgres, DialectMySQL or DialectSQLite
+	Table   string  // the missing table a statement named; "" when Pending says it
+	Pending []int   // the migrations not applied, when they were read
+	Err     error   // the database's error, when a statement failed
 }
 
 func (e *NotMigratedError) Error() string {

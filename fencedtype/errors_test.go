@@ -46,3 +46,27 @@ func TestStaleErrorSaysTheCause(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorsWriteNamesOneWay: a stale and a held error write a name as
+// Quote does, so a decomposed é, a filler or a zero-width space in a lease
+// name or an owner looks different from its look-alike in both messages.
+func TestErrorsWriteNamesOneWay(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&StaleError{Kind: "lease", Name: "cafe\u0301", Owner: "w\u3164", Fence: 1, CurrentFence: 1, CurrentOwner: "a\u200bb", Reason: ReasonWrongOwner},
+			`stale fence: lease "cafe\u0301" fence 1 is held by "a\u200bb", not "w\u3164"`},
+		{&StaleError{Kind: "lease", Name: "cafe\u0301", Owner: "w\u3164", Fence: 1, CurrentFence: 1, Reason: ReasonWrongOwner},
+			`stale fence: lease "cafe\u0301" fence 1 was granted to another owner, not "w\u3164"; nobody holds it now`},
+		{&StaleError{Kind: "resource", Name: "k\u0301", Fence: 1, CurrentFence: 2, CurrentOwner: "o\u3164", Reason: ReasonNeverGranted},
+			`stale fence: resource "k\u0301" fence 1 was never granted: the current fence is 2 (held by "o\u3164")`},
+		{&HeldError{Name: "cafe\u0301", Owner: "w\u3164"},
+			`lease "cafe\u0301" is held by "w\u3164" until 0001-01-01T00:00:00.000000Z`},
+	} {
+		if got := c.err.Error(); got != c.want {
+			t.Errorf("\n got %s\nwant %s", got, c.want)
+		}
+	}
+}

@@ -4,7 +4,7 @@ import "time"
 
 // Resource is a value in the fenced resource store, with the fence and
 // version of the write that stored it. Its JSON form is the HTTP service's
-// (internal/wire), which sends Value as text.
+// (internal/lib/wire), which sends Value as text.
 type Resource struct {
 	Key       string
 	Value     []byte

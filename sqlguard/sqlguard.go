@@ -35,14 +35,16 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// Dialect is the SQL dialect of the user's database.
-type Dialect int
+// Dialect is the SQL dialect of the user's database: fenced's one
+// spelling of a backend (fencedtype.Dialect), so a Driver's Dialect() names
+// the dialect of a table in the same database.
+type Dialect = fencedtype.Dialect
 
 // The dialects Table speaks.
 const (
-	Postgres Dialect = iota + 1 // $1 placeholders, "quoted" names
-	MySQL                       // ? placeholders, `quoted` names (MySQL 8, MariaDB)
-	SQLite                      // ? placeholders, "quoted" names
+	Postgres = fencedtype.DialectPostgres // $1 placeholders, "quoted" names
+	MySQL    = fencedtype.DialectMySQL    // ? placeholders, `quoted` names (MySQL 8, MariaDB)
+	SQLite   = fencedtype.DialectSQLite   // ? placeholders, "quoted" names
 )
 
 // Execer is what a *sql.DB, *sql.Tx and *sql.Conn share: Update runs its
@@ -136,7 +138,7 @@ func (t Table) Update(ctx context.Context, db Execer, key any, fence int64, set 
 	case err != nil:
 		return t.updateError(err, key, fence)
 	case stored > fence:
-		return &fencedtype.StaleError{Kind: "resource", Name: fmt.Sprintf("%s/%v", t.Name, key), Fence: fence,
+		return &fencedtype.StaleError{Kind: fencedtype.StaleResource, Name: fmt.Sprintf("%s/%v", t.Name, key), Fence: fence,
 			CurrentFence: stored, Reason: fencedtype.ReasonSuperseded}
 	case t.Dialect != MySQL:
 		// PostgreSQL and SQLite count matched rows: nothing was written.
@@ -190,7 +192,9 @@ func (t Table) fenceSQL() string {
 }
 
 func (t Table) check() error {
-	if t.Dialect < Postgres || t.Dialect > SQLite {
+	switch t.Dialect {
+	case Postgres, MySQL, SQLite:
+	default:
 		return fencedtype.Invalid("dialect", "want sqlguard.Postgres, MySQL or SQLite")
 	}
 	for _, part := range strings.Split(t.Name, ".") {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/mysqldriver"
-	"github.com/fenced/fenced/internal/testdb"
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testdb"
+	"github.com/fenced/fenced/internal/test/testetcd"
 	"github.com/fenced/fenced/sqlguard"
 )
 
@@ -175,6 +175,7 @@ func TestBadNamesAreRefused(t *testing.T) {
 		"key":      {Dialect: sqlguard.SQLite, Name: "t", KeyColumn: "k k", FenceColumn: "f"},
 		"same":     {Dialect: sqlguard.SQLite, Name: "t", KeyColumn: "f", FenceColumn: "f"},
 		"dialect":  {Name: "t", KeyColumn: "k", FenceColumn: "f"},
+		"etcd":     {Dialect: fenced.DialectEtcd, Name: "t", KeyColumn: "k", FenceColumn: "f"}, // no SQL
 		"setfence": ok,
 	} {
 		set := sqlguard.Column{Name: "v", Value: 1}

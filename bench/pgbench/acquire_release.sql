@@ -1,6 +1,6 @@
 -- AcquireRelease: leaseAcquireSQL then leaseReleaseSQL (driver/pgdriver/lease.go),
 -- two autocommit statements, on this client's own lease (name 1000+client_id,
--- as fencedtest.BenchName). The acquire's RETURNING columns are aliased only so
+-- as drivertest.BenchName). The acquire's RETURNING columns are aliased only so
 -- \gset can name them; the release uses the fence the acquire returned.
 \set name 1000 + :client_id
 \set ttl 3600000000

@@ -1,6 +1,6 @@
 -- ResourceWrite: resourceWriteSQL (driver/pgdriver/resource.go), one autocommit
 -- INSERT ... ON CONFLICT ... WHERE on this client's own key (4000+client_id),
--- fence 1, value -D value=... (32 bytes, fencedtest.BenchValue).
+-- fence 1, value -D value=... (32 bytes, drivertest.BenchValue).
 \set key 4000 + :client_id
 \set fence 1
 INSERT INTO fenced_resources AS r (key, value, fence, version, updated_at)

@@ -1,7 +1,7 @@
 // Command setup prepares the PostgreSQL schema the pgbench scripts in
 // bench/pgbench run against: it drops and recreates the schema, migrates it
 // with fenced's own migrations, and gives each pgbench client the rows the
-// Go benchmarks (fencedtest.Bench) prepare for their workers — the same
+// Go benchmarks (drivertest.Bench) prepare for their workers — the same
 // names, owner, TTL and business table, each lease at fence 1.
 //
 //	go run ./bench/setup -url postgres://postgres@127.0.0.1:5432/test -schema fenced_bench -clients 16
@@ -16,8 +16,8 @@ import (
 	"os"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/drivertest"
 	_ "github.com/fenced/fenced/driver/pgdriver" // the PostgreSQL backend
-	"github.com/fenced/fenced/fencedtest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -60,12 +60,12 @@ func setup(ctx context.Context, base, schema string, clients int) error {
 	if _, err := c.Migrate(ctx); err != nil {
 		return err
 	}
-	if _, err := conn.Exec(ctx, `SET search_path = `+id+`; `+fencedtest.BenchBizDDL); err != nil {
+	if _, err := conn.Exec(ctx, `SET search_path = `+id+`; `+drivertest.BenchBizDDL); err != nil {
 		return err
 	}
 	for w := range clients {
 		for _, op := range []string{"Renew", "LeaseTx"} {
-			l, err := c.AcquireLease(ctx, fencedtest.BenchName(op, w), fencedtest.BenchOwner, fencedtest.BenchTTL)
+			l, err := c.AcquireLease(ctx, drivertest.BenchName(op, w), drivertest.BenchOwner, drivertest.BenchTTL)
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func setup(ctx context.Context, base, schema string, clients int) error {
 				return fmt.Errorf("lease %s has fence %d; the scripts assume 1", l.Name, l.Fence)
 			}
 		}
-		k := fencedtest.BenchName("LeaseTx", w)
+		k := drivertest.BenchName("LeaseTx", w)
 		if _, err := conn.Exec(ctx, `INSERT INTO fenced_bench_biz (k, v) VALUES ($1, 0)`, k); err != nil {
 			return err
 		}

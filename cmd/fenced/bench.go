@@ -6,7 +6,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/fenced/fenced/internal/jobbench"
+	"github.com/fenced/fenced/internal/app/jobbench"
 	"github.com/spf13/cobra"
 )
 

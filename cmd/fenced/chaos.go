@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/fenced/fenced/internal/chaos"
-	"github.com/fenced/fenced/internal/dburl"
+	"github.com/fenced/fenced/internal/app/chaos"
+	"github.com/fenced/fenced/internal/lib/dburl"
 	"github.com/spf13/cobra"
 )
 

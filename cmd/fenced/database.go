@@ -14,7 +14,7 @@ import (
 	"github.com/fenced/fenced"
 	_ "github.com/fenced/fenced/driver/all" // the command opens every backend by URL
 	"github.com/fenced/fenced/driver/sqlitedriver"
-	"github.com/fenced/fenced/internal/dburl"
+	"github.com/fenced/fenced/internal/lib/dburl"
 )
 
 // envDatabaseURL names the environment variable read when --db is not given.
@@ -48,7 +48,7 @@ func (a *app) open(ctx context.Context) (*fenced.Client, error) {
 // *fenced.NotMigratedError that says to run "fenced migrate"; so is a
 // SQLite file that does not exist, which is not created.
 func (a *app) openRead(ctx context.Context) (*fenced.Client, error) {
-	if url := a.databaseURL(); dburl.Backend(url) == "sqlite" {
+	if url := a.databaseURL(); dburl.Backend(url) == fenced.DialectSQLite {
 		if url == "" {
 			url = fenced.DefaultDatabaseURL
 		}

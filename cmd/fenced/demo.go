@@ -4,7 +4,7 @@ import (
 	"errors"
 	"os"
 
-	"github.com/fenced/fenced/internal/demo"
+	"github.com/fenced/fenced/internal/app/demo"
 	"github.com/spf13/cobra"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
 // etcdCluster is a three-member etcd cluster embedded in the test process,

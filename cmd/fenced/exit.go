@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/lib/display"
 	"github.com/spf13/cobra"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
-	"github.com/fenced/fenced/internal/wire"
+	"github.com/fenced/fenced/internal/lib/wire"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // jobOutput is the --json form of a job.

@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/display"
-	"github.com/fenced/fenced/internal/wire"
+	"github.com/fenced/fenced/internal/lib/display"
+	"github.com/fenced/fenced/internal/lib/wire"
 	"github.com/spf13/cobra"
 )
 

@@ -7,8 +7,8 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/display"
-	"github.com/fenced/fenced/internal/wire"
+	"github.com/fenced/fenced/internal/lib/display"
+	"github.com/fenced/fenced/internal/lib/wire"
 	"github.com/spf13/cobra"
 )
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/lib/display"
 	"github.com/spf13/cobra"
 )
 

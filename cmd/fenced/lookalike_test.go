@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/lib/display"
 )
 
 // Look-alike names are distinct leases and must look distinct: the acquire

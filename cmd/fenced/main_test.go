@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // testVersion is stamped into the binary under test with -ldflags.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 func TestMigrateIsIdempotent(t *testing.T) {

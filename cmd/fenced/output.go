@@ -8,7 +8,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/display"
+	"github.com/fenced/fenced/internal/lib/display"
 )
 
 // writeJSON prints v as one line of JSON.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // The Python worker of examples/python against a real "fenced serve": it

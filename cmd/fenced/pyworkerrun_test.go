@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // The Worker of the Python client package (clients/python) against a real

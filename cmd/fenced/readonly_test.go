@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestReadOnlySQLite: a SQLite file or directory this user may not write

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestReadOnlyRoleReads: a PostgreSQL role that may only read runs the

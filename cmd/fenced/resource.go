@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/display"
-	"github.com/fenced/fenced/internal/wire"
+	"github.com/fenced/fenced/internal/lib/display"
+	"github.com/fenced/fenced/internal/lib/wire"
 	"github.com/spf13/cobra"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestSnapshotRestoreNeedsFenceAdvance: a PostgreSQL data directory copied

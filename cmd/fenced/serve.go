@@ -15,8 +15,8 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/dashboard"
-	"github.com/fenced/fenced/internal/server"
+	"github.com/fenced/fenced/internal/app/dashboard"
+	"github.com/fenced/fenced/internal/app/server"
 	"github.com/spf13/cobra"
 )
 
@@ -231,7 +231,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	defer c.Close()
 	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, MaxWaiters: o.maxWaiters, Logger: log, Redact: a.scrub,
 		DashboardLogin: true, BehindTLSProxy: o.behindTLSProxy}
-	if o.maintenance && c.Driver().Dialect() == "etcd" {
+	if o.maintenance && c.Driver().Dialect() == fenced.DialectEtcd {
 		// The maintenance recovers and deletes jobs; etcd keeps none.
 		o.maintenance = false
 		log.Info("no job maintenance: etcd keeps leases and resources only")

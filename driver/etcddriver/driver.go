@@ -8,6 +8,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
 )
 
 func init() { driver.Register(Open, "etcd") }
@@ -55,8 +56,8 @@ func New(cli *clientv3.Client, prefix string) *Driver {
 	return &Driver{cli: cli, keys: keys{prefix: normPrefix(prefix)}}
 }
 
-// Dialect implements driver.Driver: "etcd".
-func (d *Driver) Dialect() string { return "etcd" }
+// Dialect implements driver.Driver: fencedtype.DialectEtcd.
+func (d *Driver) Dialect() fencedtype.Dialect { return fencedtype.DialectEtcd }
 
 // Migrate implements driver.Driver: etcd has no schema, nothing to apply.
 func (d *Driver) Migrate(context.Context) ([]int, error) { return nil, nil }

@@ -11,9 +11,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/etcddriver"
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
 // The linearizability check while the leader is killed with SIGKILL
@@ -104,7 +104,7 @@ func linearizabilityAcrossKill(t *testing.T, slack time.Duration, kill func(*tes
 		result <- outcome{killed, err}
 	}()
 	t.Cleanup(func() { <-done })
-	fencedtest.RunLinearizability(t, b)
+	drivertest.RunLinearizability(t, b)
 	<-done
 	var o outcome
 	select {

@@ -9,7 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
 // cluster is the real three-member cluster every test of the package uses,

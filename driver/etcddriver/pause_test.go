@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/driver/drivertest"
+	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
 // The linearizability check while the leader is frozen (SIGSTOP) for 3 s
@@ -67,7 +67,7 @@ func TestLinearizabilityWhileLeaderPaused(t *testing.T) {
 		result <- takeover{i, next}
 	}()
 	t.Cleanup(func() { <-done })
-	fencedtest.RunLinearizability(t, b)
+	drivertest.RunLinearizability(t, b)
 	<-done
 	select {
 	case r := <-result:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/etcddriver"
-	"github.com/fenced/fenced/internal/testetcd"
+	"github.com/fenced/fenced/internal/test/testetcd"
 )
 
 // Expiry across a leader pause, checked with TTLs longer than the 6 s

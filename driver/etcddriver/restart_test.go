@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fenced/fenced/fencedtest"
+	"github.com/fenced/fenced/driver/drivertest"
 )
 
 // The linearizability check while the leader is stopped and started again
@@ -37,7 +37,7 @@ func TestLinearizabilityAcrossLeaderRestart(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { <-done })
-	fencedtest.RunLinearizability(t, b)
+	drivertest.RunLinearizability(t, b)
 	<-done
 	select {
 	case i := <-stopped:

@@ -7,13 +7,13 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/etcddriver"
-	"github.com/fenced/fenced/fencedtest"
 )
 
 // backend is etcd as the conformance suite sees it.
-func backend() fencedtest.Backend {
-	return fencedtest.Backend{
+func backend() drivertest.Backend {
+	return drivertest.Backend{
 		Name:       "etcd",
 		OpenDriver: etcddriver.Open,
 		NewURL:     func(testing.TB) string { return cluster.URL() },
@@ -30,7 +30,7 @@ func backend() fencedtest.Backend {
 
 // TestConformance runs the lease, resource and fence groups of the
 // conformance suite on a real three-member cluster.
-func TestConformance(t *testing.T) { fencedtest.RunLeases(t, backend()) }
+func TestConformance(t *testing.T) { drivertest.RunLeases(t, backend()) }
 
 // snapshot copies every key under url's prefix; restore deletes the prefix
 // and puts the copy back, held keys on fresh etcd leases of their

@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/mysqldriver"
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestBackoffExpressionDoesNotOverflow evaluates the driver's one backoff
-// expression for attempts 1 to 2000 (the rule: fencedtest). The attempts
+// expression for attempts 1 to 2000 (the rule: drivertest). The attempts
 // are made by joining digits: MySQL 8 stops a recursive CTE at 1000 rows.
 func TestBackoffExpressionDoesNotOverflow(t *testing.T) {
 	t.Parallel()
@@ -23,7 +23,7 @@ func TestBackoffExpressionDoesNotOverflow(t *testing.T) {
 	defer d.Close()
 	const digits = `(SELECT 0 AS x UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4
 		UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)`
-	fencedtest.CheckBackoffExpression(t, func(t *testing.T, base, max time.Duration, n int) []time.Duration {
+	drivertest.CheckBackoffExpression(t, func(t *testing.T, base, max time.Duration, n int) []time.Duration {
 		// backoffUS takes its ? arguments in the order max, base.
 		rows, err := d.DB().QueryContext(ctx, `SELECT `+mysqldriver.BackoffUS("g.a", "?", "?", "0")+` FROM (
 			SELECT 1 + a.x + 10 * b.x + 100 * c.x + 1000 * e.x AS a

@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/mysqldriver"
-	"github.com/fenced/fenced/fencedtest"
 )
 
 // BenchmarkFenced measures the lease operations on MySQL/MariaDB, the same
 // operations and connection counts as on PostgreSQL and SQLite.
 func BenchmarkFenced(b *testing.B) {
-	fencedtest.Bench(b, fencedtest.BenchBackend{Backend: Backend, Open: openPool})
+	drivertest.Bench(b, drivertest.BenchBackend{Backend: Backend, Open: openPool})
 }
 
 // openPool opens a client whose pool holds exactly conns connections

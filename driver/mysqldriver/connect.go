@@ -11,7 +11,7 @@ import (
 // connectError describes a failure to connect to the server cfg names, in
 // one line: the address and the cause.
 func connectError(cfg *mysql.Config, err error) error {
-	return &fencedtype.ConnectError{Backend: "mysql", Address: cfg.Addr, Cause: connectCause(err), Err: err}
+	return &fencedtype.ConnectError{Backend: fencedtype.DialectMySQL, Address: cfg.Addr, Cause: connectCause(err), Err: err}
 }
 
 // connectCause is the server's own message when it refused the session

@@ -10,7 +10,7 @@ import (
 
 	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestConnectErrorsAreOneLine: a server that cannot be reached, or refuses

@@ -226,8 +226,8 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, maxConns int) (*Driver, 
 // transactions can be passed to WrapTx.
 func (d *Driver) DB() *sql.DB { return d.db }
 
-// Dialect returns "mysql".
-func (d *Driver) Dialect() string { return "mysql" }
+// Dialect returns fencedtype.DialectMySQL.
+func (d *Driver) Dialect() fencedtype.Dialect { return fencedtype.DialectMySQL }
 
 // Close closes the pool.
 func (d *Driver) Close() error { return d.db.Close() }

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/mysqldriver"
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 	"github.com/go-sql-driver/mysql"
 )
 
@@ -22,7 +22,7 @@ import (
 // The suite skips one test here, AnIdleWorkerIsWokenByEnqueue: it needs
 // enqueue notifications (driver.JobListener), and MySQL and MariaDB have
 // nothing like PostgreSQL's LISTEN/NOTIFY to push them; idle workers poll.
-var Backend = fencedtest.Backend{
+var Backend = drivertest.Backend{
 	Name:        "mysql",
 	OpenDriver:  func(ctx context.Context, url string) (driver.Driver, error) { return mysqldriver.Open(ctx, url) },
 	NewURL:      func(t testing.TB) string { return withParam(t, testdb.MySQL(t), "time_zone", "'+05:00'") },
@@ -33,7 +33,7 @@ var Backend = fencedtest.Backend{
 	Backdate:    testdb.MySQLBackdate,
 }
 
-func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }
+func TestConformance(t *testing.T) { drivertest.Run(t, Backend) }
 
 // TestConformanceRepeatableRead runs the suite again with every session in
 // InnoDB's default REPEATABLE READ instead of the driver's READ COMMITTED:
@@ -46,7 +46,7 @@ func TestConformanceRepeatableRead(t *testing.T) {
 	rr.NewURL = func(t testing.TB) string {
 		return withParam(t, Backend.NewURL(t), isolationVariable(t), "'REPEATABLE-READ'")
 	}
-	fencedtest.Run(t, rr)
+	drivertest.Run(t, rr)
 }
 
 var dollar = regexp.MustCompile(`\$[0-9]+`)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced/driver/mysqldriver"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestDurabilityIsReadFromTheServersVariables: the settings Open decides on

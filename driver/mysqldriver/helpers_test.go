@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // The dialect's own quirks. Behaviour shared by every backend is in the

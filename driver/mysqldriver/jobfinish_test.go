@@ -9,7 +9,7 @@ import (
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestBatchFinishInASnapshotReportsOnlyWhatEnded: a batch finish in the

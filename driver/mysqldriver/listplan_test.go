@@ -7,7 +7,7 @@ import (
 
 	"github.com/fenced/fenced/driver/mysqldriver"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // A page of one state's jobs reads the (state, lease_expires_at, id) index

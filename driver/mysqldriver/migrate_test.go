@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // latestMigration is the number of migrations in migrations/.

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 	"github.com/jackc/pgx/v5"
 )
 
 // TestBackoffExpressionDoesNotOverflow evaluates the driver's one backoff
-// expression for attempts 1 to 2000 (the rule: fencedtest).
+// expression for attempts 1 to 2000 (the rule: drivertest).
 func TestBackoffExpressionDoesNotOverflow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -21,7 +21,7 @@ func TestBackoffExpressionDoesNotOverflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	fencedtest.CheckBackoffExpression(t, func(t *testing.T, base, max time.Duration, n int) []time.Duration {
+	drivertest.CheckBackoffExpression(t, func(t *testing.T, base, max time.Duration, n int) []time.Duration {
 		rows, err := conn.Query(ctx, `SELECT `+pgdriver.BackoffUS("a", "$1", "$2", "0")+
 			` FROM generate_series(1, $3::int) AS g(a) ORDER BY a`, base.Microseconds(), max.Microseconds(), n)
 		if err != nil {

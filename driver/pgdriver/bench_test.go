@@ -7,15 +7,15 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/fencedtest"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // BenchmarkFenced measures the lease operations on PostgreSQL; bench/run.sh
 // sets them beside pgbench running the same statements.
 func BenchmarkFenced(b *testing.B) {
-	fencedtest.Bench(b, fencedtest.BenchBackend{Backend: Backend, Open: openPool})
+	drivertest.Bench(b, drivertest.BenchBackend{Backend: Backend, Open: openPool})
 }
 
 // openPool opens a client whose pgx pool holds exactly conns connections

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 	"github.com/jackc/pgx/v5"
 )
 

@@ -19,7 +19,7 @@ import (
 // (it tries each fallback, such as TLS then plain, and reports every
 // attempt).
 func connectError(cfg *pgxpool.Config, err error) error {
-	return &fencedtype.ConnectError{Backend: "postgres", Address: address(cfg.ConnConfig.Host, cfg.ConnConfig.Port),
+	return &fencedtype.ConnectError{Backend: fencedtype.DialectPostgres, Address: address(cfg.ConnConfig.Host, cfg.ConnConfig.Port),
 		Cause: connectCause(err), Err: err}
 }
 

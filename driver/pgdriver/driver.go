@@ -164,8 +164,8 @@ func scanInUTC(cfg *pgxpool.Config) {
 // Pool returns the driver's pool, for the caller's own queries.
 func (d *Driver) Pool() *pgxpool.Pool { return d.pool.Pool }
 
-// Dialect returns "postgres".
-func (d *Driver) Dialect() string { return "postgres" }
+// Dialect returns fencedtype.DialectPostgres.
+func (d *Driver) Dialect() fencedtype.Dialect { return fencedtype.DialectPostgres }
 
 // Close closes the pool when the driver opened it.
 func (d *Driver) Close() error {

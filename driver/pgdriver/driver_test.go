@@ -5,13 +5,13 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // Backend is the conformance-suite view of PostgreSQL.
-var Backend = fencedtest.Backend{
+var Backend = drivertest.Backend{
 	Name:        "postgres",
 	OpenDriver:  func(ctx context.Context, url string) (driver.Driver, error) { return pgdriver.Open(ctx, url) },
 	NewURL:      testdb.Postgres,
@@ -21,4 +21,4 @@ var Backend = fencedtest.Backend{
 	Backdate:    testdb.PostgresBackdate,
 }
 
-func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }
+func TestConformance(t *testing.T) { drivertest.Run(t, Backend) }

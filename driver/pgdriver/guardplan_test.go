@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // The statements that read a batch of attempts by id read them through the

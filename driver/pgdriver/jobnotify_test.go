@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestAWorkerOnAPoolOfOneConnection: the enqueue listener does not take a

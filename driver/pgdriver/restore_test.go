@@ -9,7 +9,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // restoreAdvance is the fenced_promotion_advance of the restore tests.

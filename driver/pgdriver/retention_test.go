@@ -8,7 +8,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // Retention never deletes a job that a concurrent transaction is taking out

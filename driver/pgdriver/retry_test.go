@@ -9,7 +9,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 

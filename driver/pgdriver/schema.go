@@ -28,5 +28,5 @@ func notMigrated(err error) error {
 	if m == nil {
 		return err
 	}
-	return &fencedtype.NotMigratedError{Backend: "postgres", Table: m[1], Err: err}
+	return &fencedtype.NotMigratedError{Backend: fencedtype.DialectPostgres, Table: m[1], Err: err}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/pgdriver"
 	"github.com/fenced/fenced/fencedtype"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )

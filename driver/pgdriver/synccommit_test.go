@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // A grant must never be committed asynchronously (docs/design.md §7): whatever asks

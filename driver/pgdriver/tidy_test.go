@@ -10,7 +10,7 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/driver/pgdriver"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // churnJobs enqueues, claims and completes n jobs, leaving dead row

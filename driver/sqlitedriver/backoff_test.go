@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/sqlitedriver"
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // TestBackoffExpressionDoesNotOverflow evaluates the driver's one backoff
-// expression for attempts 1 to 2000 (the rule: fencedtest).
+// expression for attempts 1 to 2000 (the rule: drivertest).
 func TestBackoffExpressionDoesNotOverflow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -21,7 +21,7 @@ func TestBackoffExpressionDoesNotOverflow(t *testing.T) {
 	}
 	defer d.Close()
 	db := d.(*sqlitedriver.Driver).DB()
-	fencedtest.CheckBackoffExpression(t, func(t *testing.T, base, max time.Duration, n int) []time.Duration {
+	drivertest.CheckBackoffExpression(t, func(t *testing.T, base, max time.Duration, n int) []time.Duration {
 		rows, err := db.QueryContext(ctx, `WITH RECURSIVE g(a) AS (SELECT 1 UNION ALL SELECT a + 1 FROM g WHERE a < ?3)
 			SELECT `+sqlitedriver.BackoffUS("a", "?1", "?2", "0")+` FROM g ORDER BY a`, base.Microseconds(), max.Microseconds(), n)
 		if err != nil {

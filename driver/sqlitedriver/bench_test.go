@@ -6,15 +6,15 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/sqlitedriver"
-	"github.com/fenced/fenced/fencedtest"
 )
 
 // BenchmarkFenced measures the lease operations on SQLite. There is no
 // pgbench to compare with; SQLite admits one writer at a time, so the 16
 // connection figures show queueing, not parallelism.
 func BenchmarkFenced(b *testing.B) {
-	fencedtest.Bench(b, fencedtest.BenchBackend{Backend: Backend, Open: openPool})
+	drivertest.Bench(b, drivertest.BenchBackend{Backend: Backend, Open: openPool})
 }
 
 // openPool opens a client whose database/sql pool holds exactly conns

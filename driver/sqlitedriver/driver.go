@@ -75,8 +75,8 @@ func Open(ctx context.Context, path string) (*Driver, error) {
 // DB returns the database handle, for the caller's own queries.
 func (d *Driver) DB() *sql.DB { return d.db }
 
-// Dialect returns "sqlite".
-func (d *Driver) Dialect() string { return "sqlite" }
+// Dialect returns fencedtype.DialectSQLite.
+func (d *Driver) Dialect() fencedtype.Dialect { return fencedtype.DialectSQLite }
 
 // Close closes the database.
 func (d *Driver) Close() error { return d.db.Close() }

@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/drivertest"
 	"github.com/fenced/fenced/driver/sqlitedriver"
-	"github.com/fenced/fenced/fencedtest"
-	"github.com/fenced/fenced/internal/testdb"
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 // Backend is the conformance-suite view of SQLite. SQLite cannot show a
 // waiter on its write lock, so the suite gives a blocked call a bounded
 // chance to return instead of observing the wait.
-var Backend = fencedtest.Backend{
+var Backend = drivertest.Backend{
 	Name:       "sqlite",
 	OpenDriver: openDriver,
 	NewURL:     testdb.SQLite,
@@ -22,7 +22,7 @@ var Backend = fencedtest.Backend{
 	Backdate:   testdb.SQLiteBackdate,
 }
 
-func TestConformance(t *testing.T) { fencedtest.Run(t, Backend) }
+func TestConformance(t *testing.T) { drivertest.Run(t, Backend) }
 
 // openDriver is the conformance suite's constructor: a sqlite: URL.
 func openDriver(ctx context.Context, url string) (driver.Driver, error) {

@@ -35,7 +35,7 @@ func code(err error) int {
 // the cause, found from the file system where SQLite only says "unable to
 // open database file".
 func openError(path string, err error) error {
-	return &fencedtype.ConnectError{Backend: "sqlite", Address: path, Cause: openCause(path, err), Err: err}
+	return &fencedtype.ConnectError{Backend: fencedtype.DialectSQLite, Address: path, Cause: openCause(path, err), Err: err}
 }
 
 // openCause says why path could not be opened, looking where a person

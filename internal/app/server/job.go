@@ -1,0 +1,266 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/lib/wire"
+)
+
+type enqueueRequest struct {
+	Kind           string          `json:"kind"`
+	Args           json.RawMessage `json:"args"`     // any JSON; absent or null is {}
+	Queue          string          `json:"queue"`    // default "default"
+	Priority       int             `json:"priority"` // 0 runs first
+	RunAt          *string         `json:"run_at"`   // RFC 3339
+	DelayMs        *int64          `json:"delay_ms"` // or: run this long after the database's now
+	MaxAttempts    int             `json:"max_attempts"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	// ConcurrencyKey and SequenceKey: see fenced.EnqueueParams.
+	ConcurrencyKey           string `json:"concurrency_key"`
+	SequenceKey              string `json:"sequence_key"`
+	SequenceContinueOnFailed bool   `json:"sequence_continue_on_failed"`
+}
+
+// enqueueReply is the enqueued job, or the existing one its idempotency
+// key matched.
+type enqueueReply struct {
+	wire.Enqueued
+	DBTime wire.Time `json:"db_time,omitzero"`
+}
+
+// MarshalJSON encodes the job's fields and "existing", then db_time
+// (Enqueued's own MarshalJSON, promoted, would leave db_time out).
+func (e enqueueReply) MarshalJSON() ([]byte, error) {
+	return wire.Merge(e.Enqueued, dbTimeOf(e.DBTime))
+}
+
+// maxDelay bounds delay_ms, as the library bounds a delay.
+const maxDelay = 10 * 365 * 24 * time.Hour
+
+// enqueue: POST /v1/jobs → 201 with the new job, or 200 with the existing
+// job its idempotency key matched ("existing": true).
+func (s *Server) enqueue(r *http.Request) (*reply, error) {
+	var req enqueueRequest
+	if err := decodeBody(r, &req, false); err != nil {
+		return nil, err
+	}
+	p := fenced.EnqueueParams{Kind: req.Kind, Queue: req.Queue, Priority: req.Priority,
+		MaxAttempts: req.MaxAttempts, IdempotencyKey: req.IdempotencyKey,
+		ConcurrencyKey: req.ConcurrencyKey, SequenceKey: req.SequenceKey, SequenceContinueOnFailed: req.SequenceContinueOnFailed}
+	if len(req.Args) > 0 && string(req.Args) != "null" {
+		p.Args = req.Args // Enqueue checks a backend can store it
+	}
+	if req.RunAt != nil && req.DelayMs != nil {
+		return nil, invalid("run_at", "give run_at or delay_ms, not both")
+	}
+	if req.RunAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *req.RunAt)
+		if err != nil {
+			return nil, invalid("run_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z")
+		}
+		// In UTC, as the library checks its year and the reply shows it: a
+		// local year 9999 can be 10000 in UTC, which no reply can encode.
+		p.RunAt = t.UTC()
+	}
+	var err error
+	if p.Delay, err = millis("delay_ms", req.DelayMs, 0, 0, maxDelay); err != nil {
+		return nil, err
+	}
+	j, existing, err := s.c.Enqueue(r.Context(), p)
+	if err != nil {
+		return nil, err
+	}
+	rep := ok(enqueueReply{wire.Enqueued{Job: *j, Existing: existing}, wire.Time(j.DecidedAt)}, j.DecidedAt)
+	if !existing {
+		rep.status = http.StatusCreated
+		rep.location = "/v1/jobs/" + strconv.FormatInt(j.ID, 10)
+	}
+	return rep, nil
+}
+
+// jobHistoryReply is a job and its attempts.
+type jobHistoryReply struct {
+	wire.JobHistory
+	DBTime wire.Time `json:"db_time,omitzero"`
+}
+
+// getJob: GET /v1/jobs/{id} → {"job": …, "attempts": […]}.
+func (s *Server) getJob(r *http.Request) (*reply, error) {
+	id, err := pathJobID(r)
+	if err != nil {
+		return nil, err
+	}
+	j, attempts, err := s.c.GetJob(r.Context(), id)
+	if err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	return ok(jobHistoryReply{wire.JobHistoryFrom(j, attempts), wire.Time(j.DecidedAt)}, j.DecidedAt), nil
+}
+
+// jobsReply is a page of jobs. NextAfter is the "after" of the next page
+// in id order, null when this page is the last (a full page may be
+// followed by an empty one) or the order is desc; NextBefore is the
+// "before" of the next page in order=desc, absent when this page is the
+// last or the order is asc.
+type jobsReply struct {
+	Jobs       []*fenced.Job `json:"jobs"`
+	NextAfter  *int64        `json:"next_after"`
+	NextBefore *int64        `json:"next_before,omitempty"`
+	DBTime     wire.Time     `json:"db_time,omitzero"`
+}
+
+// listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after=&before=&order=
+// → a page of jobs in id order (order=desc: newest first), keyset-paged.
+func (s *Server) listJobs(r *http.Request) (*reply, error) {
+	// Strictly: r.URL.Query() drops a pair it cannot parse (a bad escape,
+	// a ';'), which would list every job instead of the ones asked for.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, invalid("query", "the query string is malformed: "+err.Error())
+	}
+	f, err := jobFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := s.c.ListJobs(r.Context(), f)
+	if err != nil {
+		return nil, err
+	}
+	out := jobsReply{Jobs: wire.List(jobs)}
+	limit := f.Limit
+	if limit == 0 {
+		limit = fenced.DefaultListLimit
+	}
+	if len(jobs) > 0 {
+		out.DBTime = wire.Time(jobs[0].DecidedAt)
+		if len(jobs) == limit && f.Desc {
+			out.NextBefore = &jobs[len(jobs)-1].ID
+		} else if len(jobs) == limit {
+			out.NextAfter = &jobs[len(jobs)-1].ID
+		}
+	} else {
+		out.DBTime = wire.Time(s.dbNow(r.Context()))
+	}
+	return ok(out, time.Time(out.DBTime)), nil
+}
+
+// jobFilter reads the query of a job list strictly: known parameters,
+// each at most once.
+func jobFilter(q url.Values) (fenced.JobFilter, error) {
+	var f fenced.JobFilter
+	for k, v := range q {
+		if len(v) > 1 {
+			return f, invalid(k, "is given more than once")
+		}
+		var err error
+		if v[0] == "" {
+			return f, invalid(k, "is empty; leave the parameter out to not filter")
+		}
+		switch k {
+		case "state":
+			f.State = fenced.JobState(v[0])
+		case "queue":
+			f.Queue = v[0]
+		case "kind":
+			f.Kind = v[0]
+		case "limit":
+			f.Limit, err = strconv.Atoi(v[0])
+		case "after":
+			f.AfterID, err = strconv.ParseInt(v[0], 10, 64)
+		case "before":
+			f.BeforeID, err = strconv.ParseInt(v[0], 10, 64)
+		case "order":
+			if v[0] != "asc" && v[0] != "desc" {
+				return f, invalid(k, strconv.Quote(v[0])+" is not asc or desc")
+			}
+			f.Desc = v[0] == "desc"
+		default:
+			return f, invalid(k, "unknown parameter; want state, queue, kind, limit, after, before or order")
+		}
+		if err != nil {
+			return f, invalid(k, strconv.Quote(v[0])+" is not an integer")
+		}
+	}
+	if _, given := q["limit"]; given && f.Limit == 0 {
+		return f, invalid("limit", "0 is outside 1 to "+strconv.Itoa(fenced.MaxListLimit))
+	}
+	return f, nil
+}
+
+type cancelRequest struct{}
+
+// cancel: POST /v1/jobs/{id}/cancel → the job: cancelled at once when
+// queued; asked to stop when running (cancel_requested). 409 conflict
+// when it already finished.
+func (s *Server) cancel(r *http.Request) (*reply, error) {
+	if err := decodeBody(r, &cancelRequest{}, true); err != nil {
+		return nil, err
+	}
+	id, err := pathJobID(r)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.c.CancelJob(r.Context(), id)
+	if err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	return ok(jobReply{*j, wire.Time(j.DecidedAt)}, j.DecidedAt), nil
+}
+
+// jobDeletedReply answers a delete.
+type jobDeletedReply struct {
+	ID      int64     `json:"id"`
+	Deleted bool      `json:"deleted"`
+	DBTime  wire.Time `json:"db_time,omitzero"`
+}
+
+// deleteJob: DELETE /v1/jobs/{id} → {id, "deleted": true}: the job, in any
+// state, and its attempt history are gone (a running attempt's worker
+// finds no job at its next heartbeat, progress or end). 404 when there is
+// no such job.
+func (s *Server) deleteJob(r *http.Request) (*reply, error) {
+	id, err := pathJobID(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.c.DeleteJob(r.Context(), id); err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	at := s.dbNow(r.Context())
+	return ok(jobDeletedReply{id, true, wire.Time(at)}, at), nil
+}
+
+// jobReply is one job.
+type jobReply struct {
+	fenced.Job
+	DBTime wire.Time `json:"db_time,omitzero"`
+}
+
+// MarshalJSON encodes the job's fields, then db_time (the Job's own
+// MarshalJSON, promoted, would leave db_time out).
+func (j jobReply) MarshalJSON() ([]byte, error) { return wire.Merge(j.Job, dbTimeOf(j.DBTime)) }
+
+// pathJobID is the {id} of the path.
+func pathJobID(r *http.Request) (int64, error) {
+	id, err := fenced.ParseJobID(r.PathValue("id"))
+	if err != nil {
+		return 0, invalid("id", strconv.Quote(r.PathValue("id"))+" is not a positive integer")
+	}
+	return id, nil
+}
+
+// jobNotFound names the job in a not-found.
+func jobNotFound(id int64, err error) error {
+	if errors.Is(err, fenced.ErrNotFound) {
+		e := newError(http.StatusNotFound, codeNotFound, "job "+strconv.FormatInt(id, 10)+" not found")
+		e.fromDB = true
+		return e
+	}
+	return err
+}
