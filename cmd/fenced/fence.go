@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/fenced/fenced"
@@ -46,10 +45,10 @@ already used.
   fenced --db postgres://fenced@db/fenced fence advance`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AdvanceFences(ctx, by)
+			if err := fenced.ValidateAdvanceFences(by); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,10 +88,10 @@ time.`,
 			if err != nil {
 				return err
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, _, err := c.Enqueue(ctx, p)
+			if err := p.Validate(); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -242,10 +241,10 @@ a page is full, the command to get the next one is printed to stderr.`,
 				}
 			}
 			f.State = fenced.JobState(state)
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ListJobs(ctx, f)
+			if err := fenced.ValidateListJobs(f); err != nil {
 				return err
-			})
+			}
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

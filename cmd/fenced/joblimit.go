@@ -1,28 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
 	"github.com/spf13/cobra"
 )
-
-// The input check of the limit commands (see checkInput).
-func (checkDriver) SetJobLimit(context.Context, fencedtype.JobLimit) (*fencedtype.JobLimit, error) {
-	return nil, errChecked
-}
-func (checkDriver) DeleteJobLimit(context.Context, string, string, string) error { return errChecked }
-func (checkDriver) ListJobLimits(context.Context, string) ([]fencedtype.JobLimit, error) {
-	return nil, errChecked
-}
-func (checkDriver) ListKeySlots(context.Context, string) ([]fencedtype.KeySlots, error) {
-	return nil, errChecked
-}
 
 func newJobLimitCmd(a *app) *cobra.Command {
 	cmd := group(&cobra.Command{
@@ -75,10 +61,10 @@ func newJobLimitSetCmd(a *app) *cobra.Command {
 				return err
 			}
 			l.Queue, l.Kind, l.ConcurrencyKey = args[0], f.kind, f.key
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.SetJobLimit(ctx, l)
+			if err := fenced.ValidateSetJobLimit(l); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -118,10 +104,10 @@ func newJobLimitListCmd(a *app) *cobra.Command {
 					return invalid("queue", "must not be empty")
 				}
 			}
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ListJobLimits(ctx, queue)
+			if err := fenced.ValidateListJobLimits(queue); err != nil {
 				return err
-			})
+			}
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -154,9 +140,10 @@ limit that is not declared exits 5.`,
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				return c.DeleteJobLimit(ctx, args[0], f.kind, f.key)
-			})
+			if err := fenced.ValidateDeleteJobLimit(args[0], f.kind, f.key); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -30,10 +29,10 @@ due, HELD_BACK those the limit holds back (WAITING when the key is full).`,
 			if fl := cmd.Flags().Lookup("queue"); fl.Changed && queue == "" {
 				return invalid("queue", "must not be empty")
 			}
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ListKeySlots(ctx, queue)
+			if err := fenced.ValidateListKeySlots(queue); err != nil {
 				return err
-			})
+			}
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -56,10 +55,10 @@ acquire fails with exit 3.`,
 			if err := requireFlags(cmd, "owner"); err != nil {
 				return err
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireLease(ctx, args[0], owner, ttl)
+			if err := fenced.ValidateAcquireLease(args[0], owner, ttl); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -94,10 +93,10 @@ stale (exit 4): acquire again, and get a new fence.`,
 			if err := requireFlags(cmd, "owner", "fence"); err != nil {
 				return err
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.RenewLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
+			if err := fenced.ValidateRenewLease(fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -132,10 +131,10 @@ with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`
 			if err := requireFlags(cmd, "owner", "fence"); err != nil {
 				return err
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ReleaseLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
+			if err := fenced.ValidateReleaseLease(fenced.Lease{Name: args[0], Owner: owner, Fence: fence}); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -162,10 +161,10 @@ func newLeaseShowCmd(a *app) *cobra.Command {
   fenced lease show nightly-report --json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.GetLease(ctx, args[0])
+			if err := fenced.ValidateGetLease(args[0]); err != nil {
 				return err
-			})
+			}
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

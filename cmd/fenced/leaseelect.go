@@ -71,10 +71,7 @@ fenced waits to be elected they end it (exit 1).`,
 			if p.grace < 0 {
 				return usage("--grace %s is negative", p.grace)
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireLease(ctx, p.name, p.owner, p.ttl)
-				return err
-			}); err != nil {
+			if err := fenced.ValidateAcquireLease(p.name, p.owner, p.ttl); err != nil {
 				return err
 			}
 			return a.elect(cmd.Context(), p, again)

@@ -69,10 +69,7 @@ the lease was lost and COMMAND still exited 0, it exits 4 (stale) or 1.`,
 			if p.grace < 0 {
 				return usage("--grace %s is negative", p.grace)
 			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireLease(ctx, p.name, p.owner, p.ttl)
-				return err
-			}); err != nil {
+			if err := fenced.ValidateAcquireLease(p.name, p.owner, p.ttl); err != nil {
 				return err
 			}
 			return a.runUnderLease(cmd.Context(), p)

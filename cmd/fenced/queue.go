@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -50,10 +49,10 @@ its first pause ("already paused"; --json: "changed": false).`,
 		Args: exactArgs("QUEUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, _, err := c.PauseQueue(ctx, queue)
+			if err := fenced.ValidatePauseQueue(queue); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -91,10 +90,10 @@ of every process are woken; elsewhere they find the jobs at their next poll.`,
 		Args: exactArgs("QUEUE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			queue := args[0]
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ResumeQueue(ctx, queue)
+			if err := fenced.ValidateResumeQueue(queue); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}

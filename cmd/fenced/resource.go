@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -73,10 +72,10 @@ applies nothing again; the same id with another fence or value is refused
 					return err
 				}
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.WriteResource(ctx, args[0], v, fence, fenced.WriteOptions{OperationID: op})
+			if err := fenced.ValidateWriteResource(args[0], v, fence, fenced.WriteOptions{OperationID: op}); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -136,10 +135,10 @@ func newResourceShowCmd(a *app) *cobra.Command {
   fenced resource show invoice-42 --json | jq -r .value`,
 		Args: exactArgs("KEY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ReadResource(ctx, args[0])
+			if err := fenced.ValidateReadResource(args[0]); err != nil {
 				return err
-			})
+			}
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/display"
 	"github.com/fenced/fenced/internal/wire"
@@ -58,10 +56,10 @@ exit 3. The semaphore's number of slots becomes --slots.`,
 			if err := requireFlags(cmd, "owner", "slots"); err != nil {
 				return err
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireSlot(ctx, args[0], owner, slots, ttl)
+			if err := fenced.ValidateAcquireSlot(args[0], owner, slots, ttl); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -98,10 +96,10 @@ otherwise it fails as stale (exit 4): acquire again, and get a new fence.`,
 				return err
 			}
 			ref := fenced.Slot{Name: args[0], Owner: owner, Fence: fence}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.RenewSlot(ctx, ref, ttl)
+			if err := fenced.ValidateRenewSlot(ref, ttl); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -137,10 +135,10 @@ after a takeover it fails as stale (exit 4).`,
 				return err
 			}
 			ref := fenced.Slot{Name: args[0], Owner: owner, Fence: fence}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ReleaseSlot(ctx, ref)
+			if err := fenced.ValidateReleaseSlot(ref); err != nil {
 				return err
-			})
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -167,10 +165,10 @@ func newSemaphoreShowCmd(a *app) *cobra.Command {
   fenced semaphore show encoders --json`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.GetSemaphore(ctx, args[0])
+			if err := fenced.ValidateGetSemaphore(args[0]); err != nil {
 				return err
-			})
+			}
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -249,19 +247,4 @@ func writeSemaphoreTable(w io.Writer, ss []*fenced.Semaphore) error {
 		}
 	}
 	return (display.Table{Rows: rows}).Write(w)
-}
-
-// The input checks of the semaphore commands (see checkDriver).
-
-func (checkDriver) AcquireSlot(context.Context, driver.AcquireSlotParams) (*fencedtype.Slot, error) {
-	return nil, errChecked
-}
-func (checkDriver) RenewSlot(context.Context, driver.SlotRef, time.Duration) (*fencedtype.Slot, error) {
-	return nil, errChecked
-}
-func (checkDriver) ReleaseSlot(context.Context, driver.SlotRef) (*fencedtype.Slot, error) {
-	return nil, errChecked
-}
-func (checkDriver) GetSemaphore(context.Context, string) (*fencedtype.Semaphore, error) {
-	return nil, errChecked
 }
