@@ -10,6 +10,15 @@ import (
 // billion grants made after the backup that was restored.
 const DefaultAdvance int64 = 1_000_000_000
 
+// ValidateAdvanceFences returns the *InvalidError AdvanceFences returns for
+// this step before it reaches the database, or nil.
+func ValidateAdvanceFences(by int64) error {
+	if by < 0 {
+		return fencedtype.Invalid("advance", "%d is negative", by)
+	}
+	return nil
+}
+
 // AdvanceFences makes every fence granted from now on greater than every fence
 // granted before, after the database was restored from a backup or an
 // asynchronous replica was promoted (either can be behind fences that
@@ -22,8 +31,8 @@ const DefaultAdvance int64 = 1_000_000_000
 // after a restore or failover, before workers start again. It returns the new
 // floor.
 func (c *Client) AdvanceFences(ctx context.Context, by int64) (int64, error) {
-	if by < 0 {
-		return 0, fencedtype.Invalid("advance", "%d is negative", by)
+	if err := ValidateAdvanceFences(by); err != nil {
+		return 0, err
 	}
 	if by == 0 {
 		by = DefaultAdvance

@@ -124,6 +124,15 @@ type EnqueueParams struct {
 // key matched.
 type EnqueueResult = fencedtype.EnqueueResult
 
+// Validate returns the *InvalidError Enqueue returns for p before it reaches
+// the database, or nil. EnqueueMany and EnqueueBulk check each job of a
+// batch so.
+func (p EnqueueParams) Validate() error {
+	_, err := p.validate()
+	return err
+}
+
+// validate checks p and fills in its defaults for the driver.
 func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 	out := driver.EnqueueParams{Kind: p.Kind, Queue: p.Queue, Priority: p.Priority, RunAt: p.RunAt,
 		Delay: p.Delay, MaxAttempts: p.MaxAttempts, IdempotencyKey: p.IdempotencyKey,
@@ -333,33 +342,40 @@ func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, erro
 // defaults to DefaultListLimit and is at most MaxListLimit.
 type JobFilter = fencedtype.JobFilter
 
-// ListJobs lists jobs in id order (ascending, or descending with Desc), a
-// page at a time: keyset paging with AfterID / BeforeID.
-func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
+// ValidateListJobs returns the *InvalidError ListJobs returns for this filter
+// before it reaches the database, or nil.
+func ValidateListJobs(f JobFilter) error {
 	if f.State != "" && !f.State.Valid() {
-		return nil, fencedtype.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
+		return fencedtype.Invalid("state", "%q is not one of queued, running, succeeded, failed, cancelled", f.State)
 	}
 	if f.Queue != "" {
 		if err := validQueue(f.Queue); err != nil {
-			return nil, err
+			return err
 		}
+	}
+	if f.Limit < 0 || f.Limit > MaxListLimit { // 0 is DefaultListLimit
+		return fencedtype.Invalid("limit", "%d is outside 1 to %d", f.Limit, MaxListLimit)
+	}
+	if f.AfterID < 0 {
+		return fencedtype.Invalid("after", "%d is negative", f.AfterID)
+	}
+	if f.BeforeID < 0 {
+		return fencedtype.Invalid("before", "%d is negative", f.BeforeID)
+	}
+	if f.Kind != "" {
+		return validName("kind", f.Kind)
+	}
+	return nil
+}
+
+// ListJobs lists jobs in id order (ascending, or descending with Desc), a
+// page at a time: keyset paging with AfterID / BeforeID.
+func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
+	if err := ValidateListJobs(f); err != nil {
+		return nil, err
 	}
 	if f.Limit == 0 {
 		f.Limit = DefaultListLimit
-	}
-	if f.Limit < 0 || f.Limit > MaxListLimit {
-		return nil, fencedtype.Invalid("limit", "%d is outside 1 to %d", f.Limit, MaxListLimit)
-	}
-	if f.AfterID < 0 {
-		return nil, fencedtype.Invalid("after", "%d is negative", f.AfterID)
-	}
-	if f.BeforeID < 0 {
-		return nil, fencedtype.Invalid("before", "%d is negative", f.BeforeID)
-	}
-	if f.Kind != "" {
-		if err := validName("kind", f.Kind); err != nil {
-			return nil, err
-		}
 	}
 	return c.d.ListJobs(ctx, f)
 }

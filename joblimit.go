@@ -38,6 +38,29 @@ func validScope(queue, kind, key string) error {
 	return nil
 }
 
+// ValidateSetJobLimit returns the *InvalidError SetJobLimit returns for this
+// limit before it reaches the database, or nil.
+func ValidateSetJobLimit(l JobLimit) error {
+	if err := validScope(l.Queue, l.Kind, l.ConcurrencyKey); err != nil {
+		return err
+	}
+	if l.PerKey < 0 || l.PerKey > MaxJobLimit {
+		return fencedtype.Invalid("per_key", "%d is outside 0 to %d", l.PerKey, MaxJobLimit)
+	}
+	if l.Global < 0 || l.Global > MaxJobLimit {
+		return fencedtype.Invalid("global", "%d is outside 0 to %d", l.Global, MaxJobLimit)
+	}
+	if l.ConcurrencyKey != "" {
+		if l.Global != 0 {
+			return fencedtype.Invalid("global", "a concurrency key's limit has no global bound: set it on the queue or a kind")
+		}
+		if l.PerKey == 0 {
+			return fencedtype.Invalid("per_key", "a concurrency key's own limit must be above zero (delete it to fall back to the defaults)")
+		}
+	}
+	return nil
+}
+
 // SetJobLimit declares l, replacing the limit of the same scope (queue,
 // kind, concurrency key), and returns it as stored. Zero declares no limit
 // in a field; a key's own limit must have PerKey above zero and Global zero.
@@ -45,22 +68,8 @@ func validScope(queue, kind, key string) error {
 // running are not stopped when it lowers a limit. This Client's waiting
 // claims on the queue are woken (a raised limit may admit jobs now).
 func (c *Client) SetJobLimit(ctx context.Context, l JobLimit) (*JobLimit, error) {
-	if err := validScope(l.Queue, l.Kind, l.ConcurrencyKey); err != nil {
+	if err := ValidateSetJobLimit(l); err != nil {
 		return nil, err
-	}
-	if l.PerKey < 0 || l.PerKey > MaxJobLimit {
-		return nil, fencedtype.Invalid("per_key", "%d is outside 0 to %d", l.PerKey, MaxJobLimit)
-	}
-	if l.Global < 0 || l.Global > MaxJobLimit {
-		return nil, fencedtype.Invalid("global", "%d is outside 0 to %d", l.Global, MaxJobLimit)
-	}
-	if l.ConcurrencyKey != "" {
-		if l.Global != 0 {
-			return nil, fencedtype.Invalid("global", "a concurrency key's limit has no global bound: set it on the queue or a kind")
-		}
-		if l.PerKey == 0 {
-			return nil, fencedtype.Invalid("per_key", "a concurrency key's own limit must be above zero (delete it to fall back to the defaults)")
-		}
 	}
 	out, err := c.d.SetJobLimit(ctx, l)
 	if err == nil {
@@ -69,11 +78,17 @@ func (c *Client) SetJobLimit(ctx context.Context, l JobLimit) (*JobLimit, error)
 	return out, err
 }
 
+// ValidateDeleteJobLimit returns the *InvalidError DeleteJobLimit returns for
+// this scope before it reaches the database, or nil.
+func ValidateDeleteJobLimit(queue, kind, concurrencyKey string) error {
+	return validScope(queue, kind, concurrencyKey)
+}
+
 // DeleteJobLimit deletes the limit of one scope (kind and key empty for the
 // queue's own); ErrNotFound when none is declared. This Client's waiting
 // claims on the queue are woken.
 func (c *Client) DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey string) error {
-	if err := validScope(queue, kind, concurrencyKey); err != nil {
+	if err := ValidateDeleteJobLimit(queue, kind, concurrencyKey); err != nil {
 		return err
 	}
 	if err := c.d.DeleteJobLimit(ctx, queue, kind, concurrencyKey); err != nil {
@@ -86,13 +101,21 @@ func (c *Client) DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey
 	return nil
 }
 
+// ValidateListJobLimits returns the *InvalidError ListJobLimits returns for
+// this queue name before it reaches the database, or nil (empty: every
+// queue).
+func ValidateListJobLimits(queue string) error {
+	if queue == "" {
+		return nil
+	}
+	return validQueue(queue)
+}
+
 // ListJobLimits lists the declared limits of queue, or of every queue when
 // it is empty, by queue, kind and key.
 func (c *Client) ListJobLimits(ctx context.Context, queue string) ([]JobLimit, error) {
-	if queue != "" {
-		if err := validQueue(queue); err != nil {
-			return nil, err
-		}
+	if err := ValidateListJobLimits(queue); err != nil {
+		return nil, err
 	}
 	return c.d.ListJobLimits(ctx, queue)
 }

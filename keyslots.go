@@ -10,6 +10,16 @@ import (
 // slots in use and the due jobs waiting. See fencedtype.KeySlots.
 type KeySlots = fencedtype.KeySlots
 
+// ValidateListKeySlots returns the *InvalidError ListKeySlots returns for
+// this queue name before it reaches the database, or nil (empty: every
+// queue).
+func ValidateListKeySlots(queue string) error {
+	if queue == "" {
+		return nil
+	}
+	return validQueue(queue)
+}
+
 // ListKeySlots reads the load of every concurrency key of queue (every
 // queue when it is empty) that has running or due queued jobs, by queue and
 // key, in one read: for each key, the running attempts (slots in use,
@@ -20,10 +30,8 @@ type KeySlots = fencedtype.KeySlots
 // (KeySlots.HeldBack). Keys with neither running nor due jobs are not
 // listed; jobs without a concurrency key are not read.
 func (c *Client) ListKeySlots(ctx context.Context, queue string) ([]KeySlots, error) {
-	if queue != "" {
-		if err := validQueue(queue); err != nil {
-			return nil, err
-		}
+	if err := ValidateListKeySlots(queue); err != nil {
+		return nil, err
 	}
 	return c.d.ListKeySlots(ctx, queue)
 }

@@ -16,6 +16,18 @@ func leaseRef(l Lease) driver.LeaseRef {
 	return driver.LeaseRef{Name: l.Name, Owner: l.Owner, Fence: l.Fence}
 }
 
+// ValidateAcquireLease returns the *InvalidError AcquireLease returns for
+// this input before it reaches the database, or nil.
+func ValidateAcquireLease(name, owner string, ttl time.Duration) error {
+	if err := validName("lease name", name); err != nil {
+		return err
+	}
+	if err := validName("owner", owner); err != nil {
+		return err
+	}
+	return validTTL(ttl)
+}
+
 // AcquireLease takes the named lease for ttl by the database clock.
 //
 // A free lease (never held, released, or expired) is granted with a fence one
@@ -24,13 +36,7 @@ func leaseRef(l Lease) driver.LeaseRef {
 // never mints a second generation. If another owner holds it, the error is a
 // *HeldError (errors.Is ErrHeld) naming the holder and its expiry.
 func (c *Client) AcquireLease(ctx context.Context, name, owner string, ttl time.Duration) (*Lease, error) {
-	if err := validName("lease name", name); err != nil {
-		return nil, err
-	}
-	if err := validName("owner", owner); err != nil {
-		return nil, err
-	}
-	if err := validTTL(ttl); err != nil {
+	if err := ValidateAcquireLease(name, owner, ttl); err != nil {
 		return nil, err
 	}
 	r, err := c.d.AcquireLease(ctx, driver.AcquireLeaseParams{Name: name, Owner: owner, TTL: ttl})
@@ -40,6 +46,15 @@ func (c *Client) AcquireLease(ctx context.Context, name, owner string, ttl time.
 	return r, nil
 }
 
+// ValidateRenewLease returns the *InvalidError RenewLease returns for this
+// input before it reaches the database, or nil.
+func ValidateRenewLease(l Lease, ttl time.Duration) error {
+	if err := validRef(l); err != nil {
+		return err
+	}
+	return validTTL(ttl)
+}
+
 // RenewLease extends the generation l to ttl from now by the database clock. It
 // succeeds only while l is current: same name, owner and fence, unreleased and
 // unexpired. Otherwise it returns a *StaleError whose Reason says why:
@@ -47,10 +62,7 @@ func (c *Client) AcquireLease(ctx context.Context, name, owner string, ttl time.
 // lease must be acquired again, with a new fence), or ErrNotFound if the
 // name was never acquired.
 func (c *Client) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (*Lease, error) {
-	if err := validRef(l); err != nil {
-		return nil, err
-	}
-	if err := validTTL(ttl); err != nil {
+	if err := ValidateRenewLease(l, ttl); err != nil {
 		return nil, err
 	}
 	r, err := c.d.RenewLease(ctx, leaseRef(l), ttl)
@@ -60,6 +72,10 @@ func (c *Client) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (*L
 	return r, nil
 }
 
+// ValidateReleaseLease returns the *InvalidError ReleaseLease returns for
+// this input before it reaches the database, or nil.
+func ValidateReleaseLease(l Lease) error { return validRef(l) }
+
 // ReleaseLease gives up the generation l. The row and its fence stay, so the next
 // grant continues the sequence. Releasing a generation that is already
 // released, or that expired with no takeover, succeeds; after a takeover it
@@ -67,7 +83,7 @@ func (c *Client) RenewLease(ctx context.Context, l Lease, ttl time.Duration) (*L
 // Released is set, and ExpiresAt is when it stopped being held (the release,
 // or its earlier expiry).
 func (c *Client) ReleaseLease(ctx context.Context, l Lease) (*Lease, error) {
-	if err := validRef(l); err != nil {
+	if err := ValidateReleaseLease(l); err != nil {
 		return nil, err
 	}
 	row, err := c.d.ReleaseLease(ctx, leaseRef(l))
@@ -77,10 +93,14 @@ func (c *Client) ReleaseLease(ctx context.Context, l Lease) (*Lease, error) {
 	return row, nil
 }
 
+// ValidateGetLease returns the *InvalidError GetLease returns for this
+// name before it reaches the database, or nil.
+func ValidateGetLease(name string) error { return validName("lease name", name) }
+
 // GetLease reads the named lease; Held says whether it is held now by the
 // database clock. ErrNotFound if it was never acquired.
 func (c *Client) GetLease(ctx context.Context, name string) (*Lease, error) {
-	if err := validName("lease name", name); err != nil {
+	if err := ValidateGetLease(name); err != nil {
 		return nil, err
 	}
 	r, err := c.d.GetLease(ctx, name)

@@ -10,6 +10,10 @@ import (
 // fencedtype.QueuePause and docs/design.md, "Pausing a queue".
 type QueuePause = fencedtype.QueuePause
 
+// ValidatePauseQueue returns the *InvalidError PauseQueue returns for this
+// queue name before it reaches the database, or nil.
+func ValidatePauseQueue(queue string) error { return validQueue(queue) }
+
 // PauseQueue pauses queue: no claim that starts after it returns takes a
 // job of the queue (the claim statement itself checks for the pause), so
 // workers and long-polling claims get nothing from it and wait as on an
@@ -18,11 +22,15 @@ type QueuePause = fencedtype.QueuePause
 // the pause as stored and whether this call paused the queue: pausing a
 // paused queue changes nothing and returns the first pause, with false.
 func (c *Client) PauseQueue(ctx context.Context, queue string) (*QueuePause, bool, error) {
-	if err := validQueue(queue); err != nil {
+	if err := ValidatePauseQueue(queue); err != nil {
 		return nil, false, err
 	}
 	return c.d.PauseQueue(ctx, queue)
 }
+
+// ValidateResumeQueue returns the *InvalidError ResumeQueue returns for
+// this queue name before it reaches the database, or nil.
+func ValidateResumeQueue(queue string) error { return validQueue(queue) }
 
 // ResumeQueue resumes a paused queue: claims take its jobs again. It
 // reports whether the queue was paused; resuming a queue that is not
@@ -30,7 +38,7 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) (*QueuePause, boo
 // workers and long polls on the queue; on PostgreSQL it also notifies the
 // listeners of every Client, as an enqueue does.
 func (c *Client) ResumeQueue(ctx context.Context, queue string) (bool, error) {
-	if err := validQueue(queue); err != nil {
+	if err := ValidateResumeQueue(queue); err != nil {
 		return false, err
 	}
 	resumed, err := c.d.ResumeQueue(ctx, queue)

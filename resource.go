@@ -23,6 +23,24 @@ type WriteOptions struct {
 	OperationID string
 }
 
+// ValidateWriteResource returns the *InvalidError WriteResource returns for
+// this input before it reaches the database, or nil.
+func ValidateWriteResource(key string, value []byte, fence int64, opts WriteOptions) error {
+	if err := validName("resource key", key); err != nil {
+		return err
+	}
+	if err := validFence(fence); err != nil {
+		return err
+	}
+	if len(value) > MaxValueBytes {
+		return fencedtype.Invalid("value", "is %d bytes, the limit is %d", len(value), MaxValueBytes)
+	}
+	if opts.OperationID != "" {
+		return validName("operation id", opts.OperationID)
+	}
+	return nil
+}
+
 // WriteResource stores value under key iff fence is at least the fence stored
 // there, in one statement, and stores fence with it. A lower fence gets a
 // *StaleError carrying the stored fence; nothing changes.
@@ -31,30 +49,23 @@ type WriteOptions struct {
 // do not live in the caller's own tables: a holder writes with its lease's
 // fence, and once a newer holder has written, the old one can no longer.
 func (c *Client) WriteResource(ctx context.Context, key string, value []byte, fence int64, opts WriteOptions) (*ResourceWrite, error) {
-	if err := validName("resource key", key); err != nil {
+	if err := ValidateWriteResource(key, value, fence, opts); err != nil {
 		return nil, err
-	}
-	if err := validFence(fence); err != nil {
-		return nil, err
-	}
-	if len(value) > MaxValueBytes {
-		return nil, fencedtype.Invalid("value", "is %d bytes, the limit is %d", len(value), MaxValueBytes)
 	}
 	if value == nil {
 		value = []byte{} // stored as empty, never NULL
 	}
-	if opts.OperationID != "" {
-		if err := validName("operation id", opts.OperationID); err != nil {
-			return nil, err
-		}
-	}
 	return c.d.WriteResource(ctx, driver.WriteResourceParams{Key: key, Value: value, Fence: fence, OperationID: opts.OperationID})
 }
+
+// ValidateReadResource returns the *InvalidError ReadResource returns for
+// this key before it reaches the database, or nil.
+func ValidateReadResource(key string) error { return validName("resource key", key) }
 
 // ReadResource reads the value, fence and version stored under key, or
 // ErrNotFound.
 func (c *Client) ReadResource(ctx context.Context, key string) (*Resource, error) {
-	if err := validName("resource key", key); err != nil {
+	if err := ValidateReadResource(key); err != nil {
 		return nil, err
 	}
 	return c.d.ReadResource(ctx, key)

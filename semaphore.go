@@ -23,6 +23,21 @@ func slotRef(s Slot) driver.SlotRef {
 	return driver.SlotRef{Name: s.Name, Owner: s.Owner, Fence: s.Fence}
 }
 
+// ValidateAcquireSlot returns the *InvalidError AcquireSlot returns for this
+// input before it reaches the database, or nil.
+func ValidateAcquireSlot(name, owner string, slots int, ttl time.Duration) error {
+	if err := validName("semaphore name", name); err != nil {
+		return err
+	}
+	if err := validName("owner", owner); err != nil {
+		return err
+	}
+	if err := validSlots(slots); err != nil {
+		return err
+	}
+	return validTTL(ttl)
+}
+
 // AcquireSlot takes one of the slots slots of the named semaphore for ttl by
 // the database clock (docs/design.md §4.7). A lease is the case slots = 1,
 // and the rules are the lease's, per slot:
@@ -43,19 +58,19 @@ func slotRef(s Slot) driver.SlotRef {
 // holders may outnumber the new number until they release or expire. All
 // acquirers of a name should pass the same number.
 func (c *Client) AcquireSlot(ctx context.Context, name, owner string, slots int, ttl time.Duration) (*Slot, error) {
-	if err := validName("semaphore name", name); err != nil {
-		return nil, err
-	}
-	if err := validName("owner", owner); err != nil {
-		return nil, err
-	}
-	if err := validSlots(slots); err != nil {
-		return nil, err
-	}
-	if err := validTTL(ttl); err != nil {
+	if err := ValidateAcquireSlot(name, owner, slots, ttl); err != nil {
 		return nil, err
 	}
 	return c.d.AcquireSlot(ctx, driver.AcquireSlotParams{Name: name, Owner: owner, Slots: slots, TTL: ttl})
+}
+
+// ValidateRenewSlot returns the *InvalidError RenewSlot returns for this
+// input before it reaches the database, or nil.
+func ValidateRenewSlot(s Slot, ttl time.Duration) error {
+	if err := validSlotRef(s); err != nil {
+		return err
+	}
+	return validTTL(ttl)
 }
 
 // RenewSlot extends the grant s to ttl from now by the database clock. It
@@ -65,14 +80,15 @@ func (c *Client) AcquireSlot(ctx context.Context, name, owner string, slots int,
 // granted again, or a fence advance ended it), never granted, wrong owner,
 // released or expired; or ErrNotFound if the name was never acquired.
 func (c *Client) RenewSlot(ctx context.Context, s Slot, ttl time.Duration) (*Slot, error) {
-	if err := validSlotRef(s); err != nil {
-		return nil, err
-	}
-	if err := validTTL(ttl); err != nil {
+	if err := ValidateRenewSlot(s, ttl); err != nil {
 		return nil, err
 	}
 	return c.d.RenewSlot(ctx, slotRef(s), ttl)
 }
+
+// ValidateReleaseSlot returns the *InvalidError ReleaseSlot returns for this
+// input before it reaches the database, or nil.
+func ValidateReleaseSlot(s Slot) error { return validSlotRef(s) }
 
 // ReleaseSlot gives up the grant s, freeing its slot. Releasing a grant
 // that is already released, or that expired with no takeover of its slot,
@@ -80,18 +96,22 @@ func (c *Client) RenewSlot(ctx context.Context, s Slot, ttl time.Duration) (*Slo
 // the released grant: Released is set, and ExpiresAt is when it stopped
 // being held.
 func (c *Client) ReleaseSlot(ctx context.Context, s Slot) (*Slot, error) {
-	if err := validSlotRef(s); err != nil {
+	if err := ValidateReleaseSlot(s); err != nil {
 		return nil, err
 	}
 	return c.d.ReleaseSlot(ctx, slotRef(s))
 }
+
+// ValidateGetSemaphore returns the *InvalidError GetSemaphore returns for
+// this name before it reaches the database, or nil.
+func ValidateGetSemaphore(name string) error { return validName("semaphore name", name) }
 
 // GetSemaphore reads the named semaphore with the grants held now by the
 // database clock, in one statement; ErrNotFound if it was never acquired.
 // It is a point-in-time answer for display and liveness; protect writes
 // with SlotTx or the resource store.
 func (c *Client) GetSemaphore(ctx context.Context, name string) (*Semaphore, error) {
-	if err := validName("semaphore name", name); err != nil {
+	if err := ValidateGetSemaphore(name); err != nil {
 		return nil, err
 	}
 	return c.d.GetSemaphore(ctx, name)

@@ -33,6 +33,20 @@ func TestBadInputCreatesNoDatabase(t *testing.T) {
 		{"job", "ls", "--state", "bogus"},
 		{"queue", "pause", ""},
 		{"queue", "resume", "q!"},
+		{"lease", "elect", "x", "--ttl", "25h", "--", "true"},
+		{"semaphore", "acquire", "x", "--owner", "a", "--slots", "0"},
+		{"semaphore", "acquire", "x", "--owner", "a", "--slots", "1", "--ttl", "0"},
+		{"semaphore", "renew", "x", "--owner", "a", "--fence", "-1"},
+		{"semaphore", "release", "", "--owner", "a", "--fence", "1"},
+		{"semaphore", "show", "x\x7f"},
+		{"resource", "write", "k", "--fence", "1", "--value", "v", "--op", "o\x01"},
+		{"job", "enqueue", "k", "--sequence-continue-on-failed"},
+		{"job", "ls", "--after", "-1"},
+		{"job", "limit", "set", "q!"},
+		{"job", "limit", "set", "q", "--key", "k", "--global", "1"},
+		{"job", "limit", "ls", "a b"},
+		{"job", "limit", "rm", "q", "--key", "k", "--kind", "k"},
+		{"job", "slots", "--queue", "a b"},
 	} {
 		c := newCLI(t, "")
 		c.fails(2, args...)

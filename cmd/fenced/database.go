@@ -79,25 +79,6 @@ func isDir(path string) bool {
 	return err == nil && st.IsDir()
 }
 
-// openReadChecked is openRead after checkInput, as openChecked is open.
-func (a *app) openReadChecked(ctx context.Context, check func(context.Context, *fenced.Client) error) (*fenced.Client, error) {
-	if err := checkInput(ctx, check); err != nil {
-		return nil, err
-	}
-	return a.openRead(ctx)
-}
-
-// openChecked refuses bad input before it opens the database: check is the
-// command's library call, run first on a client that reaches no database
-// (checkInput), so that a refused input creates, migrates or changes
-// nothing. The command then makes the call again on the client returned.
-func (a *app) openChecked(ctx context.Context, check func(context.Context, *fenced.Client) error) (*fenced.Client, error) {
-	if err := checkInput(ctx, check); err != nil {
-		return nil, err
-	}
-	return a.open(ctx)
-}
-
 // openWith is open with a Client configuration.
 func (a *app) openWith(ctx context.Context, cfg fenced.Config) (*fenced.Client, error) {
 	c, err := a.connectWith(ctx, cfg)

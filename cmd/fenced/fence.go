@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/fenced/fenced"
 	"github.com/spf13/cobra"
@@ -17,10 +18,29 @@ func newFenceCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// fenceFloor is the outcome of "fence advance".
+type fenceFloor struct {
+	Floor int64 `json:"floor"`
+	step  int64 // by how much fences and job ids moved up
+}
+
 func newFenceAdvanceCmd(a *app) *cobra.Command {
 	var by int64
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[fenceFloor]{
+		check: func(*cobra.Command, []string) error { return fenced.ValidateAdvanceFences(by) },
+		call: func(ctx context.Context, c *fenced.Client, _ []string) (fenceFloor, error) {
+			floor, err := c.AdvanceFences(ctx, by)
+			step := by
+			if step == 0 {
+				step = fenced.DefaultAdvance
+			}
+			return fenceFloor{floor, step}, err
+		},
+		text: func(w io.Writer, f fenceFloor) error {
+			_, err := fmt.Fprintf(w, "fences advanced: new floor %d; every lease has ended; job fences moved up and job ids skip ahead by %d\n", f.Floor, f.step)
+			return err
+		},
+	}.build(a, &cobra.Command{
 		Use:   "advance",
 		Short: "Make every fence granted from now on greater than any granted before",
 		Long: fmt.Sprintf(`Raise every lease's fence to a new floor, max(fences stored) + --by, so every
@@ -45,34 +65,7 @@ already used.
 		Example: `  # After restoring last night's backup, before starting the workers:
   fenced --db postgres://fenced@db/fenced fence advance`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AdvanceFences(ctx, by)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			floor, err := c.AdvanceFences(cmd.Context(), by)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), struct {
-					Floor int64 `json:"floor"`
-				}{floor})
-			}
-			step := by
-			if step == 0 {
-				step = fenced.DefaultAdvance
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(),
-				"fences advanced: new floor %d; every lease has ended; job fences moved up and job ids skip ahead by %d\n", floor, step)
-			return err
-		},
-	}
+	})
 	cmd.Flags().Int64Var(&by, "by", 0, fmt.Sprintf("how far to advance (0 means %d)", fenced.DefaultAdvance))
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -58,12 +59,27 @@ type enqueueFlags struct {
 	concurrency string
 	sequence    string
 	continueSeq bool
-	asJSON      bool
 }
 
 func newJobEnqueueCmd(a *app) *cobra.Command {
 	var f enqueueFlags
-	cmd := &cobra.Command{
+	var p fenced.EnqueueParams
+	cmd := callCmd[wire.Enqueued]{
+		check: func(cmd *cobra.Command, args []string) (err error) {
+			if p, err = f.params(cmd, args[0]); err != nil {
+				return err
+			}
+			return p.Validate()
+		},
+		call: func(ctx context.Context, c *fenced.Client, _ []string) (wire.Enqueued, error) {
+			j, existing, err := c.Enqueue(ctx, p)
+			if err != nil {
+				return wire.Enqueued{}, err
+			}
+			return wire.Enqueued{Job: *j, Existing: existing}, nil
+		},
+		text: writeEnqueued,
+	}.build(a, &cobra.Command{
 		Use:   "enqueue KIND [--args JSON]",
 		Short: "Add a job, or find the one enqueued before under the same --key",
 		Long: `Add a job of KIND, whose handler gets --args, and print it.
@@ -84,26 +100,7 @@ time.`,
   fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
   fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id`,
 		Args: exactArgs("KIND"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := f.params(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, _, err := c.Enqueue(ctx, p)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			j, existing, err := c.Enqueue(cmd.Context(), p)
-			if err != nil {
-				return err
-			}
-			return printEnqueued(cmd, j, existing, f.asJSON)
-		},
-	}
+	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.args, "args", "{}", "the job's arguments, as JSON")
 	fl.StringVar(&f.queue, "queue", fenced.DefaultQueue, "queue to join")
@@ -117,7 +114,6 @@ time.`,
 	fl.StringVar(&f.sequence, "sequence-key", "", "run the job after the earlier jobs of this sequence of its queue, one at a time")
 	fl.BoolVar(&f.continueSeq, "sequence-continue-on-failed", false,
 		"if the job fails for good, let the later jobs of its sequence run (default: they wait until it is retried)")
-	jsonFlag(cmd, &f.asJSON)
 	return cmd
 }
 
@@ -156,16 +152,13 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 	return p, nil
 }
 
-// printEnqueued prints the outcome of "job enqueue".
-func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) error {
-	w := cmd.OutOrStdout()
-	if asJSON {
-		return writeJSON(w, wire.Enqueued{Job: *j, Existing: existing})
-	}
+// writeEnqueued prints the outcome of "job enqueue".
+func writeEnqueued(w io.Writer, e wire.Enqueued) error {
+	j := &e.Job
 	details := fmt.Sprintf("kind %s, queue %s, priority %d, state %s, run_at %s",
 		display.Quote(j.Kind), display.Quote(j.Queue), j.Priority, jobStateText(j), fencedtype.FormatTime(j.RunAt))
 	var err error
-	if existing {
+	if e.Existing {
 		_, err = fmt.Fprintf(w, "job %d already exists with idempotency key %s; nothing enqueued (%s)\n",
 			j.ID, display.Quote(j.IdempotencyKey), details)
 	} else {
@@ -175,8 +168,22 @@ func printEnqueued(cmd *cobra.Command, j *fenced.Job, existing, asJSON bool) err
 }
 
 func newJobShowCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	var id int64
+	return callCmd[wire.JobHistory]{
+		read: true,
+		check: func(_ *cobra.Command, args []string) (err error) {
+			id, err = fenced.ParseJobID(args[0])
+			return err
+		},
+		call: func(ctx context.Context, c *fenced.Client, _ []string) (wire.JobHistory, error) {
+			j, attempts, err := c.GetJob(ctx, id)
+			if err != nil {
+				return wire.JobHistory{}, jobNotFound(id, err)
+			}
+			return wire.JobHistoryFrom(j, attempts), nil
+		},
+		text: writeJobHistory,
+	}.build(a, &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a job and the history of its attempts",
 		Long: `Show a job and every attempt made at it: its fence, its worker, when it
@@ -186,33 +193,16 @@ cancelled, lost, or running for the attempt in progress).`,
   fenced job show 42 --json | jq '.attempts[] | select(.outcome == "retry") | .error'`,
 		Args:        exactArgs("ID"),
 		Annotations: map[string]string{annotationJobID: "ID"},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := fenced.ParseJobID(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := a.openRead(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			j, attempts, err := c.GetJob(cmd.Context(), id)
-			if err != nil {
-				return jobNotFound(id, err)
-			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(w, wire.JobHistoryFrom(j, attempts))
-			}
-			if err := writeJob(w, j); err != nil {
-				return err
-			}
-			fmt.Fprintln(w)
-			return writeAttempts(w, attempts)
-		},
+	})
+}
+
+// writeJobHistory prints a job, a blank line, and its attempts.
+func writeJobHistory(w io.Writer, h wire.JobHistory) error {
+	if err := writeJob(w, h.Job); err != nil {
+		return err
 	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	fmt.Fprintln(w)
+	return writeAttempts(w, h.Attempts)
 }
 
 func newJobListCmd(a *app) *cobra.Command {
@@ -242,10 +232,10 @@ a page is full, the command to get the next one is printed to stderr.`,
 				}
 			}
 			f.State = fenced.JobState(state)
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ListJobs(ctx, f)
+			if err := fenced.ValidateListJobs(f); err != nil {
 				return err
-			})
+			}
+			c, err := a.openRead(cmd.Context())
 			if err != nil {
 				return err
 			}

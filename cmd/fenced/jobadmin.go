@@ -143,8 +143,14 @@ func (a *app) onJob(ctx context.Context, arg string, op func(*fenced.Client, con
 }
 
 func newJobCountsCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[[]wire.QueueCounts]{
+		read: true,
+		call: func(ctx context.Context, c *fenced.Client, _ []string) ([]wire.QueueCounts, error) {
+			counts, err := c.CountJobs(ctx)
+			return wire.CountsByQueue(counts), err
+		},
+		text: writeCountsTable,
+	}.build(a, &cobra.Command{
 		Use:     "counts",
 		Aliases: []string{"stats"},
 		Short:   "Count jobs by queue and state",
@@ -153,22 +159,5 @@ for later and jobs waiting to retry.`,
 		Example: `  fenced job counts
   fenced job stats --json | jq '.[] | select(.failed > 0) | .queue'`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openRead(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			counts, err := c.CountJobs(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.CountsByQueue(counts))
-			}
-			return writeCountsTable(cmd.OutOrStdout(), wire.CountsByQueue(counts))
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }

@@ -6,23 +6,9 @@ import (
 	"io"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/lib/display"
-	"github.com/fenced/fenced/internal/lib/wire"
 	"github.com/spf13/cobra"
 )
-
-// The input check of the limit commands (see checkInput).
-func (checkDriver) SetJobLimit(context.Context, fencedtype.JobLimit) (*fencedtype.JobLimit, error) {
-	return nil, errChecked
-}
-func (checkDriver) DeleteJobLimit(context.Context, string, string, string) error { return errChecked }
-func (checkDriver) ListJobLimits(context.Context, string) ([]fencedtype.JobLimit, error) {
-	return nil, errChecked
-}
-func (checkDriver) ListKeySlots(context.Context, string) ([]fencedtype.KeySlots, error) {
-	return nil, errChecked
-}
 
 func newJobLimitCmd(a *app) *cobra.Command {
 	cmd := group(&cobra.Command{
@@ -62,82 +48,61 @@ func (f *limitScopeFlags) check(cmd *cobra.Command) error {
 func newJobLimitSetCmd(a *app) *cobra.Command {
 	var f limitScopeFlags
 	var l fenced.JobLimit
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[*fenced.JobLimit]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(cmd); err != nil {
+				return err
+			}
+			l.Queue, l.Kind, l.ConcurrencyKey = args[0], f.kind, f.key
+			return fenced.ValidateSetJobLimit(l)
+		},
+		call: func(ctx context.Context, c *fenced.Client, _ []string) (*fenced.JobLimit, error) {
+			return c.SetJobLimit(ctx, l)
+		},
+		text: func(w io.Writer, got *fenced.JobLimit) error {
+			_, err := fmt.Fprintf(w, "limit of %s: per key %s, global %s\n",
+				limitScopeText(*got), limitText(got.PerKey), limitText(got.Global))
+			return err
+		},
+	}.build(a, &cobra.Command{
 		Use:   "set QUEUE [--kind KIND | --key KEY] [--per-key N] [--global N]",
 		Short: "Declare the limit of a queue, a kind or a concurrency key, replacing its last one",
 		Example: `  fenced job limit set mail --per-key 2 --global 50
   fenced job limit set mail --kind newsletter --per-key 1
   fenced job limit set mail --key customer-42 --per-key 5`,
 		Args: exactArgs("QUEUE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(cmd); err != nil {
-				return err
-			}
-			l.Queue, l.Kind, l.ConcurrencyKey = args[0], f.kind, f.key
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.SetJobLimit(ctx, l)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			got, err := c.SetJobLimit(cmd.Context(), l)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), got)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "limit of %s: per key %s, global %s\n",
-				limitScopeText(*got), limitText(got.PerKey), limitText(got.Global))
-			return err
-		},
-	}
+	})
 	f.add(cmd)
 	cmd.Flags().IntVar(&l.PerKey, "per-key", 0, "most running attempts of one concurrency key (0: none)")
 	cmd.Flags().IntVar(&l.Global, "global", 0, "most running jobs of the queue or kind (0: none)")
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func newJobLimitListCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	queue := ""
+	return callCmd[[]fenced.JobLimit]{
+		read: true,
+		check: func(_ *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if queue = args[0]; queue == "" {
+					return invalid("queue", "must not be empty")
+				}
+			}
+			return fenced.ValidateListJobLimits(queue)
+		},
+		call: func(ctx context.Context, c *fenced.Client, _ []string) ([]fenced.JobLimit, error) {
+			return c.ListJobLimits(ctx, queue)
+		},
+		json: listJSON[fenced.JobLimit],
+		text: writeLimitTable,
+	}.build(a, &cobra.Command{
 		Use:     "ls [QUEUE]",
 		Aliases: []string{"list"},
 		Short:   "List the declared limits, of one queue or of all",
 		Example: `  fenced job limit ls
   fenced job limit ls mail --json`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			queue := ""
-			if len(args) == 1 {
-				if queue = args[0]; queue == "" {
-					return invalid("queue", "must not be empty")
-				}
-			}
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ListJobLimits(ctx, queue)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ls, err := c.ListJobLimits(cmd.Context(), queue)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.List(ls))
-			}
-			return writeLimitTable(cmd.OutOrStdout(), ls)
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newJobLimitDeleteCmd(a *app) *cobra.Command {
@@ -154,9 +119,10 @@ limit that is not declared exits 5.`,
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				return c.DeleteJobLimit(ctx, args[0], f.kind, f.key)
-			})
+			if err := fenced.ValidateDeleteJobLimit(args[0], f.kind, f.key); err != nil {
+				return err
+			}
+			c, err := a.open(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -7,14 +7,25 @@ import (
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/lib/display"
-	"github.com/fenced/fenced/internal/lib/wire"
 	"github.com/spf13/cobra"
 )
 
 func newJobSlotsCmd(a *app) *cobra.Command {
 	var queue string
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[[]fenced.KeySlots]{
+		read: true,
+		check: func(cmd *cobra.Command, _ []string) error {
+			if fl := cmd.Flags().Lookup("queue"); fl.Changed && queue == "" {
+				return invalid("queue", "must not be empty")
+			}
+			return fenced.ValidateListKeySlots(queue)
+		},
+		call: func(ctx context.Context, c *fenced.Client, _ []string) ([]fenced.KeySlots, error) {
+			return c.ListKeySlots(ctx, queue)
+		},
+		json: listJSON[fenced.KeySlots],
+		text: writeSlotsTable,
+	}.build(a, &cobra.Command{
 		Use:   "slots [--queue QUEUE] [--json]",
 		Short: "Show each concurrency key in use: its limit, running attempts and due jobs waiting",
 		Long: `List the concurrency keys that have running or due queued jobs, of one queue
@@ -26,30 +37,8 @@ due, HELD_BACK those the limit holds back (WAITING when the key is full).`,
 		Example: `  fenced job slots
   fenced job slots --queue mail --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if fl := cmd.Flags().Lookup("queue"); fl.Changed && queue == "" {
-				return invalid("queue", "must not be empty")
-			}
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ListKeySlots(ctx, queue)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ks, err := c.ListKeySlots(cmd.Context(), queue)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.List(ks))
-			}
-			return writeSlotsTable(cmd.OutOrStdout(), ks)
-		},
-	}
+	})
 	cmd.Flags().StringVar(&queue, "queue", "", "only the keys of this queue")
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/lib/display"
-	"github.com/fenced/fenced/internal/lib/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -39,8 +39,18 @@ hold, and fail as stale (exit 4) once the lease was lost.`,
 func newLeaseAcquireCmd(a *app) *cobra.Command {
 	var owner string
 	var ttl time.Duration
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[*fenced.Lease]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner"); err != nil {
+				return err
+			}
+			return fenced.ValidateAcquireLease(args[0], owner, ttl)
+		},
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Lease, error) {
+			return c.AcquireLease(ctx, args[0], owner, ttl)
+		},
+		text: leaseText("acquired"),
+	}.build(a, &cobra.Command{
 		Use:   "acquire NAME --owner OWNER",
 		Short: "Take a lease (or extend it, keeping its fence, if OWNER holds it)",
 		Long: `Take the named lease for --ttl by the database clock and print its fence.
@@ -52,28 +62,9 @@ acquire fails with exit 3.`,
 		Example: `  fenced lease acquire nightly-report --owner worker-1 --ttl 1m
   fenced lease acquire nightly-report --owner worker-1 --json | jq .fence`,
 		Args: exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "owner"); err != nil {
-				return err
-			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireLease(ctx, args[0], owner, ttl)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			l, err := c.AcquireLease(cmd.Context(), args[0], owner, ttl)
-			if err != nil {
-				return err
-			}
-			return printLease(cmd, "acquired", l, asJSON)
-		},
-	}
+	})
 	ownerFlag(cmd, &owner, "owner to hold the lease as (required)")
 	ttlFlag(cmd, &ttl)
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -81,8 +72,19 @@ func newLeaseRenewCmd(a *app) *cobra.Command {
 	var owner string
 	var fence int64
 	var ttl time.Duration
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[*fenced.Lease]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner", "fence"); err != nil {
+				return err
+			}
+			return fenced.ValidateRenewLease(fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
+		},
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Lease, error) {
+			l, err := c.RenewLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
+			return l, notFound("lease", args[0], err)
+		},
+		text: leaseText("renewed"),
+	}.build(a, &cobra.Command{
 		Use:   "renew NAME --owner OWNER --fence N",
 		Short: "Extend a lease you hold",
 		Long: `Extend the named lease to --ttl from now by the database clock. It succeeds
@@ -90,37 +92,29 @@ only while OWNER holds generation --fence unexpired; otherwise it fails as
 stale (exit 4): acquire again, and get a new fence.`,
 		Example: `  fenced lease renew nightly-report --owner worker-1 --fence 7 --ttl 1m`,
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "owner", "fence"); err != nil {
-				return err
-			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.RenewLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			l, err := c.RenewLease(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence}, ttl)
-			if err != nil {
-				return notFound("lease", args[0], err)
-			}
-			return printLease(cmd, "renewed", l, asJSON)
-		},
-	}
+	})
 	ownerFlag(cmd, &owner, "owner holding the lease (required)")
 	fenceFlag(cmd, &fence, "fence of the generation held (required)")
 	ttlFlag(cmd, &ttl)
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func newLeaseReleaseCmd(a *app) *cobra.Command {
 	var owner string
 	var fence int64
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[*fenced.Lease]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner", "fence"); err != nil {
+				return err
+			}
+			return fenced.ValidateReleaseLease(fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
+		},
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Lease, error) {
+			l, err := c.ReleaseLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
+			return l, notFound("lease", args[0], err)
+		},
+		text: leaseText("released"),
+	}.build(a, &cobra.Command{
 		Use:   "release NAME --owner OWNER --fence N",
 		Short: "Give up a lease you hold",
 		Long: `Release generation --fence of the named lease. The lease's fence is kept, so
@@ -128,108 +122,63 @@ the next owner gets a higher one. Releasing again, or after the lease expired
 with nobody taking over, succeeds; after a takeover it fails as stale (exit 4).`,
 		Example: `  fenced lease release nightly-report --owner worker-1 --fence 7`,
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "owner", "fence"); err != nil {
-				return err
-			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ReleaseLease(ctx, fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			l, err := c.ReleaseLease(cmd.Context(), fenced.Lease{Name: args[0], Owner: owner, Fence: fence})
-			if err != nil {
-				return notFound("lease", args[0], err)
-			}
-			return printLease(cmd, "released", l, asJSON)
-		},
-	}
+	})
 	ownerFlag(cmd, &owner, "owner holding the lease (required)")
 	fenceFlag(cmd, &fence, "fence of the generation held (required)")
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func newLeaseShowCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[*fenced.Lease]{
+		read:  true,
+		check: func(_ *cobra.Command, args []string) error { return fenced.ValidateGetLease(args[0]) },
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Lease, error) {
+			l, err := c.GetLease(ctx, args[0])
+			return l, notFound("lease", args[0], err)
+		},
+		text: func(w io.Writer, l *fenced.Lease) error { return writeLeaseTable(w, []*fenced.Lease{l}) },
+	}.build(a, &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show a lease: owner, fence, state (held, released, expired, advanced) and until when it is held",
 		Example: `  fenced lease show nightly-report
   fenced lease show nightly-report --json`,
 		Args: exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.GetLease(ctx, args[0])
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			l, err := c.GetLease(cmd.Context(), args[0])
-			if err != nil {
-				return notFound("lease", args[0], err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), *l)
-			}
-			return writeLeaseTable(cmd.OutOrStdout(), []*fenced.Lease{l})
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newLeaseListCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[[]*fenced.Lease]{
+		read: true,
+		call: func(ctx context.Context, c *fenced.Client, _ []string) ([]*fenced.Lease, error) {
+			return c.ListLeases(ctx)
+		},
+		json: listJSON[*fenced.Lease],
+		text: writeLeaseTable,
+	}.build(a, &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List every lease, by name",
 		Example: `  fenced lease ls
   fenced lease ls --json | jq '.[] | select(.held)'`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openRead(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			leases, err := c.ListLeases(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.List(leases))
-			}
-			return writeLeaseTable(cmd.OutOrStdout(), leases)
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
-// printLease prints the outcome of acquire, renew or release: when the
+// leaseText prints the outcome of acquire, renew or release: when the
 // lease expires, or, once released, until when it was held.
-func printLease(cmd *cobra.Command, verb string, l *fenced.Lease, asJSON bool) error {
-	w := cmd.OutOrStdout()
-	if asJSON {
-		return writeJSON(w, *l)
+func leaseText(verb string) func(io.Writer, *fenced.Lease) error {
+	return func(w io.Writer, l *fenced.Lease) error {
+		line := fmt.Sprintf("%s lease %s: owner %s, fence %d", verb, display.Quote(l.Name), display.Quote(l.Owner), l.Fence)
+		switch {
+		case l.ExpiresAt.IsZero():
+		case l.Released:
+			line += ", held until " + fencedtype.FormatTime(l.ExpiresAt)
+		default:
+			line += ", expires " + fencedtype.FormatTime(l.ExpiresAt)
+		}
+		_, err := fmt.Fprintln(w, line)
+		return err
 	}
-	line := fmt.Sprintf("%s lease %s: owner %s, fence %d", verb, display.Quote(l.Name), display.Quote(l.Owner), l.Fence)
-	switch {
-	case l.ExpiresAt.IsZero():
-	case l.Released:
-		line += ", held until " + fencedtype.FormatTime(l.ExpiresAt)
-	default:
-		line += ", expires " + fencedtype.FormatTime(l.ExpiresAt)
-	}
-	_, err := fmt.Fprintln(w, line)
-	return err
 }
 
 func ownerFlag(cmd *cobra.Command, p *string, help string) {

@@ -61,20 +61,7 @@ fenced waits to be elected they end it (exit 1).`,
   fenced lease elect nightly-report -- sh -c 'fenced resource write report --fence "$FENCED_FENCE" --value done'`,
 		Args: runArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p.name, p.argv = args[0], args[1:]
-			if d := cmd.ArgsLenAtDash(); d > 0 {
-				p.argv = args[d:]
-			}
-			if !cmd.Flags().Changed("owner") {
-				p.owner = defaultOwner()
-			}
-			if p.grace < 0 {
-				return usage("--grace %s is negative", p.grace)
-			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireLease(ctx, p.name, p.owner, p.ttl)
-				return err
-			}); err != nil {
+			if err := p.parse(cmd, args); err != nil {
 				return err
 			}
 			return a.elect(cmd.Context(), p, again)

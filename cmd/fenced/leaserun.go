@@ -59,20 +59,7 @@ the lease was lost and COMMAND still exited 0, it exits 4 (stale) or 1.`,
   fenced lease run invoices -- sh -c 'fenced resource write invoice-42 --fence "$FENCED_FENCE" --value paid'`,
 		Args: runArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p.name, p.argv = args[0], args[1:]
-			if d := cmd.ArgsLenAtDash(); d > 0 {
-				p.argv = args[d:]
-			}
-			if !cmd.Flags().Changed("owner") {
-				p.owner = defaultOwner()
-			}
-			if p.grace < 0 {
-				return usage("--grace %s is negative", p.grace)
-			}
-			if err := checkInput(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireLease(ctx, p.name, p.owner, p.ttl)
-				return err
-			}); err != nil {
+			if err := p.parse(cmd, args); err != nil {
 				return err
 			}
 			return a.runUnderLease(cmd.Context(), p)
@@ -82,6 +69,22 @@ the lease was lost and COMMAND still exited 0, it exits 4 (stale) or 1.`,
 	ttlFlag(cmd, &p.ttl)
 	cmd.Flags().DurationVar(&p.grace, "grace", 10*time.Second, "time COMMAND has to exit after SIGTERM before SIGKILL")
 	return cmd
+}
+
+// parse reads the NAME and COMMAND of "lease run" or "lease elect" from
+// args and refuses bad input before the database is opened.
+func (p *runParams) parse(cmd *cobra.Command, args []string) error {
+	p.name, p.argv = args[0], args[1:]
+	if d := cmd.ArgsLenAtDash(); d > 0 {
+		p.argv = args[d:]
+	}
+	if !cmd.Flags().Changed("owner") {
+		p.owner = defaultOwner()
+	}
+	if p.grace < 0 {
+		return usage("--grace %s is negative", p.grace)
+	}
+	return fenced.ValidateAcquireLease(p.name, p.owner, p.ttl)
 }
 
 // runArgs accepts "NAME -- COMMAND [ARG...]", and "NAME COMMAND [ARG...]"

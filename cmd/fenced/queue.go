@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/fencedtype"
@@ -39,8 +40,24 @@ type queueState struct {
 }
 
 func newQueuePauseCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[queueState]{
+		check: func(_ *cobra.Command, args []string) error { return fenced.ValidatePauseQueue(args[0]) },
+		call: func(ctx context.Context, c *fenced.Client, args []string) (queueState, error) {
+			p, changed, err := c.PauseQueue(ctx, args[0])
+			if err != nil {
+				return queueState{}, err
+			}
+			return queueState{p.Queue, true, wire.Time(p.PausedAt), changed}, nil
+		},
+		text: func(w io.Writer, q queueState) error {
+			what := "paused"
+			if !q.Changed {
+				what = "already paused"
+			}
+			_, err := fmt.Fprintf(w, "queue %s %s since %s\n", display.Quote(q.Queue), what, fencedtype.FormatTime(time.Time(q.PausedAt)))
+			return err
+		},
+	}.build(a, &cobra.Command{
 		Use:   "pause QUEUE",
 		Short: "Pause a queue: claims take none of its jobs until it is resumed",
 		Long: `Pause a queue. Pausing a paused queue changes nothing and keeps the time of
@@ -48,39 +65,25 @@ its first pause ("already paused"; --json: "changed": false).`,
 		Example: `  fenced queue pause mail
   fenced queue pause mail --json`,
 		Args: exactArgs("QUEUE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			queue := args[0]
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, _, err := c.PauseQueue(ctx, queue)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			p, changed, err := c.PauseQueue(cmd.Context(), queue)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), queueState{p.Queue, true, wire.Time(p.PausedAt), changed})
-			}
-			what := "paused"
-			if !changed {
-				what = "already paused"
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "queue %s %s since %s\n",
-				display.Quote(p.Queue), what, fencedtype.FormatTime(p.PausedAt))
-			return err
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newQueueResumeCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[queueState]{
+		check: func(_ *cobra.Command, args []string) error { return fenced.ValidateResumeQueue(args[0]) },
+		call: func(ctx context.Context, c *fenced.Client, args []string) (queueState, error) {
+			resumed, err := c.ResumeQueue(ctx, args[0])
+			return queueState{Queue: args[0], Changed: resumed}, err
+		},
+		text: func(w io.Writer, q queueState) error {
+			what := "resumed"
+			if !q.Changed {
+				what = "was not paused"
+			}
+			_, err := fmt.Fprintf(w, "queue %s %s\n", display.Quote(q.Queue), what)
+			return err
+		},
+	}.build(a, &cobra.Command{
 		Use:   "resume QUEUE",
 		Short: "Resume a paused queue: claims take its jobs again",
 		Long: `Resume a paused queue. Resuming a queue that is not paused changes nothing
@@ -89,62 +92,25 @@ of every process are woken; elsewhere they find the jobs at their next poll.`,
 		Example: `  fenced queue resume mail
   fenced queue resume mail --json`,
 		Args: exactArgs("QUEUE"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			queue := args[0]
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ResumeQueue(ctx, queue)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			resumed, err := c.ResumeQueue(cmd.Context(), queue)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), queueState{Queue: queue, Changed: resumed})
-			}
-			what := "resumed"
-			if !resumed {
-				what = "was not paused"
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "queue %s %s\n", display.Quote(queue), what)
-			return err
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newQueueListCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[[]fenced.QueuePause]{
+		read: true,
+		call: func(ctx context.Context, c *fenced.Client, _ []string) ([]fenced.QueuePause, error) {
+			return c.ListQueuePauses(ctx)
+		},
+		json: listJSON[fenced.QueuePause],
+		text: writePauseTable,
+	}.build(a, &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List the paused queues",
 		Example: `  fenced queue ls
   fenced queue ls --json`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openRead(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ps, err := c.ListQueuePauses(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.List(ps))
-			}
-			return writePauseTable(cmd.OutOrStdout(), ps)
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 // writePauseTable prints the paused queues, one a line.

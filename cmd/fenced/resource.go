@@ -30,8 +30,43 @@ older one's writes fail as stale (exit 4).`,
 func newResourceWriteCmd(a *app) *cobra.Command {
 	var fence int64
 	var value, valueFile, op string
-	var asJSON bool
-	cmd := &cobra.Command{
+	var v []byte
+	cmd := callCmd[*fenced.ResourceWrite]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "fence"); err != nil {
+				return err
+			}
+			fl := cmd.Flags()
+			switch {
+			case fl.Changed("value") && fl.Changed("value-file"):
+				return usage("--value and --value-file cannot be used together")
+			case !fl.Changed("value") && !fl.Changed("value-file"):
+				return usage("required flag --value or --value-file not set")
+			case fl.Changed("op") && op == "":
+				// Read as no id, it would make the write not idempotent.
+				return invalid("operation id", "must not be empty")
+			}
+			v = []byte(value)
+			if fl.Changed("value-file") {
+				var err error
+				if v, err = a.readValue(valueFile); err != nil {
+					return err
+				}
+			}
+			return fenced.ValidateWriteResource(args[0], v, fence, fenced.WriteOptions{OperationID: op})
+		},
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.ResourceWrite, error) {
+			return c.WriteResource(ctx, args[0], v, fence, fenced.WriteOptions{OperationID: op})
+		},
+		text: func(w io.Writer, rw *fenced.ResourceWrite) error {
+			replayed := ""
+			if rw.Replayed {
+				replayed = " (replayed: operation seen before, nothing applied)"
+			}
+			_, err := fmt.Fprintf(w, "wrote resource %s: fence %d, version %d%s\n", display.Quote(rw.Key), rw.Fence, rw.Version, replayed)
+			return err
+		},
+	}.build(a, &cobra.Command{
 		Use:   "write KEY --fence N (--value VALUE | --value-file PATH)",
 		Short: "Store a value under a key, if the fence is not older than the stored one",
 		Long: fmt.Sprintf(`Store a value under KEY iff --fence is at least the fence stored there, and
@@ -52,55 +87,11 @@ applies nothing again; the same id with another fence or value is refused
   fenced resource write report --fence "$FENCED_FENCE" --value-file report.pdf
   ./render | fenced resource write page --fence 7 --value-file - --op render-7 --json`,
 		Args: exactArgs("KEY"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "fence"); err != nil {
-				return err
-			}
-			fl := cmd.Flags()
-			switch {
-			case fl.Changed("value") && fl.Changed("value-file"):
-				return usage("--value and --value-file cannot be used together")
-			case !fl.Changed("value") && !fl.Changed("value-file"):
-				return usage("required flag --value or --value-file not set")
-			case fl.Changed("op") && op == "":
-				// Read as no id, it would make the write not idempotent.
-				return invalid("operation id", "must not be empty")
-			}
-			v := []byte(value)
-			if fl.Changed("value-file") {
-				var err error
-				if v, err = a.readValue(valueFile); err != nil {
-					return err
-				}
-			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.WriteResource(ctx, args[0], v, fence, fenced.WriteOptions{OperationID: op})
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			w, err := c.WriteResource(cmd.Context(), args[0], v, fence, fenced.WriteOptions{OperationID: op})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), *w)
-			}
-			replayed := ""
-			if w.Replayed {
-				replayed = " (replayed: operation seen before, nothing applied)"
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote resource %s: fence %d, version %d%s\n", display.Quote(w.Key), w.Fence, w.Version, replayed)
-			return err
-		},
-	}
+	})
 	fenceFlag(cmd, &fence, "fence of the lease the write is made under (required)")
 	cmd.Flags().StringVar(&value, "value", "", "value to store (may be empty; up to about 128 KiB as an argument)")
 	cmd.Flags().StringVar(&valueFile, "value-file", "", "store the bytes of this file as they are (- reads standard input)")
 	cmd.Flags().StringVar(&op, "op", "", "operation id: a repeat returns the first outcome and applies nothing")
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -128,34 +119,22 @@ func (a *app) readValue(path string) ([]byte, error) {
 }
 
 func newResourceShowCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[*fenced.Resource]{
+		read:  true,
+		check: func(_ *cobra.Command, args []string) error { return fenced.ValidateReadResource(args[0]) },
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Resource, error) {
+			r, err := c.ReadResource(ctx, args[0])
+			return r, notFound("resource", args[0], err)
+		},
+		json: func(r *fenced.Resource) any { return resourceJSON(r) },
+		text: writeResource,
+	}.build(a, &cobra.Command{
 		Use:   "show KEY",
 		Short: "Show a resource: value, fence, version and time of the last write",
 		Example: `  fenced resource show invoice-42
   fenced resource show invoice-42 --json | jq -r .value`,
 		Args: exactArgs("KEY"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ReadResource(ctx, args[0])
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			r, err := c.ReadResource(cmd.Context(), args[0])
-			if err != nil {
-				return notFound("resource", args[0], err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), resourceJSON(r))
-			}
-			return writeResource(cmd.OutOrStdout(), r)
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 // resourceJSON is the --json form of r, as the HTTP service sends it: a

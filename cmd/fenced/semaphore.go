@@ -8,10 +8,8 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/fenced/fenced/internal/lib/display"
-	"github.com/fenced/fenced/internal/lib/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -40,8 +38,18 @@ func newSemaphoreAcquireCmd(a *app) *cobra.Command {
 	var owner string
 	var slots int
 	var ttl time.Duration
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[*fenced.Slot]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner", "slots"); err != nil {
+				return err
+			}
+			return fenced.ValidateAcquireSlot(args[0], owner, slots, ttl)
+		},
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Slot, error) {
+			return c.AcquireSlot(ctx, args[0], owner, slots, ttl)
+		},
+		text: slotText("acquired"),
+	}.build(a, &cobra.Command{
 		Use:   "acquire NAME --slots N --owner OWNER",
 		Short: "Take a slot of a semaphore (or extend OWNER's, keeping its fence)",
 		Long: `Take a free slot of the named semaphore of --slots slots for --ttl by the
@@ -54,29 +62,10 @@ exit 3. The semaphore's number of slots becomes --slots.`,
 		Example: `  fenced semaphore acquire encoders --slots 3 --owner worker-1 --ttl 1m
   fenced semaphore acquire encoders --slots 3 --owner worker-1 --json | jq .fence`,
 		Args: exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "owner", "slots"); err != nil {
-				return err
-			}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.AcquireSlot(ctx, args[0], owner, slots, ttl)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.AcquireSlot(cmd.Context(), args[0], owner, slots, ttl)
-			if err != nil {
-				return err
-			}
-			return printSlot(cmd, "acquired", s, asJSON)
-		},
-	}
+	})
 	ownerFlag(cmd, &owner, "owner to hold the slot as (required)")
 	cmd.Flags().IntVar(&slots, "slots", 0, "number of slots of the semaphore, 1 to 1000 (required)")
 	ttlFlag(cmd, &ttl)
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
@@ -84,8 +73,19 @@ func newSemaphoreRenewCmd(a *app) *cobra.Command {
 	var owner string
 	var fence int64
 	var ttl time.Duration
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[*fenced.Slot]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner", "fence"); err != nil {
+				return err
+			}
+			return fenced.ValidateRenewSlot(fenced.Slot{Name: args[0], Owner: owner, Fence: fence}, ttl)
+		},
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Slot, error) {
+			s, err := c.RenewSlot(ctx, fenced.Slot{Name: args[0], Owner: owner, Fence: fence}, ttl)
+			return s, notFound("semaphore", args[0], err)
+		},
+		text: slotText("renewed"),
+	}.build(a, &cobra.Command{
 		Use:   "renew NAME --owner OWNER --fence N",
 		Short: "Extend a slot you hold",
 		Long: `Extend the grant --fence of the named semaphore to --ttl from now by the
@@ -93,38 +93,29 @@ database clock. It succeeds only while OWNER holds that grant unexpired;
 otherwise it fails as stale (exit 4): acquire again, and get a new fence.`,
 		Example: `  fenced semaphore renew encoders --owner worker-1 --fence 7 --ttl 1m`,
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "owner", "fence"); err != nil {
-				return err
-			}
-			ref := fenced.Slot{Name: args[0], Owner: owner, Fence: fence}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.RenewSlot(ctx, ref, ttl)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.RenewSlot(cmd.Context(), ref, ttl)
-			if err != nil {
-				return notFound("semaphore", args[0], err)
-			}
-			return printSlot(cmd, "renewed", s, asJSON)
-		},
-	}
+	})
 	ownerFlag(cmd, &owner, "owner holding the slot (required)")
 	fenceFlag(cmd, &fence, "fence of the grant held (required)")
 	ttlFlag(cmd, &ttl)
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func newSemaphoreReleaseCmd(a *app) *cobra.Command {
 	var owner string
 	var fence int64
-	var asJSON bool
-	cmd := &cobra.Command{
+	cmd := callCmd[*fenced.Slot]{
+		check: func(cmd *cobra.Command, args []string) error {
+			if err := requireFlags(cmd, "owner", "fence"); err != nil {
+				return err
+			}
+			return fenced.ValidateReleaseSlot(fenced.Slot{Name: args[0], Owner: owner, Fence: fence})
+		},
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Slot, error) {
+			s, err := c.ReleaseSlot(ctx, fenced.Slot{Name: args[0], Owner: owner, Fence: fence})
+			return s, notFound("semaphore", args[0], err)
+		},
+		text: slotText("released"),
+	}.build(a, &cobra.Command{
 		Use:   "release NAME --owner OWNER --fence N",
 		Short: "Give up a slot you hold",
 		Long: `Release the grant --fence of the named semaphore, freeing its slot. Releasing
@@ -132,106 +123,60 @@ again, or after the grant expired with nobody taking the slot over, succeeds;
 after a takeover it fails as stale (exit 4).`,
 		Example: `  fenced semaphore release encoders --owner worker-1 --fence 7`,
 		Args:    exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := requireFlags(cmd, "owner", "fence"); err != nil {
-				return err
-			}
-			ref := fenced.Slot{Name: args[0], Owner: owner, Fence: fence}
-			c, err := a.openChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.ReleaseSlot(ctx, ref)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.ReleaseSlot(cmd.Context(), ref)
-			if err != nil {
-				return notFound("semaphore", args[0], err)
-			}
-			return printSlot(cmd, "released", s, asJSON)
-		},
-	}
+	})
 	ownerFlag(cmd, &owner, "owner holding the slot (required)")
 	fenceFlag(cmd, &fence, "fence of the grant held (required)")
-	jsonFlag(cmd, &asJSON)
 	return cmd
 }
 
 func newSemaphoreShowCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[*fenced.Semaphore]{
+		read:  true,
+		check: func(_ *cobra.Command, args []string) error { return fenced.ValidateGetSemaphore(args[0]) },
+		call: func(ctx context.Context, c *fenced.Client, args []string) (*fenced.Semaphore, error) {
+			s, err := c.GetSemaphore(ctx, args[0])
+			return s, notFound("semaphore", args[0], err)
+		},
+		text: func(w io.Writer, s *fenced.Semaphore) error { return writeSemaphoreTable(w, []*fenced.Semaphore{s}) },
+	}.build(a, &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show a semaphore: its slots, last fence, and who holds which slot until when",
 		Example: `  fenced semaphore show encoders
   fenced semaphore show encoders --json`,
 		Args: exactArgs("NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openReadChecked(cmd.Context(), func(ctx context.Context, c *fenced.Client) error {
-				_, err := c.GetSemaphore(ctx, args[0])
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.GetSemaphore(cmd.Context(), args[0])
-			if err != nil {
-				return notFound("semaphore", args[0], err)
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), *s)
-			}
-			return writeSemaphoreTable(cmd.OutOrStdout(), []*fenced.Semaphore{s})
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
 func newSemaphoreListCmd(a *app) *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
+	return callCmd[[]*fenced.Semaphore]{
+		read: true,
+		call: func(ctx context.Context, c *fenced.Client, _ []string) ([]*fenced.Semaphore, error) {
+			return c.ListSemaphores(ctx)
+		},
+		json: listJSON[*fenced.Semaphore],
+		text: writeSemaphoreTable,
+	}.build(a, &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List every semaphore with its holders, by name",
 		Example: `  fenced semaphore ls
   fenced semaphore ls --json | jq '.[] | {name, held: (.holders | length)}'`,
 		Args: exactArgs(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.openRead(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			ss, err := c.ListSemaphores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), wire.List(ss))
-			}
-			return writeSemaphoreTable(cmd.OutOrStdout(), ss)
-		},
-	}
-	jsonFlag(cmd, &asJSON)
-	return cmd
+	})
 }
 
-// printSlot prints the outcome of acquire, renew or release.
-func printSlot(cmd *cobra.Command, verb string, s *fenced.Slot, asJSON bool) error {
-	w := cmd.OutOrStdout()
-	if asJSON {
-		return writeJSON(w, *s)
+// slotText prints the outcome of acquire, renew or release.
+func slotText(verb string) func(io.Writer, *fenced.Slot) error {
+	return func(w io.Writer, s *fenced.Slot) error {
+		line := fmt.Sprintf("%s slot %d of semaphore %s: owner %s, fence %d", verb, s.Slot, display.Quote(s.Name), display.Quote(s.Owner), s.Fence)
+		if s.Released {
+			line += ", held until " + fencedtype.FormatTime(s.ExpiresAt)
+		} else {
+			line += ", expires " + fencedtype.FormatTime(s.ExpiresAt)
+		}
+		_, err := fmt.Fprintln(w, line)
+		return err
 	}
-	line := fmt.Sprintf("%s slot %d of semaphore %s: owner %s, fence %d", verb, s.Slot, display.Quote(s.Name), display.Quote(s.Owner), s.Fence)
-	if s.Released {
-		line += ", held until " + fencedtype.FormatTime(s.ExpiresAt)
-	} else {
-		line += ", expires " + fencedtype.FormatTime(s.ExpiresAt)
-	}
-	_, err := fmt.Fprintln(w, line)
-	return err
 }
 
 // writeSemaphoreTable prints one row per holder (and one per semaphore
@@ -249,19 +194,4 @@ func writeSemaphoreTable(w io.Writer, ss []*fenced.Semaphore) error {
 		}
 	}
 	return (display.Table{Rows: rows}).Write(w)
-}
-
-// The input checks of the semaphore commands (see checkDriver).
-
-func (checkDriver) AcquireSlot(context.Context, driver.AcquireSlotParams) (*fencedtype.Slot, error) {
-	return nil, errChecked
-}
-func (checkDriver) RenewSlot(context.Context, driver.SlotRef, time.Duration) (*fencedtype.Slot, error) {
-	return nil, errChecked
-}
-func (checkDriver) ReleaseSlot(context.Context, driver.SlotRef) (*fencedtype.Slot, error) {
-	return nil, errChecked
-}
-func (checkDriver) GetSemaphore(context.Context, string) (*fencedtype.Semaphore, error) {
-	return nil, errChecked
 }
