@@ -62,7 +62,11 @@ func (c *Client) SetJobLimit(ctx context.Context, l JobLimit) (*JobLimit, error)
 			return nil, fencedtype.Invalid("per_key", "a concurrency key's own limit must be above zero (delete it to fall back to the defaults)")
 		}
 	}
-	out, err := c.d.SetJobLimit(ctx, l)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	out, err := jd.SetJobLimit(ctx, l)
 	if err == nil {
 		c.waker.wake(l.Queue)
 	}
@@ -76,7 +80,11 @@ func (c *Client) DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey
 	if err := validScope(queue, kind, concurrencyKey); err != nil {
 		return err
 	}
-	if err := c.d.DeleteJobLimit(ctx, queue, kind, concurrencyKey); err != nil {
+	jd, err := c.jobQueue()
+	if err != nil {
+		return err
+	}
+	if err := jd.DeleteJobLimit(ctx, queue, kind, concurrencyKey); err != nil {
 		if err == fencedtype.ErrNotFound {
 			return fmt.Errorf("job limit of queue %q kind %q key %q: %w", queue, kind, concurrencyKey, err)
 		}
@@ -94,5 +102,9 @@ func (c *Client) ListJobLimits(ctx context.Context, queue string) ([]JobLimit, e
 			return nil, err
 		}
 	}
-	return c.d.ListJobLimits(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListJobLimits(ctx, queue)
 }

@@ -25,5 +25,9 @@ func (c *Client) ListKeySlots(ctx context.Context, queue string) ([]KeySlots, er
 			return nil, err
 		}
 	}
-	return c.d.ListKeySlots(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListKeySlots(ctx, queue)
 }

@@ -21,7 +21,11 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) (*QueuePause, boo
 	if err := validQueue(queue); err != nil {
 		return nil, false, err
 	}
-	return c.d.PauseQueue(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, false, err
+	}
+	return jd.PauseQueue(ctx, queue)
 }
 
 // ResumeQueue resumes a paused queue: claims take its jobs again. It
@@ -33,7 +37,11 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) (bool, error) {
 	if err := validQueue(queue); err != nil {
 		return false, err
 	}
-	resumed, err := c.d.ResumeQueue(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return false, err
+	}
+	resumed, err := jd.ResumeQueue(ctx, queue)
 	if err == nil && resumed {
 		c.waker.wake(queue)
 	}
@@ -42,5 +50,9 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) (bool, error) {
 
 // ListQueuePauses lists the paused queues by name.
 func (c *Client) ListQueuePauses(ctx context.Context) ([]QueuePause, error) {
-	return c.d.ListQueuePauses(ctx)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListQueuePauses(ctx)
 }

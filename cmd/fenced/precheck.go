@@ -18,8 +18,16 @@ var errChecked = errors.New("input checked")
 // input before it calls its driver, so an operation on a client over
 // checkDriver fails with fenced.ErrInvalid on bad input and with errChecked
 // otherwise. Calling a method not defined here panics (the embedded
-// interface is nil).
-type checkDriver struct{ driver.Driver }
+// interface is nil). It has the job queue and the semaphores, so that the
+// Client reaches its methods.
+type checkDriver struct{ checkedDriver }
+
+// checkedDriver is the capabilities checkDriver stands in for.
+type checkedDriver interface {
+	driver.Driver
+	driver.JobDriver
+	driver.SemaphoreDriver
+}
 
 func (checkDriver) AcquireLease(context.Context, driver.AcquireLeaseParams) (*fencedtype.Lease, error) {
 	return nil, errChecked
