@@ -2,8 +2,6 @@ package fenced
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -25,16 +23,20 @@ type Config struct {
 }
 
 // Client is the user's handle on fenced: leases, fenced transactions, the
-// fenced resource store and fence advance, over one backend driver. It is
-// safe for concurrent use.
+// fenced resource store and fence advance, over one backend driver, and
+// the job queue and semaphores on a backend that keeps them (Supports). It
+// is safe for concurrent use.
 type Client struct {
 	d      driver.Driver
+	caps   capabilities
 	now    func() time.Time
 	closer bool
 	waker  *jobWaker
 }
 
-// New returns a Client over d. Close does not close d.
+// New returns a Client over d. It asks d once for each capability beyond
+// the core (Capability; the optional interfaces of package driver). Close
+// does not close d.
 func New(d driver.Driver, cfg Config) *Client {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -42,7 +44,8 @@ func New(d driver.Driver, cfg Config) *Client {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{d: d, now: cfg.Now, waker: newJobWaker(d, cfg.Logger)}
+	caps := assertCapabilities(d)
+	return &Client{d: d, caps: caps, now: cfg.Now, waker: newJobWaker(caps.listener, cfg.Logger)}
 }
 
 // Driver returns the backend driver.
@@ -82,14 +85,13 @@ func (c *Client) checkMigrated(ctx context.Context) error {
 // DatabaseTime reads the database clock, the clock every expiry is judged
 // by, in a statement of its own. It decides nothing; it is for reports (the
 // HTTP service stamps it on answers whose statement returns no reading). A
-// backend that cannot read its clock alone gives an error matching
-// errors.ErrUnsupported.
+// backend that cannot read its clock alone (CapClock) gives an error
+// matching ErrClockNotSupported and errors.ErrUnsupported.
 func (c *Client) DatabaseTime(ctx context.Context) (time.Time, error) {
-	clock, ok := c.d.(driver.Clock)
-	if !ok {
-		return time.Time{}, fmt.Errorf("database time on %s: %w", c.d.Dialect(), errors.ErrUnsupported)
+	if c.caps.clock == nil {
+		return time.Time{}, c.Unsupported(CapClock)
 	}
-	return clock.DatabaseTime(ctx)
+	return c.caps.clock.DatabaseTime(ctx)
 }
 
 // Close closes the driver if the Client opened it (Open), else does nothing.

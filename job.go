@@ -253,7 +253,11 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 	if err != nil {
 		return nil, err
 	}
-	out, err := c.d.Enqueue(ctx, tx, in)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	out, err := jd.Enqueue(ctx, tx, in)
 	if err == nil && tx == nil {
 		// Committed: wake this Client's waiters on those queues. (Inside
 		// the caller's transaction the jobs exist only once it commits;
@@ -274,7 +278,8 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 // jobs that run now without idempotency keys is copied in (COPY), any other
 // batch inserted without the jobs' rows sent back; on SQLite the batch is
 // one statement; on MySQL the inserts are EnqueueMany's, with nothing read
-// back; etcd enqueues as EnqueueMany does and counts. Once a standalone
+// back; a backend without a bulk insert (driver.BulkEnqueuer) enqueues as
+// EnqueueMany does and counts. Once a standalone
 // batch inserted a job, this Client's idle workers of the batch's queues
 // are woken.
 func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (int, error) {
@@ -285,12 +290,16 @@ func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (in
 	if err != nil {
 		return 0, err
 	}
+	jd, err := c.jobQueue()
+	if err != nil {
+		return 0, err
+	}
 	var n int
-	if b, ok := c.d.(driver.BulkEnqueuer); ok {
-		n, err = b.EnqueueBulk(ctx, tx, in)
+	if c.caps.bulk != nil {
+		n, err = c.caps.bulk.EnqueueBulk(ctx, tx, in)
 	} else {
 		var out []EnqueueResult
-		out, err = c.d.Enqueue(ctx, tx, in)
+		out, err = jd.Enqueue(ctx, tx, in)
 		for _, r := range out {
 			if !r.Existing {
 				n++
@@ -331,7 +340,11 @@ func (c *Client) GetJob(ctx context.Context, id int64) (*Job, []JobAttempt, erro
 	if id <= 0 {
 		return nil, nil, fencedtype.Invalid("job id", "%d is not positive", id)
 	}
-	r, attempts, err := c.d.GetJob(ctx, id)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, attempts, err := jd.GetJob(ctx, id)
 	if err != nil {
 		return nil, nil, withJobID(id, err)
 	}
@@ -377,7 +390,11 @@ func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]*Job, error) {
 	if f.Limit == 0 {
 		f.Limit = DefaultListLimit
 	}
-	return c.d.ListJobs(ctx, f)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListJobs(ctx, f)
 }
 
 // JobCount is the number of jobs in one queue and state.
@@ -385,7 +402,11 @@ type JobCount = fencedtype.JobCount
 
 // CountJobs counts jobs by queue and state.
 func (c *Client) CountJobs(ctx context.Context) ([]JobCount, error) {
-	return c.d.CountJobs(ctx)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.CountJobs(ctx)
 }
 
 // CancelJob cancels a queued job at once, or asks a running one to stop: its
@@ -416,14 +437,22 @@ func (c *Client) DeleteJob(ctx context.Context, id int64) error {
 	if id <= 0 {
 		return fencedtype.Invalid("job id", "%d is not positive", id)
 	}
-	return withJobID(id, c.d.DeleteJob(ctx, id))
+	jd, err := c.jobQueue()
+	if err != nil {
+		return err
+	}
+	return withJobID(id, jd.DeleteJob(ctx, id))
 }
 
 func (c *Client) jobAdmin(ctx context.Context, id int64, op func(driver.JobDriver, context.Context, int64) (*fencedtype.Job, error)) (*Job, error) {
 	if id <= 0 {
 		return nil, fencedtype.Invalid("job id", "%d is not positive", id)
 	}
-	r, err := op(c.d, ctx, id)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	r, err := op(jd, ctx, id)
 	if err != nil {
 		return nil, withJobID(id, err)
 	}

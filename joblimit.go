@@ -71,7 +71,11 @@ func (c *Client) SetJobLimit(ctx context.Context, l JobLimit) (*JobLimit, error)
 	if err := ValidateSetJobLimit(l); err != nil {
 		return nil, err
 	}
-	out, err := c.d.SetJobLimit(ctx, l)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	out, err := jd.SetJobLimit(ctx, l)
 	if err == nil {
 		c.waker.wake(l.Queue)
 	}
@@ -91,7 +95,11 @@ func (c *Client) DeleteJobLimit(ctx context.Context, queue, kind, concurrencyKey
 	if err := ValidateDeleteJobLimit(queue, kind, concurrencyKey); err != nil {
 		return err
 	}
-	if err := c.d.DeleteJobLimit(ctx, queue, kind, concurrencyKey); err != nil {
+	jd, err := c.jobQueue()
+	if err != nil {
+		return err
+	}
+	if err := jd.DeleteJobLimit(ctx, queue, kind, concurrencyKey); err != nil {
 		if err == fencedtype.ErrNotFound {
 			return fmt.Errorf("job limit of queue %q kind %q key %q: %w", queue, kind, concurrencyKey, err)
 		}
@@ -117,5 +125,9 @@ func (c *Client) ListJobLimits(ctx context.Context, queue string) ([]JobLimit, e
 	if err := ValidateListJobLimits(queue); err != nil {
 		return nil, err
 	}
-	return c.d.ListJobLimits(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListJobLimits(ctx, queue)
 }

@@ -2,7 +2,6 @@ package fenced
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -47,13 +46,17 @@ func (c *Client) RollupJobMinutes(ctx context.Context) (int, error) {
 // rollupJobMinutes is RollupJobMinutes, also returning the database time
 // it read.
 func (c *Client) rollupJobMinutes(ctx context.Context) (int, time.Time, error) {
+	jd, err := c.jobQueue()
+	if err != nil {
+		return 0, time.Time{}, err
+	}
 	now, err := c.DatabaseTime(ctx)
 	if err != nil {
 		return 0, now, err
 	}
 	last := now.Add(-RollupGrace).Truncate(time.Minute).Add(-time.Minute)
 	first := last.Add(-RollupBack + time.Minute)
-	rows, err := c.d.ListJobMinutes(ctx, first)
+	rows, err := jd.ListJobMinutes(ctx, first)
 	if err != nil {
 		return 0, now, err
 	}
@@ -68,7 +71,7 @@ func (c *Client) rollupJobMinutes(ctx context.Context) (int, time.Time, error) {
 		if done[m.Unix()] {
 			continue
 		}
-		did, err := c.d.RollupJobMinute(ctx, m, m.Equal(last), now.Add(-RollupKeep))
+		did, err := jd.RollupJobMinute(ctx, m, m.Equal(last), now.Add(-RollupKeep))
 		if err != nil {
 			return n, now, err
 		}
@@ -85,7 +88,11 @@ func (c *Client) rollupJobMinutes(ctx context.Context) (int, time.Time, error) {
 // from one not rolled up. It reads only the rollup table: at most
 // RollupKeep's minutes, whatever the number of jobs.
 func (c *Client) ListJobMinutes(ctx context.Context, since time.Time) ([]JobMinute, error) {
-	return c.d.ListJobMinutes(ctx, since)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListJobMinutes(ctx, since)
 }
 
 // minuteRoller paces a maintainer's RollupJobMinutes: once a minute.
@@ -102,10 +109,6 @@ func (r *minuteRoller) roll(ctx context.Context, c *Client) (int, error) {
 		return 0, nil
 	}
 	n, now, err := c.rollupJobMinutes(ctx)
-	if errors.Is(err, errors.ErrUnsupported) { // no clock or no jobs (etcd)
-		r.next = time.Now().Add(24 * time.Hour)
-		return 0, nil
-	}
 	if err != nil {
 		return n, err
 	}

@@ -35,9 +35,10 @@ type wakeQueue struct {
 	waiters int
 }
 
-func newJobWaker(d driver.Driver, log *slog.Logger) *jobWaker {
-	l, _ := d.(driver.JobListener)
-	return &jobWaker{listener: l, log: log, queues: map[string]*wakeQueue{}}
+// newJobWaker returns the waker of a Client whose backend notifies through
+// listener (nil: it does not).
+func newJobWaker(listener driver.JobListener, log *slog.Logger) *jobWaker {
+	return &jobWaker{listener: listener, log: log, queues: map[string]*wakeQueue{}}
 }
 
 // wait registers a waiter on queue; woken is closed at the next wake. Call

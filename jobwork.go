@@ -56,7 +56,11 @@ func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, 
 	if err != nil {
 		return nil, err
 	}
-	rows, err := c.d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl, Kinds: kinds})
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := jd.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: queue, Owner: owner, Limit: limit, TTL: ttl, Kinds: kinds})
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +108,11 @@ func (c *Client) HeartbeatJobs(ctx context.Context, refs []JobRef, ttl time.Dura
 	if len(refs) == 0 {
 		return &HeartbeatResult{}, nil
 	}
-	return c.d.HeartbeatJobs(ctx, refs, ttl)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.HeartbeatJobs(ctx, refs, ttl)
 }
 
 // JobHeartbeat is how a heartbeat left one running attempt.
@@ -125,7 +133,11 @@ func (c *Client) HeartbeatJob(ctx context.Context, ref JobRef, ttl time.Duration
 	if err := validTTL(ttl); err != nil {
 		return nil, err
 	}
-	return c.d.HeartbeatJob(ctx, ref, ttl)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.HeartbeatJob(ctx, ref, ttl)
 }
 
 func validRefs(refs []JobRef) error {
@@ -211,7 +223,11 @@ func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecke
 	if len(valid) == 0 {
 		return errs, answers, nil
 	}
-	written, ended, err := c.d.EndJobs(ctx, tx, valid)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, nil, err
+	}
+	written, ended, err := jd.EndJobs(ctx, tx, valid)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -348,7 +364,11 @@ func (c *Client) ReportProgress(ctx context.Context, ref JobRef, p Progress) (ti
 	if err != nil {
 		return time.Time{}, err
 	}
-	return c.d.ReportProgress(ctx, ref, b)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return time.Time{}, err
+	}
+	return jd.ReportProgress(ctx, ref, b)
 }
 
 // JobTx runs fn in a transaction that commits only under attempt ref: it
@@ -360,5 +380,9 @@ func (c *Client) JobTx(ctx context.Context, ref JobRef, fn func(Tx) error) error
 	if err := validRefs([]JobRef{ref}); err != nil {
 		return err
 	}
-	return c.d.JobTx(ctx, ref, fn)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return err
+	}
+	return jd.JobTx(ctx, ref, fn)
 }

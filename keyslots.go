@@ -33,5 +33,9 @@ func (c *Client) ListKeySlots(ctx context.Context, queue string) ([]KeySlots, er
 	if err := ValidateListKeySlots(queue); err != nil {
 		return nil, err
 	}
-	return c.d.ListKeySlots(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListKeySlots(ctx, queue)
 }

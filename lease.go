@@ -144,11 +144,10 @@ func (c *Client) ListLeases(ctx context.Context) ([]*Lease, error) {
 // advanced earlier included: Advanced can be missed at that moment, never
 // set wrongly.)
 func (c *Client) markAdvanced(ctx context.Context, ls []*Lease) error {
-	fr, ok := c.d.(driver.FenceFloorReader)
-	if !ok || len(ls) == 0 {
+	if c.caps.floor == nil || len(ls) == 0 {
 		return nil
 	}
-	floor, err := fr.FenceFloor(ctx)
+	floor, err := c.caps.floor.FenceFloor(ctx)
 	if err != nil {
 		return err
 	}

@@ -25,7 +25,11 @@ func (c *Client) RecoverJobs(ctx context.Context, guard *Lease, limit int, b Bac
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.d.RecoverJobs(ctx, g, limit, b.WithDefaults())
+	jd, err := c.jobQueue()
+	if err != nil {
+		return 0, err
+	}
+	n, err := jd.RecoverJobs(ctx, g, limit, b.WithDefaults())
 	if err == nil && n > 0 {
 		c.waker.wakeAll()
 	}
@@ -42,7 +46,11 @@ func (c *Client) DeleteFinishedJobs(ctx context.Context, guard *Lease, age time.
 	if age < 0 {
 		return 0, fencedtype.Invalid("age", "%s is negative", age)
 	}
-	return c.d.DeleteFinishedJobs(ctx, g, age, limit)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return 0, err
+	}
+	return jd.DeleteFinishedJobs(ctx, g, age, limit)
 }
 
 // maintenanceArgs validates a maintenance call and returns its guard.
@@ -139,7 +147,10 @@ type Maintainer struct {
 const maintenanceBatch = 1000
 
 // StartMaintenance starts a Maintainer; it runs until Stop or ctx ends. A
-// database with migrations pending is refused with a *NotMigratedError.
+// backend without the job queue is refused with ErrJobsNotSupported, a
+// database with migrations pending with a *NotMigratedError. On a backend
+// that cannot read its clock alone (CapClock) the maintainer rolls up no
+// minutes, as with SkipRollup.
 func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*Maintainer, error) {
 	if cfg.Owner == "" {
 		cfg.Owner = DefaultOwner()
@@ -176,8 +187,14 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 			return nil, err
 		}
 	}
+	if _, err := c.jobQueue(); err != nil {
+		return nil, fmt.Errorf("start maintenance: %w", err)
+	}
 	if err := c.checkMigrated(ctx); err != nil {
 		return nil, fmt.Errorf("start maintenance: %w", err)
+	}
+	if !c.Supports(CapClock) {
+		cfg.SkipRollup = true // the minutes are those of the database clock
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -234,7 +251,7 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 			break
 		}
 	}
-	vacuumed, err := m.tidy.tidy(ctx, m.c.d, m.cfg.VacuumRows)
+	vacuumed, err := m.tidy.tidy(ctx, m.c.caps.tidier, m.cfg.VacuumRows)
 	did.Vacuumed = vacuumed
 	if err != nil {
 		return err

@@ -24,12 +24,11 @@ type tidier struct {
 	next time.Time // no vacuum before this
 }
 
-// tidy vacuums or analyzes the job table when the backend needs it, at least
-// threshold rows call for it (driver.JobTidier), and the pace allows. It reports
-// whether it did.
-func (t *tidier) tidy(ctx context.Context, d driver.Driver, threshold int64) (bool, error) {
-	jt, ok := d.(driver.JobTidier)
-	if !ok || threshold < 0 {
+// tidy vacuums or analyzes the job table when the backend needs it (jt,
+// its driver.JobTidier, is not nil), at least threshold rows call for it,
+// and the pace allows. It reports whether it did.
+func (t *tidier) tidy(ctx context.Context, jt driver.JobTidier, threshold int64) (bool, error) {
+	if jt == nil || threshold < 0 {
 		return false, nil
 	}
 	t.mu.Lock()

@@ -25,7 +25,11 @@ func (c *Client) PauseQueue(ctx context.Context, queue string) (*QueuePause, boo
 	if err := ValidatePauseQueue(queue); err != nil {
 		return nil, false, err
 	}
-	return c.d.PauseQueue(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, false, err
+	}
+	return jd.PauseQueue(ctx, queue)
 }
 
 // ValidateResumeQueue returns the *InvalidError ResumeQueue returns for
@@ -41,7 +45,11 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) (bool, error) {
 	if err := ValidateResumeQueue(queue); err != nil {
 		return false, err
 	}
-	resumed, err := c.d.ResumeQueue(ctx, queue)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return false, err
+	}
+	resumed, err := jd.ResumeQueue(ctx, queue)
 	if err == nil && resumed {
 		c.waker.wake(queue)
 	}
@@ -50,5 +58,9 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) (bool, error) {
 
 // ListQueuePauses lists the paused queues by name.
 func (c *Client) ListQueuePauses(ctx context.Context) ([]QueuePause, error) {
-	return c.d.ListQueuePauses(ctx)
+	jd, err := c.jobQueue()
+	if err != nil {
+		return nil, err
+	}
+	return jd.ListQueuePauses(ctx)
 }

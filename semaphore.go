@@ -61,7 +61,11 @@ func (c *Client) AcquireSlot(ctx context.Context, name, owner string, slots int,
 	if err := ValidateAcquireSlot(name, owner, slots, ttl); err != nil {
 		return nil, err
 	}
-	return c.d.AcquireSlot(ctx, driver.AcquireSlotParams{Name: name, Owner: owner, Slots: slots, TTL: ttl})
+	sd, err := c.semaphoreDriver()
+	if err != nil {
+		return nil, err
+	}
+	return sd.AcquireSlot(ctx, driver.AcquireSlotParams{Name: name, Owner: owner, Slots: slots, TTL: ttl})
 }
 
 // ValidateRenewSlot returns the *InvalidError RenewSlot returns for this
@@ -83,7 +87,11 @@ func (c *Client) RenewSlot(ctx context.Context, s Slot, ttl time.Duration) (*Slo
 	if err := ValidateRenewSlot(s, ttl); err != nil {
 		return nil, err
 	}
-	return c.d.RenewSlot(ctx, slotRef(s), ttl)
+	sd, err := c.semaphoreDriver()
+	if err != nil {
+		return nil, err
+	}
+	return sd.RenewSlot(ctx, slotRef(s), ttl)
 }
 
 // ValidateReleaseSlot returns the *InvalidError ReleaseSlot returns for this
@@ -99,7 +107,11 @@ func (c *Client) ReleaseSlot(ctx context.Context, s Slot) (*Slot, error) {
 	if err := ValidateReleaseSlot(s); err != nil {
 		return nil, err
 	}
-	return c.d.ReleaseSlot(ctx, slotRef(s))
+	sd, err := c.semaphoreDriver()
+	if err != nil {
+		return nil, err
+	}
+	return sd.ReleaseSlot(ctx, slotRef(s))
 }
 
 // ValidateGetSemaphore returns the *InvalidError GetSemaphore returns for
@@ -114,12 +126,20 @@ func (c *Client) GetSemaphore(ctx context.Context, name string) (*Semaphore, err
 	if err := ValidateGetSemaphore(name); err != nil {
 		return nil, err
 	}
-	return c.d.GetSemaphore(ctx, name)
+	sd, err := c.semaphoreDriver()
+	if err != nil {
+		return nil, err
+	}
+	return sd.GetSemaphore(ctx, name)
 }
 
 // ListSemaphores reads every semaphore with its holders, ordered by name.
 func (c *Client) ListSemaphores(ctx context.Context) ([]*Semaphore, error) {
-	return c.d.ListSemaphores(ctx)
+	sd, err := c.semaphoreDriver()
+	if err != nil {
+		return nil, err
+	}
+	return sd.ListSemaphores(ctx)
 }
 
 // SlotTx runs fn in a transaction that commits only under the grant s, as
@@ -135,7 +155,11 @@ func (c *Client) SlotTx(ctx context.Context, s Slot, fn func(Tx) error) error {
 	if err := validSlotRef(s); err != nil {
 		return err
 	}
-	return c.d.SlotTx(ctx, slotRef(s), fn)
+	sd, err := c.semaphoreDriver()
+	if err != nil {
+		return err
+	}
+	return sd.SlotTx(ctx, slotRef(s), fn)
 }
 
 func validSlots(n int) error {

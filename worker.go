@@ -188,7 +188,8 @@ func (w *Worker) Stats() WorkerStats {
 // everything at once, as if the process died — running attempts write
 // nothing more, their leases expire and recovery takes them back. Use Stop
 // for a graceful shutdown. A worker without handlers, or with more than
-// MaxClaimKinds, is refused; so is a database with migrations pending (a
+// MaxClaimKinds, is refused; so is a backend without the job queue
+// (ErrJobsNotSupported), a database with migrations pending (a
 // *NotMigratedError: run "fenced migrate" or Client.Migrate first), or one
 // whose migrations cannot be read (the error of the read).
 func (w *Worker) Start(ctx context.Context) error {
@@ -203,6 +204,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	if len(kinds) == 0 {
 		return errors.New("fenced: the worker has no handlers: register one with Handle before Start")
+	}
+	if _, err := w.c.jobQueue(); err != nil {
+		return fmt.Errorf("fenced: start worker: %w", err)
 	}
 	if err := w.c.checkMigrated(ctx); err != nil {
 		return fmt.Errorf("fenced: start worker: %w", err)

@@ -13,9 +13,16 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
+// jobDriver is a backend with the job queue: what a wrapper that keeps the
+// queue embeds (a wrapper has the capabilities it embeds, and no other).
+type jobDriver interface {
+	driver.Driver
+	driver.JobDriver
+}
+
 // faultDriver wraps a real driver to inject latency, lost replies and hangs.
 type faultDriver struct {
-	driver.Driver
+	jobDriver
 	hbDelay     time.Duration // every heartbeat takes at least this long
 	hbLostReply atomic.Bool   // heartbeats commit but their reply is lost
 	hangClaims  atomic.Bool   // claims wait until their ctx ends
@@ -30,7 +37,7 @@ func (d *faultDriver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRe
 			return nil, ctx.Err()
 		}
 	}
-	res, err := d.Driver.HeartbeatJobs(ctx, refs, ttl)
+	res, err := d.jobDriver.HeartbeatJobs(ctx, refs, ttl)
 	if err == nil && d.hbLostReply.Load() {
 		return nil, errors.New("connection reset after commit")
 	}
@@ -42,7 +49,7 @@ func (d *faultDriver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) (
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return d.Driver.ClaimJobs(ctx, p)
+	return d.jobDriver.ClaimJobs(ctx, p)
 }
 
 func (d *faultDriver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
@@ -50,7 +57,7 @@ func (d *faultDriver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedty
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
 	}
-	return d.Driver.EndJobs(ctx, tx, ends)
+	return d.jobDriver.EndJobs(ctx, tx, ends)
 }
 
 func faultClient(t *testing.T) (*Client, *faultDriver) {
@@ -64,7 +71,7 @@ func faultClient(t *testing.T) (*Client, *faultDriver) {
 	if _, err := base.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fd := &faultDriver{Driver: base.Driver()}
+	fd := &faultDriver{jobDriver: base.Driver().(jobDriver)}
 	return New(fd, Config{}), fd
 }
 

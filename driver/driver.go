@@ -7,6 +7,27 @@
 // afterwards and returns *fencedtype.StaleError, *fencedtype.HeldError or fencedtype.ErrNotFound.
 //
 // Input reaching a driver has been validated by the root package.
+//
+// # Core and capabilities
+//
+// Driver is the core every backend implements: leases, fenced
+// transactions on a lease, the resource store, fence advances and leader
+// election. Everything else is a capability: an interface of its own that a
+// backend implements, or not. JobDriver (the job queue), SemaphoreDriver
+// and Clock are parts of the API that fail without them; BulkEnqueuer,
+// JobListener, JobTidier and FenceFloorReader make a part cheaper or more
+// exact, and the API does without them. A backend declares each one it
+// implements with a compile-time assertion beside it
+// (var _ driver.JobDriver = (*Driver)(nil)) and declares nothing for the
+// others: no method that answers "not supported". fenced.New asserts each
+// capability once and keeps what it found on the Client; a method of a
+// capability the backend lacks returns that capability's error
+// (fenced.ErrJobsNotSupported, …) without reaching the driver, and
+// Client.Supports answers the question for those, such as the HTTP service,
+// that decide once what they offer. A new capability follows the same
+// pattern: its interface here, its assertion in New, its fenced.Capability
+// and error, and its groups in the conformance suite, which skip on a
+// backend without it.
 package driver
 
 import (
@@ -16,12 +37,11 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// Driver is implemented by each backend package: the lease and resource
-// half below, leader election (CampaignDriver), the semaphores
-// (SemaphoreDriver) and the job queue (JobDriver).
+// Driver is the core every backend package implements: the lease and
+// resource methods below and leader election (CampaignDriver). The job
+// queue (JobDriver), the semaphores (SemaphoreDriver) and the other
+// capabilities are interfaces of their own (see the package doc).
 type Driver interface {
-	JobDriver
-	SemaphoreDriver
 	CampaignDriver
 
 	// Dialect names the backend: fencedtype.DialectPostgres,

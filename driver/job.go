@@ -11,7 +11,8 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// JobDriver is the job-queue half of a backend. Every worker-owned write is
+// JobDriver is the job queue, a capability a backend implements beside its
+// Driver (the SQL backends do; etcd does not). Every worker-owned write is
 // guarded by id + fence + state = running + unexpired lease in the same
 // statement; zero rows is diagnosed into *fencedtype.StaleError or fencedtype.ErrNotFound.
 type JobDriver interface {
@@ -226,8 +227,9 @@ func WithRowAttempts(j *fencedtype.Job, ended []fencedtype.JobAttempt) []fencedt
 	return append(ended, a)
 }
 
-// JobListener is implemented by backends that can wake idle workers when
-// jobs are enqueued (PostgreSQL LISTEN/NOTIFY). Others are polled.
+// JobListener is implemented by job-queue backends that can wake idle
+// workers when jobs are enqueued (PostgreSQL LISTEN/NOTIFY). Others are
+// polled.
 type JobListener interface {
 	// ListenJobs calls listening once it listens (every enqueue committed
 	// after that is notified; the caller wakes every waiter then, for those

@@ -7,10 +7,11 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// SemaphoreDriver is the semaphore half of a Driver: N slots under one name,
-// each grant with a fence from one counter per name (docs/design.md §4.7).
-// A lease is the N = 1 case, and every rule below is the lease's rule applied
-// to one slot.
+// SemaphoreDriver is the semaphores, a capability a backend implements
+// beside its Driver (the SQL backends do; etcd does not): N slots under one
+// name, each grant with a fence from one counter per name (docs/design.md
+// §4.7). A lease is the N = 1 case, and every rule below is the lease's rule
+// applied to one slot.
 type SemaphoreDriver interface {
 	// AcquireSlot returns the same owner's current grant (unexpired,
 	// unreleased) extended to ttl and keeping its fence; else grants the

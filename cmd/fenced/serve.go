@@ -231,10 +231,10 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 	defer c.Close()
 	cfg := server.Config{Tokens: o.tokens, MaxBody: o.maxBody, MaxWaiters: o.maxWaiters, Logger: log, Redact: a.scrub,
 		DashboardLogin: true, BehindTLSProxy: o.behindTLSProxy}
-	if o.maintenance && c.Driver().Dialect() == fenced.DialectEtcd {
-		// The maintenance recovers and deletes jobs; etcd keeps none.
+	if o.maintenance && !c.Supports(fenced.CapJobs) {
+		// The maintenance recovers and deletes jobs; this backend keeps none.
 		o.maintenance = false
-		log.Info("no job maintenance: etcd keeps leases and resources only")
+		log.Info("no job maintenance: the backend keeps no jobs", "backend", c.Driver().Dialect())
 	}
 	if o.maintenance {
 		cfg.Maintenance = &fenced.MaintenanceConfig{}

@@ -121,7 +121,7 @@ func runAdvanceFences(t *testing.T, b Backend) {
 	})
 	t.Run("AdvanceMovesEveryJobsNextFenceUp", func(t *testing.T) {
 		t.Parallel()
-		b.needJobs(t)
+		b.need(t, fenced.CapJobs)
 		e := setup(t, b)
 		const by = 100
 		ran := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
@@ -155,7 +155,7 @@ func runAdvanceFences(t *testing.T, b Backend) {
 		// has no next attempt), so its history still tells the fence the
 		// attempt ran under, while a failed job's next attempt moves up.
 		t.Parallel()
-		b.needJobs(t)
+		b.need(t, fenced.CapJobs)
 		e := setup(t, b)
 		const by = 100
 		done := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})

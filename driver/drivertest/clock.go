@@ -1,7 +1,6 @@
 package drivertest
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -53,9 +52,6 @@ func runDatabaseTime(t *testing.T, b Backend) {
 		e := setup(t, b)
 		l := e.acquire(t, "x", "A", long)
 		now, err := e.c.DatabaseTime(ctx(t))
-		if errors.Is(err, errors.ErrUnsupported) {
-			t.Skip("this backend cannot read its clock on its own")
-		}
 		wantNoErr(t, err, "database time")
 		if now.Before(l.DecidedAt) || now.Sub(l.DecidedAt) > 10*time.Second {
 			t.Fatalf("database time %s read after a decision at %s", now, l.DecidedAt)

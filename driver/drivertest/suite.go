@@ -40,10 +40,6 @@ type Backend struct {
 	// tested on minutes that are over). Nil: those tests skip.
 	Backdate func(t testing.TB, url string, d time.Duration)
 
-	// NoJobs, when not empty, says why the backend has no job queue (etcd):
-	// a subtest of a lease group that needs jobs skips with it. Such a
-	// backend runs RunLeases, not Run.
-	NoJobs string
 	// NoSQL, when not empty, says why fenced transactions run no SQL: Exec
 	// is nil and the subtests that need the test's own tables skip with it;
 	// the linearizability workload leaves out its fenced transactions.
@@ -57,6 +53,9 @@ type Backend struct {
 	// (etcd: the lessor ends a lease up to its 500 ms check interval plus a
 	// raft write after the TTL). Zero: the model's own millisecond.
 	ExpirySlack time.Duration
+
+	// caps is the Client Run asks for the backend's capabilities (lacks).
+	caps *fenced.Client
 }
 
 // ttl is d, raised to the backend's MinTTL and rounded up to a multiple of it.
@@ -65,13 +64,6 @@ func (b Backend) ttl(d time.Duration) time.Duration {
 		return d
 	}
 	return (d/b.MinTTL + 1) * b.MinTTL
-}
-
-// needJobs skips t when the backend has no job queue.
-func (b Backend) needJobs(t *testing.T) {
-	if b.NoJobs != "" {
-		t.Skip(b.NoJobs)
-	}
 }
 
 // needSQL skips t when the backend's fenced transactions run no SQL.
@@ -96,109 +88,146 @@ func (b Backend) bind(sql string) string {
 // specify it. The groups after them are cross-cutting: rules that span
 // several operations (generations, clock skew, a stale worker), or the
 // library's own machinery (Keeper, Worker, Maintainer).
+//
+// A group that needs a capability (fenced.Capability: the job queue, the
+// semaphores, the clock read) skips on a backend without it, with the
+// Client's error for it as the reason: the suite asks a Client over the
+// backend's driver (Client.Unsupported), as the HTTP service does, so a
+// backend is held to every capability it declares and to no other.
 func Run(t *testing.T, b Backend) {
-	for _, g := range []struct {
-		name string
-		run  func(*testing.T, Backend)
-	}{
-		{"AcquireLease", runAcquireLease},
-		{"RenewLease", runRenewLease},
-		{"ReleaseLease", runReleaseLease},
-		{"GetLease", runGetLease},
-		{"ListLeases", runListLeases},
-		{"LeaseTx", runLeaseTx},
-		{"WriteResource", runWriteResource},
-		{"ReadResource", runReadResource},
-		{"AdvanceFences", runAdvanceFences},
-		{"CampaignLease", runCampaignLease},
-		{"AcquireSlot", runAcquireSlot},
-		{"RenewSlot", runRenewSlot},
-		{"ReleaseSlot", runReleaseSlot},
-		{"GetSemaphore", runGetSemaphore},
-		{"SlotTx", runSlotTx},
-		{"Enqueue", runEnqueue},
-		{"EnqueueBulk", runEnqueueBulk},
-		{"ClaimJobs", runClaimJobs},
-		{"ClaimJobsByKind", runClaimJobsByKind},
-		{"HeartbeatJobs", runHeartbeatJobs},
-		{"HeartbeatJob", runHeartbeatJob},
-		{"EndJobs", runEndJobs},
-		{"ReportProgress", runReportProgress},
-		{"JobTx", runJobTx},
-		{"CancelJob", runCancelJob},
-		{"RetryJob", runRetryJob},
-		{"GetJob", runGetJob},
-		{"ListJobs", runListJobs},
-		{"ListJobsKeyset", runListJobsKeyset},
-		{"DeleteJob", runDeleteJob},
-		{"RecoverJobs", runRecoverJobs},
-		{"DeleteFinishedJobs", runDeleteFinishedJobs},
-		{"SetJobLimit", runSetJobLimit},
-		{"DeleteJobLimit", runDeleteJobLimit},
-		{"ListJobLimits", runListJobLimits},
-		{"ListKeySlots", runListKeySlots},
-		{"PauseQueue", runPauseQueue},
-		{"ResumeQueue", runResumeQueue},
-		{"ListQueuePauses", runListQueuePauses},
-		{"RollupJobMinutes", runRollupJobMinutes},
-		{"DatabaseTime", runDatabaseTime},
-
-		{"Keeper", runKeeper},
-		{"ClockSkew", runClockSkew},
-		{"Contention", runContention},
-		{"Validation", runValidation},
-		{"DuplicateKeys", runDuplicateKeys},
-		{"Linearizability", runLinearizability},
-		{"Reports", runReports},
-		{"Generations", runGenerations},
-		{"StateMachine", jobStateMachine},
-		{"StaleWorker", runStaleWorker},
-		{"JobFences", runJobFences},
-		{"JobError", runJobError},
-		{"JobClock", runJobClock},
-		{"Backoff", runJobBackoff},
-		{"Worker", runWorker},
-		{"WorkerStats", runWorkerStats},
-		{"Maintainer", runMaintainer},
-		{"Campaign", runCampaign},
-		{"Handover", runHandover},
-		{"StaleReasons", runStaleReasons},
-		{"SemaphoreStaleReasons", runSemaphoreStaleReasons},
-		{"Semaphore", runSemaphore},
-		{"Migrations", runMigrations},
-		{"NothingLost", runNothingLost},
-		{"ConcurrencyLimits", runConcurrencyLimits},
-		{"Sequences", runSequences},
-	} {
-		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
+	b = b.withCapabilities(t)
+	for _, g := range groups {
+		t.Run(g.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range g.needs {
+				b.need(t, c)
+			}
+			if g.sql {
+				b.needSQL(t)
+			}
+			g.run(t, b)
+		})
 	}
 }
 
-// RunLeases runs the groups of the suite that need no job queue: leases,
-// resources, fence advances and the cross-cutting rules on them, for a
-// backend that keeps leases and resources only (Backend.NoJobs).
-func RunLeases(t *testing.T, b Backend) {
-	for _, g := range []struct {
-		name string
-		run  func(*testing.T, Backend)
-	}{
-		{"AcquireLease", runAcquireLease},
-		{"RenewLease", runRenewLease},
-		{"ReleaseLease", runReleaseLease},
-		{"GetLease", runGetLease},
-		{"ListLeases", runListLeases},
-		{"WriteResource", runWriteResource},
-		{"ReadResource", runReadResource},
-		{"AdvanceFences", runAdvanceFences},
-		{"CampaignLease", runCampaignLease},
-		{"Generations", runGenerations},
-		{"Validation", runValidation},
-		{"Contention", runContention},
-		{"Keeper", runKeeper},
-		{"Linearizability", runLinearizability},
-		{"Handover", runHandover},
-	} {
-		t.Run(g.name, func(t *testing.T) { t.Parallel(); g.run(t, b) })
+// group is one group of the suite: its name, what it runs, the
+// capabilities it needs, and whether it needs SQL in fenced transactions
+// (the test's own tables; a backend without SQL has no SQL schema either).
+type group struct {
+	name  string
+	run   func(*testing.T, Backend)
+	needs []fenced.Capability
+	sql   bool
+}
+
+// What groups need.
+var (
+	jobs       = []fenced.Capability{fenced.CapJobs}
+	semaphores = []fenced.Capability{fenced.CapSemaphores}
+	clock      = []fenced.Capability{fenced.CapClock}
+)
+
+// groups is the suite, in the order Run starts them.
+var groups = []group{
+	{name: "AcquireLease", run: runAcquireLease},
+	{name: "RenewLease", run: runRenewLease},
+	{name: "ReleaseLease", run: runReleaseLease},
+	{name: "GetLease", run: runGetLease},
+	{name: "ListLeases", run: runListLeases},
+	{name: "LeaseTx", run: runLeaseTx, sql: true},
+	{name: "WriteResource", run: runWriteResource},
+	{name: "ReadResource", run: runReadResource},
+	{name: "AdvanceFences", run: runAdvanceFences},
+	{name: "CampaignLease", run: runCampaignLease},
+	{name: "AcquireSlot", run: runAcquireSlot, needs: semaphores},
+	{name: "RenewSlot", run: runRenewSlot, needs: semaphores},
+	{name: "ReleaseSlot", run: runReleaseSlot, needs: semaphores},
+	{name: "GetSemaphore", run: runGetSemaphore, needs: semaphores},
+	{name: "SlotTx", run: runSlotTx, needs: semaphores, sql: true},
+	{name: "Enqueue", run: runEnqueue, needs: jobs},
+	{name: "EnqueueBulk", run: runEnqueueBulk, needs: jobs},
+	{name: "ClaimJobs", run: runClaimJobs, needs: jobs},
+	{name: "ClaimJobsByKind", run: runClaimJobsByKind, needs: jobs},
+	{name: "HeartbeatJobs", run: runHeartbeatJobs, needs: jobs},
+	{name: "HeartbeatJob", run: runHeartbeatJob, needs: jobs},
+	{name: "EndJobs", run: runEndJobs, needs: jobs},
+	{name: "ReportProgress", run: runReportProgress, needs: jobs},
+	{name: "JobTx", run: runJobTx, needs: jobs, sql: true},
+	{name: "CancelJob", run: runCancelJob, needs: jobs},
+	{name: "RetryJob", run: runRetryJob, needs: jobs},
+	{name: "GetJob", run: runGetJob, needs: jobs},
+	{name: "ListJobs", run: runListJobs, needs: jobs},
+	{name: "ListJobsKeyset", run: runListJobsKeyset, needs: jobs},
+	{name: "DeleteJob", run: runDeleteJob, needs: jobs},
+	{name: "RecoverJobs", run: runRecoverJobs, needs: jobs},
+	{name: "DeleteFinishedJobs", run: runDeleteFinishedJobs, needs: jobs},
+	{name: "SetJobLimit", run: runSetJobLimit, needs: jobs},
+	{name: "DeleteJobLimit", run: runDeleteJobLimit, needs: jobs},
+	{name: "ListJobLimits", run: runListJobLimits, needs: jobs},
+	{name: "ListKeySlots", run: runListKeySlots, needs: jobs},
+	{name: "PauseQueue", run: runPauseQueue, needs: jobs},
+	{name: "ResumeQueue", run: runResumeQueue, needs: jobs},
+	{name: "ListQueuePauses", run: runListQueuePauses, needs: jobs},
+	{name: "RollupJobMinutes", run: runRollupJobMinutes, needs: jobs},
+	{name: "DatabaseTime", run: runDatabaseTime, needs: clock},
+
+	{name: "Keeper", run: runKeeper},
+	{name: "ClockSkew", run: runClockSkew},
+	{name: "Contention", run: runContention},
+	{name: "Validation", run: runValidation},
+	{name: "DuplicateKeys", run: runDuplicateKeys, needs: jobs},
+	{name: "Linearizability", run: runLinearizability},
+	{name: "Reports", run: runReports, needs: jobs},
+	{name: "Generations", run: runGenerations},
+	{name: "StateMachine", run: jobStateMachine, needs: jobs},
+	{name: "StaleWorker", run: runStaleWorker, needs: jobs},
+	{name: "JobFences", run: runJobFences, needs: jobs},
+	{name: "JobError", run: runJobError, needs: jobs},
+	{name: "JobClock", run: runJobClock, needs: jobs},
+	{name: "Backoff", run: runJobBackoff, needs: jobs},
+	{name: "Worker", run: runWorker, needs: jobs},
+	{name: "WorkerStats", run: runWorkerStats, needs: jobs},
+	{name: "Maintainer", run: runMaintainer, needs: jobs},
+	{name: "Campaign", run: runCampaign, sql: true},
+	{name: "Handover", run: runHandover},
+	{name: "StaleReasons", run: runStaleReasons, sql: true},
+	{name: "SemaphoreStaleReasons", run: runSemaphoreStaleReasons, needs: semaphores},
+	{name: "Semaphore", run: runSemaphore, needs: semaphores},
+	{name: "Migrations", run: runMigrations, sql: true},
+	{name: "NothingLost", run: runNothingLost, needs: jobs, sql: true},
+	{name: "ConcurrencyLimits", run: runConcurrencyLimits, needs: jobs},
+	{name: "Sequences", run: runSequences, needs: jobs},
+}
+
+// withCapabilities returns b with a Client over a driver of its own, the
+// one the suite asks for the backend's capabilities. New asks the driver
+// once; the answers need no connection, so the driver is closed at once.
+func (b Backend) withCapabilities(t testing.TB) Backend {
+	t.Helper()
+	d, err := b.OpenDriver(context.Background(), b.NewURL(t))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	b.caps = fenced.New(d, fenced.Config{})
+	d.Close()
+	return b
+}
+
+// lacks returns nil when the backend implements c, else the error a
+// Client over it gives for c.
+func (b Backend) lacks(t testing.TB, c fenced.Capability) error {
+	t.Helper()
+	if b.caps == nil { // a group run alone (RunLinearizability)
+		b = b.withCapabilities(t)
+	}
+	return b.caps.Unsupported(c)
+}
+
+// need skips t when the backend lacks c.
+func (b Backend) need(t *testing.T, c fenced.Capability) {
+	t.Helper()
+	if err := b.lacks(t, c); err != nil {
+		t.Skip(err.Error())
 	}
 }
 

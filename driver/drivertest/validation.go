@@ -68,7 +68,7 @@ func runValidation(t *testing.T, b Backend) {
 			return e.c.CompleteJobTx(ctx(t), foreignTx{}, fenced.JobRef{ID: 1, Fence: 1}, nil)
 		},
 	}
-	if b.NoJobs != "" {
+	if b.lacks(t, fenced.CapJobs) != nil {
 		delete(cases, "EnqueueInForeignTx")
 		delete(cases, "CompleteInForeignTx")
 	}

@@ -35,11 +35,12 @@
 // # The clock
 //
 // etcd has no clock a client can read, so the driver does not implement
-// driver.Clock (DatabaseTime answers errors.ErrUnsupported). DecidedAt is
-// this process's clock read just before the deciding request was sent, and
-// ExpiresAt is DecidedAt + TTL: the cluster starts the TTL when it applies
-// the grant, which is later, so ExpiresAt is the earliest the lease can end,
-// the safe side for a holder that stops work by it.
+// driver.Clock (Client.DatabaseTime answers fenced.ErrClockNotSupported,
+// which matches errors.ErrUnsupported). DecidedAt is this process's clock
+// read just before the deciding request was sent, and ExpiresAt is
+// DecidedAt + TTL: the cluster starts the TTL when it applies the grant,
+// which is later, so ExpiresAt is the earliest the lease can end, the safe
+// side for a holder that stops work by it.
 //
 // # The fence
 //
@@ -54,8 +55,11 @@
 //
 // # What etcd does not keep
 //
-// The job queue is not offered: every JobDriver method returns
-// ErrJobsNotSupported (it matches errors.ErrUnsupported). LeaseTx gives fn a
+// The job queue and the semaphores are not offered: the driver implements
+// neither driver.JobDriver nor driver.SemaphoreDriver, so a fenced.Client
+// over it answers every job and semaphore method with
+// fenced.ErrJobsNotSupported or fenced.ErrSemaphoresNotSupported (both
+// match errors.ErrUnsupported) without calling it. LeaseTx gives fn a
 // *Tx that buffers etcd puts and deletes and commits them in one Txn iff the
 // held key still names the caller's owner and fence; SQL on it is refused.
 // It does not block a takeover while fn runs (etcd has no row lock): a

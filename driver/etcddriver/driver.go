@@ -16,7 +16,10 @@ func init() { driver.Register(Open, "etcd") }
 // dialTimeout bounds connecting to the first member at Open.
 const dialTimeout = 5 * time.Second
 
-// Driver is the etcd backend. It is safe for concurrent use.
+// Driver is the etcd backend: the core of the contract (driver.Driver,
+// leader election included) and the fence floor (driver.FenceFloorReader,
+// fence.go), and no other capability: no job queue, no semaphores, no
+// clock read. It is safe for concurrent use.
 type Driver struct {
 	cli  *clientv3.Client
 	keys keys

@@ -1,6 +1,7 @@
 package etcddriver_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/etcddriver"
 )
 
@@ -138,16 +140,58 @@ func TestReacquireAndRenewManageEtcdLeases(t *testing.T) {
 func TestJobsAreNotSupported(t *testing.T) {
 	c, _ := open(t)
 	_, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k"})
-	if !errors.Is(err, etcddriver.ErrJobsNotSupported) || !errors.Is(err, errors.ErrUnsupported) ||
-		!strings.Contains(err.Error(), "leases, fences and resources only") {
+	if !errors.Is(err, fenced.ErrJobsNotSupported) || !errors.Is(err, errors.ErrUnsupported) ||
+		!strings.Contains(err.Error(), "not offered on etcd, which keeps leases, fences and resources only") {
 		t.Fatalf("enqueue on etcd: %v", err)
 	}
 	if _, err := c.ListJobs(ctx(t), fenced.JobFilter{}); !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("list jobs on etcd: %v", err)
 	}
-	if _, err := c.AcquireSlot(ctx(t), "pool", "A", 2, time.Second); !errors.Is(err, etcddriver.ErrSemaphoresNotSupported) ||
+	if _, err := c.AcquireSlot(ctx(t), "pool", "A", 2, time.Second); !errors.Is(err, fenced.ErrSemaphoresNotSupported) ||
 		!errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("semaphore acquire on etcd: %v", err)
+	}
+}
+
+// A Worker and a Maintainer, which would fail every round on etcd (and
+// may log nowhere), refuse to start.
+func TestWorkerAndMaintainerRefuseToStart(t *testing.T) {
+	c, _ := open(t)
+	w, err := c.NewWorker(fenced.WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Handle("k", func(context.Context, *fenced.JobRun) error { return nil })
+	if err := w.Start(ctx(t)); !errors.Is(err, fenced.ErrJobsNotSupported) {
+		w.Stop(ctx(t))
+		t.Fatalf("worker start on etcd: %v", err)
+	}
+	if m, err := c.StartMaintenance(ctx(t), fenced.MaintenanceConfig{}); !errors.Is(err, fenced.ErrJobsNotSupported) {
+		if m != nil {
+			m.Stop()
+		}
+		t.Fatalf("maintenance start on etcd: %v", err)
+	}
+}
+
+// The etcd driver declares the core and nothing of the job queue, the
+// semaphores or a clock read, so the Client knows from New which it lacks.
+func TestDriverDeclaresOnlyWhatItImplements(t *testing.T) {
+	c, _ := open(t)
+	d := c.Driver()
+	if _, ok := d.(driver.JobDriver); ok {
+		t.Error("the etcd driver implements driver.JobDriver")
+	}
+	if _, ok := d.(driver.SemaphoreDriver); ok {
+		t.Error("the etcd driver implements driver.SemaphoreDriver")
+	}
+	if _, ok := d.(driver.Clock); ok {
+		t.Error("the etcd driver implements driver.Clock")
+	}
+	for _, cap := range []fenced.Capability{fenced.CapJobs, fenced.CapSemaphores, fenced.CapClock} {
+		if c.Supports(cap) {
+			t.Errorf("a client on etcd supports %s", cap)
+		}
 	}
 }
 

@@ -18,7 +18,6 @@ func backend() drivertest.Backend {
 		OpenDriver: etcddriver.Open,
 		NewURL:     func(testing.TB) string { return cluster.URL() },
 		Snapshot:   snapshot,
-		NoJobs:     "etcd keeps leases and resources only: no job queue",
 		NoSQL:      "etcd runs no SQL: a fenced transaction buffers etcd puts",
 		// etcd leases last whole seconds; the test cluster's minimum is 1 s.
 		MinTTL: time.Second,
@@ -28,9 +27,11 @@ func backend() drivertest.Backend {
 	}
 }
 
-// TestConformance runs the lease, resource and fence groups of the
-// conformance suite on a real three-member cluster.
-func TestConformance(t *testing.T) { drivertest.RunLeases(t, backend()) }
+// TestConformance runs the conformance suite on a real three-member
+// cluster: the groups of the job queue, the semaphores and the clock read
+// skip, the driver implementing none of them, and so do those that need
+// SQL in a fenced transaction.
+func TestConformance(t *testing.T) { drivertest.Run(t, backend()) }
 
 // snapshot copies every key under url's prefix; restore deletes the prefix
 // and puts the copy back, held keys on fresh etcd leases of their

@@ -26,7 +26,7 @@ func TestHeartbeatReportsEachJob(t *testing.T) {
 	late, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 1, 30*time.Millisecond)
 	must(t, err, "claim")
 	for {
-		j, _, err := c.Driver().GetJob(ctx(t), late[0].ID)
+		j, _, err := c.Driver().(*mysqldriver.Driver).GetJob(ctx(t), late[0].ID)
 		must(t, err, "get")
 		if j.State == fenced.JobRunning && !j.LeaseExpiresAt.After(j.DecidedAt) {
 			break

@@ -12,6 +12,8 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
+var _ driver.SemaphoreDriver = (*Driver)(nil)
+
 // An acquire is one transaction that first share-locks the fence floor and
 // then creates or locks the semaphore row, so acquirers of one name follow
 // each other and a new name waits for a fence advance in progress (which
@@ -168,7 +170,7 @@ func readSlotWritten(ctx context.Context, tx *sql.Tx, name string, slot int, ttl
 	return s, err
 }
 
-// AcquireSlot implements driver.Driver.
+// AcquireSlot implements driver.SemaphoreDriver.
 func (d *Driver) AcquireSlot(ctx context.Context, p driver.AcquireSlotParams) (*fencedtype.Slot, error) {
 	for range 100 {
 		s, holders, err := d.slotTake(ctx, p)
@@ -264,7 +266,7 @@ func (d *Driver) slotTake(ctx context.Context, p driver.AcquireSlotParams) (s *f
 	return s, holders, err
 }
 
-// RenewSlot implements driver.Driver: the grant's row locked, then the
+// RenewSlot implements driver.SemaphoreDriver: the grant's row locked, then the
 // conditional statement and the read-back of what it wrote, in one short
 // transaction; a refusal is diagnosed after it (diagnoseSlotAfter).
 func (d *Driver) RenewSlot(ctx context.Context, ref driver.SlotRef, ttl time.Duration) (*fencedtype.Slot, error) {
@@ -273,7 +275,7 @@ func (d *Driver) RenewSlot(ctx context.Context, ref driver.SlotRef, ttl time.Dur
 	})
 }
 
-// ReleaseSlot implements driver.Driver, as RenewSlot.
+// ReleaseSlot implements driver.SemaphoreDriver, as RenewSlot.
 func (d *Driver) ReleaseSlot(ctx context.Context, ref driver.SlotRef) (*fencedtype.Slot, error) {
 	return d.slotWrite(ctx, "release", ref, 0, func(tx *sql.Tx, slot int) (int64, error) {
 		return execCount(ctx, tx, releaseSlotSQL, ref.Name, slot, ref.Owner, ref.Fence)
@@ -344,13 +346,13 @@ func diagnoseSlot(ctx context.Context, q sqldb.Querier, ref driver.SlotRef) (ref
 	return slotQueries.DiagnoseSlot(ctx, q, ref)
 }
 
-// GetSemaphore implements driver.Driver.
+// GetSemaphore implements driver.SemaphoreDriver.
 func (d *Driver) GetSemaphore(ctx context.Context, name string) (*fencedtype.Semaphore, error) {
 	s, err := slotQueries.GetSemaphore(ctx, d.db, name)
 	return s, notMigrated(err)
 }
 
-// ListSemaphores implements driver.Driver.
+// ListSemaphores implements driver.SemaphoreDriver.
 func (d *Driver) ListSemaphores(ctx context.Context) ([]*fencedtype.Semaphore, error) {
 	ss, err := slotQueries.ListSemaphores(ctx, d.db)
 	return ss, notMigrated(err)
@@ -360,7 +362,7 @@ func (d *Driver) ListSemaphores(ctx context.Context) ([]*fencedtype.Semaphore, e
 // transaction rolled back.
 var errSlotGuard = errors.New("slot guard failed")
 
-// SlotTx implements driver.Driver. fn receives a driver.Tx whose
+// SlotTx implements driver.SemaphoreDriver. fn receives a driver.Tx whose
 // underlying *sql.Tx is reachable through (*Tx).SQL. It is not retried: fn
 // is the caller's code. A failed guard is diagnosed after the transaction
 // rolled back (diagnoseSlotAfter).

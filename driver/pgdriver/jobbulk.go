@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
+var _ driver.BulkEnqueuer = (*Driver)(nil)
+
 // bulkColumns are the columns EnqueueBulk copies in; the others take their
 // defaults: state queued, fence and attempt 0, and the times (created,
 // runnable) from the database's clock (migration 13).

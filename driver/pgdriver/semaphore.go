@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+var _ driver.SemaphoreDriver = (*Driver)(nil)
+
 // An acquire runs in one transaction whose first statement creates or locks
 // the semaphore row (semLockSQL), so acquirers of one name follow each
 // other; every later decision is a conditional statement on rows of that
@@ -143,7 +145,7 @@ func scanSemaphoreRow(row pgx.Row) (driver.SemaphoreRow, error) {
 // choosing it; the acquire starts again.
 var errSlotRaced = errors.New("slot changed while granting")
 
-// AcquireSlot implements driver.Driver.
+// AcquireSlot implements driver.SemaphoreDriver.
 func (d *Driver) AcquireSlot(ctx context.Context, p driver.AcquireSlotParams) (*fencedtype.Slot, error) {
 	for range 100 {
 		var s *fencedtype.Slot
@@ -191,13 +193,13 @@ func (d *Driver) AcquireSlot(ctx context.Context, p driver.AcquireSlotParams) (*
 	return nil, fmt.Errorf("acquire slot of %q: refused 100 times while its slots kept changing", p.Name)
 }
 
-// RenewSlot implements driver.Driver.
+// RenewSlot implements driver.SemaphoreDriver.
 func (d *Driver) RenewSlot(ctx context.Context, ref driver.SlotRef, ttl time.Duration) (*fencedtype.Slot, error) {
 	s, err := scanSlot(d.pool.QueryRow(ctx, renewSlotSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds()))
 	return d.slotOutcome(ctx, "renew", ref, s, err)
 }
 
-// ReleaseSlot implements driver.Driver.
+// ReleaseSlot implements driver.SemaphoreDriver.
 func (d *Driver) ReleaseSlot(ctx context.Context, ref driver.SlotRef) (*fencedtype.Slot, error) {
 	s, err := scanSlot(d.pool.QueryRow(ctx, releaseSlotSQL, ref.Name, ref.Owner, ref.Fence))
 	return d.slotOutcome(ctx, "release", ref, s, err)
@@ -244,7 +246,7 @@ func (d *Driver) diagnoseSlot(ctx context.Context, ref driver.SlotRef) error {
 	return driver.DiagnoseSlot(ref, true, last, grant, newest)
 }
 
-// GetSemaphore implements driver.Driver.
+// GetSemaphore implements driver.SemaphoreDriver.
 func (d *Driver) GetSemaphore(ctx context.Context, name string) (*fencedtype.Semaphore, error) {
 	ss, err := d.readSemaphores(ctx, getSemaphoreSQL, name)
 	if err != nil {
@@ -256,7 +258,7 @@ func (d *Driver) GetSemaphore(ctx context.Context, name string) (*fencedtype.Sem
 	return ss[0], nil
 }
 
-// ListSemaphores implements driver.Driver.
+// ListSemaphores implements driver.SemaphoreDriver.
 func (d *Driver) ListSemaphores(ctx context.Context) ([]*fencedtype.Semaphore, error) {
 	ss, err := d.readSemaphores(ctx, listSemaphoresSQL)
 	if err != nil {
@@ -288,7 +290,7 @@ SELECT owner = $2 AND NOT released AND expires_at > clock_timestamp()
 FROM fenced_semaphore_slots WHERE name = $1 AND fence = $3
 FOR SHARE`
 
-// SlotTx implements driver.Driver. fn receives a driver.Tx whose
+// SlotTx implements driver.SemaphoreDriver. fn receives a driver.Tx whose
 // underlying pgx.Tx is reachable through (*Tx).Pgx.
 func (d *Driver) SlotTx(ctx context.Context, ref driver.SlotRef, fn func(driver.Tx) error) error {
 	err := d.pool.inTx(ctx, func(tx pgx.Tx) error {

@@ -3,7 +3,11 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+
+	"github.com/fenced/fenced/driver"
 )
+
+var _ driver.JobTidier = (*Driver)(nil)
 
 // tidyJobsSQL reads, from PostgreSQL's statistics (as autovacuum does), the
 // job table's dead row versions and its rows changed since it was last

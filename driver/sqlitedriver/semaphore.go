@@ -12,6 +12,8 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
+var _ driver.SemaphoreDriver = (*Driver)(nil)
+
 // Every semaphore write is an IMMEDIATE transaction: it holds the database's
 // one write lock from its first statement, so acquirers follow each other
 // and the statements of one acquire see no other writer between them. Each
@@ -129,7 +131,7 @@ func scanSemaphoreRow(row sqldb.Scanner) (driver.SemaphoreRow, error) {
 	return r, nil
 }
 
-// AcquireSlot implements driver.Driver, in one write transaction.
+// AcquireSlot implements driver.SemaphoreDriver, in one write transaction.
 func (d *Driver) AcquireSlot(ctx context.Context, p driver.AcquireSlotParams) (*fencedtype.Slot, error) {
 	var s *fencedtype.Slot
 	var holders []*fencedtype.Slot
@@ -163,12 +165,12 @@ func (d *Driver) AcquireSlot(ctx context.Context, p driver.AcquireSlotParams) (*
 	return nil, driver.SlotsHeld(p.Name, p.Slots, holders)
 }
 
-// RenewSlot implements driver.Driver.
+// RenewSlot implements driver.SemaphoreDriver.
 func (d *Driver) RenewSlot(ctx context.Context, ref driver.SlotRef, ttl time.Duration) (*fencedtype.Slot, error) {
 	return d.slotWrite(ctx, "renew", ref, renewSlotSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds())
 }
 
-// ReleaseSlot implements driver.Driver.
+// ReleaseSlot implements driver.SemaphoreDriver.
 func (d *Driver) ReleaseSlot(ctx context.Context, ref driver.SlotRef) (*fencedtype.Slot, error) {
 	return d.slotWrite(ctx, "release", ref, releaseSlotSQL, ref.Name, ref.Owner, ref.Fence)
 }
@@ -206,19 +208,19 @@ func diagnoseSlot(ctx context.Context, q sqldb.Querier, ref driver.SlotRef) (ref
 	return slotQueries.DiagnoseSlot(ctx, q, ref)
 }
 
-// GetSemaphore implements driver.Driver.
+// GetSemaphore implements driver.SemaphoreDriver.
 func (d *Driver) GetSemaphore(ctx context.Context, name string) (*fencedtype.Semaphore, error) {
 	s, err := slotQueries.GetSemaphore(ctx, d.db, name)
 	return s, notMigrated(err)
 }
 
-// ListSemaphores implements driver.Driver.
+// ListSemaphores implements driver.SemaphoreDriver.
 func (d *Driver) ListSemaphores(ctx context.Context) ([]*fencedtype.Semaphore, error) {
 	ss, err := slotQueries.ListSemaphores(ctx, d.db)
 	return ss, notMigrated(err)
 }
 
-// SlotTx implements driver.Driver. fn receives a driver.Tx whose underlying
+// SlotTx implements driver.SemaphoreDriver. fn receives a driver.Tx whose underlying
 // *sql.Tx is reachable through (*Tx).SQL. A failed guard is diagnosed
 // inside the same transaction, then rolled back.
 func (d *Driver) SlotTx(ctx context.Context, ref driver.SlotRef, fn func(driver.Tx) error) error {

@@ -103,21 +103,17 @@ type queueState struct {
 	Action *action
 }
 
-// pauses reads the paused queues in one statement. ok is false on a
-// backend without jobs (etcd), which has no queues to pause.
-func (h *Handler) pauses(ctx context.Context) (paused map[string]*fenced.QueuePause, ok bool, err error) {
+// pauses reads the paused queues in one statement.
+func (h *Handler) pauses(ctx context.Context) (map[string]*fenced.QueuePause, error) {
 	ps, err := h.c.ListQueuePauses(ctx)
-	if errors.Is(err, errors.ErrUnsupported) {
-		return nil, false, nil
-	}
 	if err != nil {
-		return nil, false, fmt.Errorf("list queue pauses: %w", err)
+		return nil, fmt.Errorf("list queue pauses: %w", err)
 	}
-	paused = make(map[string]*fenced.QueuePause, len(ps))
+	paused := make(map[string]*fenced.QueuePause, len(ps))
 	for i := range ps {
 		paused[ps[i].Queue] = &ps[i]
 	}
-	return paused, true, nil
+	return paused, nil
 }
 
 // appliesTo reports whether a can change a job in state s.

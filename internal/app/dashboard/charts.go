@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -31,7 +30,7 @@ type chartsPage struct {
 	Rows   int       // rollup rows read
 	Charts []chart
 	// NoJobs, when set, says why there are no charts (a backend without
-	// jobs).
+	// the job queue, or without a clock read).
 	NoJobs string
 }
 
@@ -56,11 +55,15 @@ func (h *Handler) charts(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) loadCharts(ctx context.Context, queue string) (*chartsPage, error) {
 	p := &chartsPage{Queue: queue}
-	now, err := h.c.DatabaseTime(ctx)
-	if errors.Is(err, errors.ErrUnsupported) {
-		p.NoJobs = "This backend keeps no jobs (and no clock to chart them by)."
+	switch {
+	case h.noJobs != nil:
+		p.NoJobs = "This backend keeps no jobs."
+		return p, nil
+	case !h.c.Supports(fenced.CapClock):
+		p.NoJobs = "This backend cannot read its clock alone, and the charts' minutes are the database clock's."
 		return p, nil
 	}
+	now, err := h.c.DatabaseTime(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("database time: %w", err)
 	}
@@ -69,10 +72,6 @@ func (h *Handler) loadCharts(ctx context.Context, queue string) (*chartsPage, er
 	first := last.Add(-(chartMinutes - 1) * time.Minute)
 	p.From, p.To = first, last.Add(time.Minute)
 	rows, err := h.c.ListJobMinutes(ctx, first)
-	if errors.Is(err, errors.ErrUnsupported) {
-		p.NoJobs = "This backend keeps no jobs."
-		return p, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("list job minutes: %w", err)
 	}

@@ -81,12 +81,13 @@ type Options struct {
 
 // Handler serves the dashboard.
 type Handler struct {
-	c    *fenced.Client
-	g    prometheus.Gatherer
-	o    Options
-	log  *slog.Logger
-	sess *sessions
-	mux  *http.ServeMux
+	c      *fenced.Client
+	g      prometheus.Gatherer
+	o      Options
+	log    *slog.Logger
+	sess   *sessions
+	mux    *http.ServeMux
+	noJobs error // nil, or why the backend has no job pages (fenced.CapJobs)
 }
 
 // New returns the dashboard over c; g gives the server's metrics, read for
@@ -104,13 +105,19 @@ func New(c *fenced.Client, g prometheus.Gatherer, o Options) *Handler {
 	if o.Secure == nil {
 		o.Secure = func(r *http.Request) bool { return r.TLS != nil }
 	}
-	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now, o.Secure), mux: http.NewServeMux()}
+	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now, o.Secure), mux: http.NewServeMux(),
+		noJobs: c.Unsupported(fenced.CapJobs)}
 	h.mux.HandleFunc("GET /{$}", h.overview)
-	h.mux.HandleFunc("GET /jobs", h.jobs)
 	h.mux.HandleFunc("GET /charts", h.charts)
-	h.mux.HandleFunc("GET /jobs/{id}", h.job)
-	h.mux.HandleFunc("GET /confirm", h.confirm)
-	h.mux.HandleFunc("POST /act", h.act)
+	// The job pages and the actions (on jobs and queues), or, on a backend
+	// without the job queue, its error in their place.
+	jobPages := map[string]http.HandlerFunc{"GET /jobs": h.jobs, "GET /jobs/{id}": h.job, "GET /confirm": h.confirm, "POST /act": h.act}
+	for pattern, page := range jobPages {
+		if h.noJobs != nil {
+			page = func(w http.ResponseWriter, r *http.Request) { h.fail(w, r, h.noJobs) }
+		}
+		h.mux.HandleFunc(pattern, page)
+	}
 	h.mux.HandleFunc("GET /login", h.loginPage)
 	h.mux.HandleFunc("POST /login", h.login)
 	h.mux.HandleFunc("POST /logout", h.logout)
@@ -237,7 +244,7 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.Is(err, fenced.ErrInvalid):
 		status, title = http.StatusBadRequest, "Invalid request"
-	case errors.Is(err, errors.ErrUnsupported): // etcd keeps leases and resources only
+	case errors.Is(err, fenced.ErrJobsNotSupported):
 		status, title = http.StatusNotImplemented, "No job queue"
 	}
 	h.render(w, r, status, "error", &errorPage{Title: title, Message: err.Error()})

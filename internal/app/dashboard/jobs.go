@@ -118,15 +118,13 @@ func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if p.Filter.Queue != "" {
-		paused, ok, err := h.pauses(r.Context())
+		paused, err := h.pauses(r.Context())
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
-		if ok {
-			pause := paused[p.Filter.Queue]
-			p.Queue = &queueState{Queue: p.Filter.Queue, Pause: pause, Action: queueActionFor(pause != nil)}
-		}
+		pause := paused[p.Filter.Queue]
+		p.Queue = &queueState{Queue: p.Filter.Queue, Pause: pause, Action: queueActionFor(pause != nil)}
 	}
 	if p.Now, err = h.c.DatabaseTime(r.Context()); err == nil {
 		p.Clock = clock(p.Now, false)

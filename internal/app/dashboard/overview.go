@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -81,13 +80,12 @@ func (h *Handler) load(ctx context.Context) (*overview, error) {
 	if o.Now, err = h.c.DatabaseTime(ctx); err != nil {
 		o.Now = time.Time{} // a backend without a clock: each job's DecidedAt instead
 	}
-	counts, err := h.c.CountJobs(ctx)
-	jobs := !errors.Is(err, errors.ErrUnsupported) // etcd keeps no jobs: leases only
-	if err != nil && jobs {
-		return nil, fmt.Errorf("count jobs: %w", err)
-	}
-	o.Queues = queueRows(counts)
-	if jobs {
+	if h.noJobs == nil { // a backend without the job queue shows leases only
+		counts, err := h.c.CountJobs(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("count jobs: %w", err)
+		}
+		o.Queues = queueRows(counts)
 		if err := h.loadPauses(ctx, o); err != nil {
 			return nil, err
 		}
@@ -137,8 +135,8 @@ func queueRows(counts []fenced.JobCount) []queueRow {
 // loadPauses marks the paused queues (one statement), adds those without
 // jobs, and gives every queue its Pause or Resume button.
 func (h *Handler) loadPauses(ctx context.Context, o *overview) error {
-	paused, ok, err := h.pauses(ctx)
-	if err != nil || !ok {
+	paused, err := h.pauses(ctx)
+	if err != nil {
 		return err
 	}
 	for q, p := range paused {

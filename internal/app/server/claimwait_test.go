@@ -15,19 +15,19 @@ import (
 
 // countingClaims counts the claim statements a server makes.
 type countingClaims struct {
-	driver.Driver
+	sqlDriver
 	claims atomic.Int64
 }
 
 func (d *countingClaims) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fenced.Job, error) {
 	d.claims.Add(1)
-	return d.Driver.ClaimJobs(ctx, p)
+	return d.sqlDriver.ClaimJobs(ctx, p)
 }
 
 // DatabaseTime keeps the backend's clock read (driver.Clock), which the
 // embedding would hide.
 func (d *countingClaims) DatabaseTime(ctx context.Context) (time.Time, error) {
-	return d.Driver.(driver.Clock).DatabaseTime(ctx)
+	return d.sqlDriver.(driver.Clock).DatabaseTime(ctx)
 }
 
 // setupCounting serves a fresh migrated SQLite database through a driver
@@ -40,7 +40,7 @@ func setupCounting(t *testing.T, cfg Config) (*env, *countingClaims) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { inner.Close() })
-	d := &countingClaims{Driver: inner}
+	d := &countingClaims{sqlDriver: inner.(sqlDriver)}
 	c := fenced.New(d, fenced.Config{})
 	if _, err := c.Migrate(ctx); err != nil {
 		t.Fatal(err)

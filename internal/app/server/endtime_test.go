@@ -21,7 +21,7 @@ func setupNoClock(t *testing.T, dbURL string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	c := fenced.New(noClock{d}, fenced.Config{})
+	c := fenced.New(noClock{d.(sqlDriver)}, fenced.Config{})
 	if _, err := c.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

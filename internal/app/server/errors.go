@@ -26,7 +26,7 @@ const (
 	codeTooLarge         = "too_large"          // 413: body over the limit
 	codeTooManyRequests  = "too_many_requests"  // 429: too many wrong tokens; Retry-After says when to try again
 	codeUnsupportedType  = "unsupported_media_type"
-	codeNotSupported     = "not_supported"   // 501: the backend does not offer it (jobs on etcd)
+	codeNotSupported     = "not_supported"   // 501: the backend lacks the capability (jobs on etcd)
 	codeUnavailable      = "unavailable"     // 503: the database does not answer (/healthz)
 	codeUnknownOutcome   = "unknown_outcome" // 503: the database connection failed after the write was sent
 	codeInternal         = "internal"        // 500: a failure that is not the request's fault

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -117,8 +116,12 @@ func newMetrics(c *fenced.Client, maxQueues int) *metrics {
 		}
 	}
 	m.reg.MustRegister(m.requests, m.claims, m.waiting.g, m.completions, m.failures, m.recovered, m.acquires, m.stale, m.slotAcquires,
-		jobsCollector{c: c, maxQueues: maxQueues}, keySlotsCollector{c: c, maxQueues: maxQueues}, collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if c.Supports(fenced.CapJobs) {
+		// The gauges read from the job table at scrape time; a backend
+		// without the job queue has none.
+		m.reg.MustRegister(jobsCollector{c: c, maxQueues: maxQueues}, keySlotsCollector{c: c, maxQueues: maxQueues})
+	}
 	return m
 }
 
@@ -166,9 +169,6 @@ func (j jobsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	counts, err := j.c.CountJobs(ctx)
-	if errors.Is(err, errors.ErrUnsupported) {
-		return // a backend without a job queue (etcd) has no job counts
-	}
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(jobsDesc, fmt.Errorf("job counts: %w", err))
 		return

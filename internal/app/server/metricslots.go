@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -36,9 +35,6 @@ func (k keySlotsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ks, err := k.c.ListKeySlots(ctx, "")
-	if errors.Is(err, errors.ErrUnsupported) {
-		return // a backend without a job queue (etcd) has no keys
-	}
 	if err != nil {
 		err = fmt.Errorf("key slots: %w", err)
 		ch <- prometheus.NewInvalidMetric(keySlotsInUseDesc, err)

@@ -325,12 +325,14 @@ func (s *Server) stamped(h http.Handler) http.Handler {
 
 // apiRoute is one route of the API: its ServeMux pattern (also its metric
 // label and, as "METHOD PATH", an operation of the OpenAPI document), the
-// function that answers it, and whether it reads a query string (every
-// other route refuses one).
+// function that answers it, whether it reads a query string (every other
+// route refuses one), and the capability of the backend it needs, if any
+// (on a backend without it the route answers 501 not_supported).
 type apiRoute struct {
 	pattern string
 	h       func(*Server, *http.Request) (*reply, error)
 	query   bool
+	needs   fenced.Capability
 }
 
 // apiRoutes is every route routes registers besides GET /metrics (a
@@ -346,51 +348,58 @@ var apiRoutes = []apiRoute{
 	{pattern: "GET /v1/leases/{name}", h: (*Server).getLease},
 	{pattern: "GET /v1/leases", h: (*Server).listLeases},
 
-	{pattern: "POST /v1/semaphores/{name}/acquire", h: (*Server).acquireSlot},
-	{pattern: "POST /v1/semaphores/{name}/renew", h: (*Server).renewSlot},
-	{pattern: "POST /v1/semaphores/{name}/release", h: (*Server).releaseSlot},
-	{pattern: "GET /v1/semaphores/{name}", h: (*Server).getSemaphore},
-	{pattern: "GET /v1/semaphores", h: (*Server).listSemaphores},
+	{pattern: "POST /v1/semaphores/{name}/acquire", h: (*Server).acquireSlot, needs: fenced.CapSemaphores},
+	{pattern: "POST /v1/semaphores/{name}/renew", h: (*Server).renewSlot, needs: fenced.CapSemaphores},
+	{pattern: "POST /v1/semaphores/{name}/release", h: (*Server).releaseSlot, needs: fenced.CapSemaphores},
+	{pattern: "GET /v1/semaphores/{name}", h: (*Server).getSemaphore, needs: fenced.CapSemaphores},
+	{pattern: "GET /v1/semaphores", h: (*Server).listSemaphores, needs: fenced.CapSemaphores},
 
 	{pattern: "PUT /v1/resources/{key}", h: (*Server).putResource},
 	{pattern: "GET /v1/resources/{key}", h: (*Server).getResource},
 
-	{pattern: "POST /v1/jobs", h: (*Server).enqueue},
-	{pattern: "GET /v1/jobs", h: (*Server).listJobs, query: true},
-	{pattern: "GET /v1/jobs/{id}", h: (*Server).getJob},
-	{pattern: "POST /v1/queues/{queue}/claim", h: (*Server).claim},
-	{pattern: "POST /v1/jobs/{id}/heartbeat", h: (*Server).heartbeat},
-	{pattern: "POST /v1/jobs/{id}/complete", h: (*Server).complete},
-	{pattern: "POST /v1/jobs/{id}/fail", h: (*Server).fail},
-	{pattern: "POST /v1/jobs/{id}/snooze", h: (*Server).snooze},
-	{pattern: "POST /v1/jobs/{id}/progress", h: (*Server).progress},
-	{pattern: "POST /v1/jobs/{id}/cancel", h: (*Server).cancel},
-	{pattern: "DELETE /v1/jobs/{id}", h: (*Server).deleteJob},
+	{pattern: "POST /v1/jobs", h: (*Server).enqueue, needs: fenced.CapJobs},
+	{pattern: "GET /v1/jobs", h: (*Server).listJobs, query: true, needs: fenced.CapJobs},
+	{pattern: "GET /v1/jobs/{id}", h: (*Server).getJob, needs: fenced.CapJobs},
+	{pattern: "POST /v1/queues/{queue}/claim", h: (*Server).claim, needs: fenced.CapJobs},
+	{pattern: "POST /v1/jobs/{id}/heartbeat", h: (*Server).heartbeat, needs: fenced.CapJobs},
+	{pattern: "POST /v1/jobs/{id}/complete", h: (*Server).complete, needs: fenced.CapJobs},
+	{pattern: "POST /v1/jobs/{id}/fail", h: (*Server).fail, needs: fenced.CapJobs},
+	{pattern: "POST /v1/jobs/{id}/snooze", h: (*Server).snooze, needs: fenced.CapJobs},
+	{pattern: "POST /v1/jobs/{id}/progress", h: (*Server).progress, needs: fenced.CapJobs},
+	{pattern: "POST /v1/jobs/{id}/cancel", h: (*Server).cancel, needs: fenced.CapJobs},
+	{pattern: "DELETE /v1/jobs/{id}", h: (*Server).deleteJob, needs: fenced.CapJobs},
 
-	{pattern: "GET /v1/limits", h: (*Server).listJobLimits},
-	{pattern: "GET /v1/queues/{queue}/limits", h: (*Server).listJobLimits},
-	{pattern: "GET /v1/slots", h: (*Server).listKeySlots},
-	{pattern: "GET /v1/queues/{queue}/slots", h: (*Server).listKeySlots},
-	{pattern: "PUT /v1/queues/{queue}/limit", h: (*Server).setJobLimit},
-	{pattern: "DELETE /v1/queues/{queue}/limit", h: (*Server).deleteJobLimit},
-	{pattern: "PUT /v1/queues/{queue}/kinds/{kind}/limit", h: (*Server).setJobLimit},
-	{pattern: "DELETE /v1/queues/{queue}/kinds/{kind}/limit", h: (*Server).deleteJobLimit},
-	{pattern: "PUT /v1/queues/{queue}/keys/{key}/limit", h: (*Server).setJobLimit},
-	{pattern: "DELETE /v1/queues/{queue}/keys/{key}/limit", h: (*Server).deleteJobLimit},
+	{pattern: "GET /v1/limits", h: (*Server).listJobLimits, needs: fenced.CapJobs},
+	{pattern: "GET /v1/queues/{queue}/limits", h: (*Server).listJobLimits, needs: fenced.CapJobs},
+	{pattern: "GET /v1/slots", h: (*Server).listKeySlots, needs: fenced.CapJobs},
+	{pattern: "GET /v1/queues/{queue}/slots", h: (*Server).listKeySlots, needs: fenced.CapJobs},
+	{pattern: "PUT /v1/queues/{queue}/limit", h: (*Server).setJobLimit, needs: fenced.CapJobs},
+	{pattern: "DELETE /v1/queues/{queue}/limit", h: (*Server).deleteJobLimit, needs: fenced.CapJobs},
+	{pattern: "PUT /v1/queues/{queue}/kinds/{kind}/limit", h: (*Server).setJobLimit, needs: fenced.CapJobs},
+	{pattern: "DELETE /v1/queues/{queue}/kinds/{kind}/limit", h: (*Server).deleteJobLimit, needs: fenced.CapJobs},
+	{pattern: "PUT /v1/queues/{queue}/keys/{key}/limit", h: (*Server).setJobLimit, needs: fenced.CapJobs},
+	{pattern: "DELETE /v1/queues/{queue}/keys/{key}/limit", h: (*Server).deleteJobLimit, needs: fenced.CapJobs},
 
-	{pattern: "POST /v1/queues/{queue}/pause", h: (*Server).pauseQueue},
-	{pattern: "POST /v1/queues/{queue}/resume", h: (*Server).resumeQueue},
-	{pattern: "GET /v1/pauses", h: (*Server).listQueuePauses},
+	{pattern: "POST /v1/queues/{queue}/pause", h: (*Server).pauseQueue, needs: fenced.CapJobs},
+	{pattern: "POST /v1/queues/{queue}/resume", h: (*Server).resumeQueue, needs: fenced.CapJobs},
+	{pattern: "GET /v1/pauses", h: (*Server).listQueuePauses, needs: fenced.CapJobs},
 }
 
 // routes registers apiRoutes and GET /metrics; each pattern is also the
-// route's metric label.
+// route's metric label. A route whose capability the backend lacks
+// (Client.Unsupported, decided here once) answers its error, 501
+// not_supported, whatever the request.
 func (s *Server) routes() *http.ServeMux {
 	m := http.NewServeMux()
 	for _, rt := range apiRoutes {
 		h := func(r *http.Request) (*reply, error) { return rt.h(s, r) }
 		if !rt.query {
 			h = withoutQuery(h)
+		}
+		if rt.needs != "" {
+			if err := s.c.Unsupported(rt.needs); err != nil {
+				h = func(*http.Request) (*reply, error) { return nil, err }
+			}
 		}
 		m.Handle(rt.pattern, s.endpoint(h))
 	}
