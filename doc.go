@@ -68,6 +68,9 @@
 // MySQL 8 through go-sql-driver/mysql (driver/mysqldriver; only MariaDB
 // 10.11 is tested, and its package doc lists what MySQL 8 does otherwise). Open picks one from
 // a URL: postgres://…, mysql://user:pass@host:3306/db (also mariadb://),
-// sqlite:///abs/path or sqlite:rel/path. All three pass the same conformance
-// suite (package driver/drivertest).
+// sqlite:///abs/path or sqlite:rel/path. etcd v3 (driver/etcddriver,
+// etcd://host:2379/prefix) keeps leases, fences and resources, and offers no
+// job queue or semaphores (Client.Supports). Every backend passes the same
+// conformance suite (package driver/drivertest), less the groups of the
+// capabilities it does not offer.
 package fenced

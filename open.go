@@ -19,10 +19,12 @@ const DefaultDatabaseURL = dburl.DefaultURL
 //	mysql://user:pass@host:3306/db                      (MariaDB, MySQL 8; also mariadb://)
 //	sqlite:///absolute/path/fenced.db
 //	sqlite:relative/path/fenced.db
+//	etcd://host:2379,host:2379/prefix                  (leases, fences and resources only)
 //
 // An empty url means DefaultDatabaseURL. The backend of a scheme must be
 // linked into the program by importing its package (driver/pgdriver,
-// driver/mysqldriver, driver/sqlitedriver, or driver/all for every one);
+// driver/mysqldriver, driver/sqlitedriver, driver/etcddriver, or driver/all
+// for every one);
 // otherwise Open refuses the URL with an *InvalidError naming the import.
 // A backend package can also be used without a URL: New(pgdriver.New(pool), cfg).
 func Open(ctx context.Context, url string, cfg Config) (*Client, error) {
@@ -43,7 +45,7 @@ func OpenDriver(ctx context.Context, url string) (driver.Driver, error) {
 	}
 	scheme, _, ok := strings.Cut(url, ":")
 	if !ok || scheme == "" {
-		return nil, fencedtype.Invalid("database url", "no scheme (want postgres://…, mysql://… or sqlite:PATH)")
+		return nil, fencedtype.Invalid("database url", "no scheme (want postgres://…, mysql://…, sqlite:PATH or etcd://…)")
 	}
 	open, ok := driver.Lookup(scheme)
 	if ok {
@@ -57,5 +59,5 @@ func OpenDriver(ctx context.Context, url string) (driver.Driver, error) {
 		return nil, fencedtype.Invalid("database url", "no %s backend is linked into this program: import _ %q (or %q for every backend)",
 			dialect, dburl.Package(dialect), "github.com/fenced/fenced/driver/all")
 	}
-	return nil, fencedtype.Invalid("database url", "unknown scheme %q (want postgres, mysql or sqlite; linked here: %s)", scheme, strings.Join(driver.Schemes(), ", "))
+	return nil, fencedtype.Invalid("database url", "unknown scheme %q (want postgres, mysql, sqlite or etcd; linked here: %s)", scheme, strings.Join(driver.Schemes(), ", "))
 }
