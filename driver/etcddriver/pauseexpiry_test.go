@@ -119,8 +119,12 @@ func TestExpiryAcrossLeaderPause(t *testing.T) {
 		t.Fatalf("member %d, the leader, was paused for %s and no other member led meanwhile", leader, pauseFor)
 	}
 	t.Logf("member %d, the leader, was paused for %s; member %d led meanwhile", leader, pauseFor, next)
-	// after-0 runs out from its grant; after-1 is renewed 2 s later, so it
-	// runs out only past the expiry after-0 would have had.
+	// The woken member rejoins, and a request sent meanwhile may time out
+	// with its outcome unknown: the after generations are granted once the
+	// cluster takes writes again. after-0 runs out from its grant; after-1
+	// is renewed 2 s later, so it runs out only past the expiry after-0
+	// would have had.
+	waitWritable(t, c)
 	a0, a1 := hold("after-0"), hold("after-1")
 	watch(&watchedLease{name: a0.Name, fence: a0.Fence, told: a0.ExpiresAt, refreshed: a0.DecidedAt})
 	time.Sleep(2 * time.Second)
@@ -303,4 +307,21 @@ func (w *termWatcher) stop() []termChange {
 	}
 	<-w.done
 	return w.changes
+}
+
+// waitWritable waits until the cluster grants and releases a probe lease,
+// failing the test if it does not within 30 s.
+func waitWritable(t *testing.T, c *fenced.Client) {
+	t.Helper()
+	var err error
+	for i, deadline := 0, time.Now().Add(30*time.Second); time.Now().Before(deadline); i++ {
+		var l *fenced.Lease
+		if l, err = c.AcquireLease(ctx(t), fmt.Sprintf("probe-%d", i), "probe", expiryTTL); err == nil {
+			if _, err = c.ReleaseLease(ctx(t), *l); err == nil {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("the cluster took no write within 30 s of the resume: %v", err)
 }
