@@ -41,7 +41,7 @@ func (b *bench) continuous(ctx context.Context) (*Result, error) {
 	start, inserted0 := time.Now(), in.done.Load()
 	insertedSince := func() int64 { return in.done.Load() - inserted0 }
 	rep = b.report("work", 0, worked, insertedSince)
-	windows := recordWindows(ctx, b.o.Window, b.o.Duration, start, worked, in.done.Load, b.o.OnWindow)
+	windows := recordWindows(ctx, b.o.Window, b.o.Duration, start, worked, in.done.Load, nil, b.o.OnWindow)
 	jobs, inserted, secs := worked(), insertedSince(), time.Since(start).Seconds()
 	rep.stop()
 	stopProducer()

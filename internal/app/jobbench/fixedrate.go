@@ -15,16 +15,23 @@ import (
 // producerTick is how often the fixed-rate producer tops up what it owes.
 const producerTick = 10 * time.Millisecond
 
-// Window is the throughput of one interval of a fixed-rate run.
+// Window is the throughput of one interval of a fixed-rate or continuous
+// run, and in a fixed-rate run the enqueue→start latency of the jobs that
+// started in it.
 type Window struct {
-	End        float64 `json:"end_s"` // seconds since the work began
-	JobsPerSec float64 `json:"jobs_per_sec"`
-	Backlog    int64   `json:"backlog"` // jobs inserted and not yet worked, at End
+	End        float64  `json:"end_s"` // seconds since the work began
+	JobsPerSec float64  `json:"jobs_per_sec"`
+	Backlog    int64    `json:"backlog"` // jobs inserted and not yet worked, at End
+	Latency    *Latency `json:"latency,omitempty"`
 }
 
 // String is the window as a line of a run's output.
 func (w Window) String() string {
-	return fmt.Sprintf("bench: window to %5.0fs: %6.0f jobs/s, backlog %d", w.End, w.JobsPerSec, w.Backlog)
+	s := fmt.Sprintf("bench: window to %5.0fs: %6.0f jobs/s, backlog %d", w.End, w.JobsPerSec, w.Backlog)
+	if l := w.Latency; l != nil {
+		s += fmt.Sprintf(", enqueue->start p50 %.1fms p99 %.1fms max %.1fms", l.P50, l.P99, l.Max)
+	}
+	return s
 }
 
 // fixedRate offers o.Rate jobs a second for o.Duration to workers whose
@@ -57,7 +64,7 @@ func (b *bench) fixedRate(ctx context.Context) (*Result, error) {
 	wg.Go(func() { perr = produceAt(pctx, in, b.o.Rate, start) })
 
 	rep := b.report("work", 0, worked, in.done.Load)
-	windows := recordWindows(ctx, b.o.Window, b.o.Duration, start, worked, in.done.Load, b.o.OnWindow)
+	windows := recordWindows(ctx, b.o.Window, b.o.Duration, start, worked, in.done.Load, lat, b.o.OnWindow)
 	jobs, inserted, secs := worked(), in.done.Load(), time.Since(start).Seconds()
 	rep.stop()
 	stopProducer()
@@ -106,9 +113,9 @@ func produceAt(ctx context.Context, in *inserter, rate float64, start time.Time)
 }
 
 // recordWindows samples worked() every window until d has passed since
-// start, and returns each window's rate; each also goes to onWindow when
-// set.
-func recordWindows(ctx context.Context, window, d time.Duration, start time.Time, worked, inserted func() int64, onWindow func(Window)) []Window {
+// start, and returns each window's rate, with the latencies lat recorded in
+// it when lat is not nil; each also goes to onWindow when set.
+func recordWindows(ctx context.Context, window, d time.Duration, start time.Time, worked, inserted func() int64, lat *latencies, onWindow func(Window)) []Window {
 	var ws []Window
 	last := worked()
 	for i := 1; ; i++ {
@@ -120,6 +127,9 @@ func recordWindows(ctx context.Context, window, d time.Duration, start time.Time
 		n := worked()
 		span := end.Sub(start.Add(time.Duration(i-1) * window)).Seconds()
 		w := Window{End: end.Sub(start).Seconds(), JobsPerSec: rate(n-last, span), Backlog: inserted() - n}
+		if lat != nil {
+			w.Latency = lat.takeWindow()
+		}
 		ws = append(ws, w)
 		if onWindow != nil {
 			onWindow(w)
@@ -167,11 +177,14 @@ func minuteRates(ws []Window, window time.Duration) (first, last float64) {
 }
 
 // latencies collects enqueue→start delays: a job's start of attempt minus
-// its run_at, both read from the database clock.
+// its run_at, both read from the database clock. It keeps the whole run's
+// (d, n) and the current window's (w, wn) apart.
 type latencies struct {
 	mu sync.Mutex
 	d  []time.Duration
 	n  atomic.Int64
+	w  []time.Duration
+	wn int64
 }
 
 // record adds a job's enqueue→start delay: the start of its attempt minus
@@ -195,6 +208,22 @@ func (l *latencies) add(d time.Duration) {
 	} else {
 		l.d[i%maxLatencySamples] = d
 	}
+	if len(l.w) < maxLatencySamples {
+		l.w = append(l.w, d)
+	} else {
+		l.w[l.wn%maxLatencySamples] = d
+	}
+	l.wn++
+}
+
+// takeWindow is the percentiles of the delays recorded since the last
+// takeWindow, nil when there were none; it starts the next window.
+func (l *latencies) takeWindow() *Latency {
+	l.mu.Lock()
+	d, n := l.w, l.wn
+	l.w, l.wn = nil, 0
+	l.mu.Unlock()
+	return percentilesOf(d, n)
 }
 
 // Latency is enqueue→start percentiles, in milliseconds.
@@ -206,10 +235,18 @@ type Latency struct {
 	Max     float64 `json:"max_ms"`
 }
 
+// percentiles is the whole run's percentiles, nil when nothing was
+// recorded.
 func (l *latencies) percentiles() *Latency {
 	l.mu.Lock()
 	d := slices.Clone(l.d)
 	l.mu.Unlock()
+	return percentilesOf(d, l.n.Load())
+}
+
+// percentilesOf sorts d, samples of n delays, and reads its percentiles;
+// nil when d is empty.
+func percentilesOf(d []time.Duration, n int64) *Latency {
 	if len(d) == 0 {
 		return nil
 	}
@@ -218,5 +255,5 @@ func (l *latencies) percentiles() *Latency {
 		i := int(math.Ceil(p*float64(len(d)))) - 1
 		return float64(d[max(0, i)]) / float64(time.Millisecond)
 	}
-	return &Latency{Samples: l.n.Load(), P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: at(1)}
+	return &Latency{Samples: n, P50: at(0.50), P95: at(0.95), P99: at(0.99), Max: at(1)}
 }

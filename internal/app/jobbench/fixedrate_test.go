@@ -29,6 +29,20 @@ func TestFixedRateReportsWindowsAndLatency(t *testing.T) {
 	if l := res.Latency; l == nil || l.Samples < res.Jobs || l.P50 > l.P99 || l.P99 > l.Max {
 		t.Fatalf("latency %+v for %d jobs", res.Latency, res.Jobs)
 	}
+	// Each window's latency counts the jobs started in it: together, the
+	// run's samples less those of jobs started after the last window.
+	var windowSamples int64
+	for _, w := range res.Windows {
+		if l := w.Latency; l != nil {
+			if l.P50 > l.P99 || l.P99 > l.Max || l.Max > res.Latency.Max {
+				t.Fatalf("window %+v: percentiles out of order or past the run's max %v", l, res.Latency.Max)
+			}
+			windowSamples += l.Samples
+		}
+	}
+	if windowSamples < 1 || windowSamples > res.Latency.Samples {
+		t.Fatalf("windows hold %d latency samples; the run recorded %d", windowSamples, res.Latency.Samples)
+	}
 	if res.FirstMinute <= 0 || res.LastMinute <= 0 {
 		t.Fatalf("first %v, last %v: want both measured", res.FirstMinute, res.LastMinute)
 	}
