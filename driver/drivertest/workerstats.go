@@ -61,7 +61,7 @@ func runWorkerStats(t *testing.T, b Backend) {
 		// After its completion commits, the handler waits until a
 		// heartbeat finds the attempt no longer running (it succeeded) and
 		// cancels it as lost: it is still counted a success.
-		w := e.newWorker(t, fenced.WorkerConfig{PollInterval: 10 * time.Millisecond, LeaseTTL: 600 * time.Millisecond,
+		w := e.newWorker(t, fenced.WorkerConfig{PollInterval: 10 * time.Millisecond, LeaseTTL: 30 * time.Second,
 			HeartbeatEvery: 20 * time.Millisecond}, map[string]fenced.Handler{
 			"k": func(ctx context.Context, j *fenced.JobRun) error {
 				if err := j.Tx(ctx, func(tx fenced.Tx) error { return j.CompleteTx(ctx, tx, nil) }); err != nil {
