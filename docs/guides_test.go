@@ -58,7 +58,7 @@ func TestGuideCommandsRun(t *testing.T) {
 	if err != nil {
 		skipOutsideCI(t, "bash is not installed")
 	}
-	for _, tool := range []string{"curl", "jq", "timeout"} {
+	for _, tool := range []string{"curl", "jq", "openssl", "timeout"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			skipOutsideCI(t, tool+" is not installed (the guides use it)")
 		}
