@@ -32,6 +32,10 @@ var guides = []string{
 	"http.md",
 }
 
+// shellLangs are the info strings of shell blocks: each must say whether
+// it runs, so none is skipped for being spelled "bash".
+var shellLangs = map[string]bool{"sh": true, "bash": true, "shell": true, "console": true, "zsh": true}
+
 // blockTimeout bounds one block: a block that starts a server or a loop
 // must end it itself, and one that hangs fails here instead of holding
 // the test until go test's own limit.
@@ -52,6 +56,14 @@ func TestGuideCommandsRun(t *testing.T) {
 			t.Errorf("guide %s is missing", name)
 		} else if runnable(docs[name]) == 0 {
 			t.Errorf("guide %s has no runnable ```sh block", name)
+		}
+	}
+	for name, doc := range docs {
+		for _, b := range doc {
+			lang, _, _ := strings.Cut(b.info, " ")
+			if shellLangs[lang] && b.info != "sh" && b.info != "sh no-run" {
+				t.Errorf("%s:%d: a shell block is \"sh\" (run) or \"sh no-run\", not %q", name, b.line, b.info)
+			}
 		}
 	}
 	bash, err := exec.LookPath("bash")
