@@ -20,7 +20,7 @@
 # River's median came to it. A median near that ceiling may be the
 # program's limit rather than River's; it was not on 2026-12-03, when a
 # copy of the program that tops the backlog up without a cap worked as
-# many jobs a second (the README's figures).
+# many jobs a second (the figures of docs/performance.md).
 #
 # In burn-down it also reads the server's WAL position before and after each
 # program and prints the WAL written per job by the whole run: insert, work

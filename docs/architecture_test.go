@@ -88,7 +88,7 @@ var external = map[string]bool{
 
 var (
 	goNameRE  = regexp.MustCompile(`^\*?([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)(\(.*\))?$`)
-	pathRE    = regexp.MustCompile(`^[a-z0-9_.*/-]+$`)
+	pathRE    = regexp.MustCompile(`^[A-Za-z0-9_.*/-]+$`)
 	subtestRE = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*(/[A-Z][A-Za-z0-9]*)+$`)
 )
 
