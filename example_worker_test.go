@@ -17,8 +17,9 @@ type doubleArgs struct {
 }
 
 // A Worker runs a typed handler: HandleArgs decodes each job's JSON args
-// into the handler's type, and a job whose args do not decode is failed at
-// once (retrying cannot help).
+// into the handler's type. A field the type does not declare is ignored (a
+// producer may add one before its workers know it); args that do not decode
+// fail the attempt, retried like any failure while attempts remain.
 func ExampleHandleArgs() {
 	ctx := context.Background()
 	dir, _ := os.MkdirTemp("", "fenced-example-")
@@ -28,7 +29,8 @@ func ExampleHandleArgs() {
 	c.Migrate(ctx)
 
 	good, _, _ := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "double", Args: doubleArgs{N: 21}})
-	bad, _, _ := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "double", Args: map[string]any{"n": 1, "extra": true}})
+	newer, _, _ := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "double", Args: map[string]any{"n": 1, "currency": "EUR"}})
+	bad, _, _ := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "double", Args: map[string]any{"n": "one"}, MaxAttempts: 1})
 
 	w, _ := c.NewWorker(fenced.WorkerConfig{Owner: "worker-1"})
 	w.Handle("double", fenced.HandleArgs(func(ctx context.Context, j *fenced.JobRun, a doubleArgs) error {
@@ -37,11 +39,14 @@ func ExampleHandleArgs() {
 	}))
 	w.Start(ctx)
 
-	for _, id := range []int64{good.ID, bad.ID} {
+	for _, id := range []int64{good.ID, newer.ID, bad.ID} {
 		j := waitFinished(ctx, c, id)
 		fmt.Printf("job %d: %s after %d attempt(s)", j.ID, j.State, j.Attempt)
 		if j.Output != nil {
 			fmt.Printf(", output %s", j.Output)
+		}
+		if j.LastError != "" {
+			fmt.Printf(": %s", j.LastError)
 		}
 		fmt.Println()
 	}
@@ -51,7 +56,8 @@ func ExampleHandleArgs() {
 
 	// Output:
 	// job 1: succeeded after 1 attempt(s), output {"doubled":42}
-	// job 2: failed after 1 attempt(s)
+	// job 2: succeeded after 1 attempt(s), output {"doubled":2}
+	// job 3: failed after 1 attempt(s): decode args of double job: json: cannot unmarshal string into Go struct field doubleArgs.n of type int
 }
 
 // waitFinished polls the job until it is succeeded, failed or cancelled.

@@ -165,21 +165,40 @@ var (
 )
 
 // HandleArgs adapts a handler of typed arguments: the job's JSON args are
-// decoded into a T (unknown fields are refused); a job whose args do not
-// decode is discarded, since retrying cannot help.
-func HandleArgs[T any](fn func(ctx context.Context, j *JobRun, args T) error) Handler {
+// decoded into a T. Fields of the args that T does not declare are ignored,
+// so a producer may add an optional field before its workers know it
+// (StrictArgs refuses them instead). Args that do not decode fail the
+// attempt with an error naming the job's kind and the decoding error; the
+// job is retried as after any failure (a redeployed worker may decode it)
+// and dead-lettered once its attempts are used up.
+func HandleArgs[T any](fn func(ctx context.Context, j *JobRun, args T) error, opts ...ArgsOption) Handler {
+	var d argsDecoding
+	for _, o := range opts {
+		o(&d)
+	}
 	return func(ctx context.Context, j *JobRun) error {
 		var args T
-		if err := decodeStrict(j.Args, &args); err != nil {
-			return Discard(fmt.Errorf("decode args of %s job: %w", j.Kind, err))
+		if err := d.decode(j.Args, &args); err != nil {
+			return fmt.Errorf("decode args of %s job: %w", j.Kind, err)
 		}
 		return fn(ctx, j, args)
 	}
 }
 
-func decodeStrict(b []byte, v any) error {
+// ArgsOption changes how HandleArgs decodes a job's args.
+type ArgsOption func(*argsDecoding)
+
+// StrictArgs makes HandleArgs refuse args with a field the type does not
+// declare: the attempt fails with a "json: unknown field" error.
+func StrictArgs() ArgsOption { return func(d *argsDecoding) { d.strict = true } }
+
+type argsDecoding struct{ strict bool }
+
+func (d argsDecoding) decode(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
+	if d.strict {
+		dec.DisallowUnknownFields()
+	}
 	return dec.Decode(v)
 }
 

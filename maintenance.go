@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -68,18 +67,6 @@ func maintenanceArgs(guard *Lease, limit int) (*driver.LeaseRef, error) {
 	return &ref, nil
 }
 
-// PeriodicJob is enqueued once per period.
-type PeriodicJob struct {
-	Kind  string
-	Args  any
-	Queue string
-	// Every is the period; the job is enqueued once per period, at its start
-	// by the database clock, through an idempotency key naming the period.
-	// A period is enqueued only within the maintainer's Retention of its
-	// start (later its finished job may be deleted, key and all).
-	Every time.Duration
-}
-
 // MaintenanceConfig tunes a Maintainer. The zero value works.
 type MaintenanceConfig struct {
 	// Owner names this maintainer. Default DefaultOwner().
@@ -141,6 +128,8 @@ type Maintainer struct {
 	done chan struct{}
 	tidy tidier
 	roll minuteRoller
+	// slots finds each of cfg.Periodic's current slot.
+	slots []slotFunc
 }
 
 // Rounds a maintainer makes per batch of work.
@@ -179,13 +168,9 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 	if err := validTTL(cfg.LeaseTTL); err != nil {
 		return nil, err
 	}
-	for _, p := range cfg.Periodic {
-		if p.Every < time.Second {
-			return nil, fencedtype.Invalid("periodic every", "%s for %q is under 1s", p.Every, p.Kind)
-		}
-		if _, err := (EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue}).validate(); err != nil {
-			return nil, err
-		}
+	slots, err := periodicSlots(cfg.Periodic)
+	if err != nil {
+		return nil, err
 	}
 	if _, err := c.jobQueue(); err != nil {
 		return nil, fmt.Errorf("start maintenance: %w", err)
@@ -201,7 +186,7 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 		log = slog.New(slog.DiscardHandler)
 	}
 	ctx, stop := context.WithCancel(ctx)
-	m := &Maintainer{c: c, cfg: cfg, log: log, stop: stop, done: make(chan struct{})}
+	m := &Maintainer{c: c, cfg: cfg, log: log, stop: stop, done: make(chan struct{}), slots: slots}
 	go m.run(ctx)
 	return m, nil
 }
@@ -271,34 +256,6 @@ func (m *Maintainer) Round(ctx context.Context, lease Lease) error {
 		did.RolledUp = n
 		if err != nil {
 			return fmt.Errorf("roll up minutes: %w", err)
-		}
-	}
-	return nil
-}
-
-// periodic enqueues the periodic jobs whose period has begun.
-func (m *Maintainer) periodic(ctx context.Context, lease Lease) error {
-	if len(m.cfg.Periodic) == 0 {
-		return nil
-	}
-	// The period is read from the database clock, this round.
-	cur, err := m.c.GetLease(ctx, lease.Name)
-	if err != nil {
-		return err
-	}
-	now := cur.DecidedAt
-	for _, p := range m.cfg.Periodic {
-		start := now.Truncate(p.Every)
-		if m.cfg.Retention > 0 && now.Sub(start) >= m.cfg.Retention {
-			// This period's job may have finished and been deleted by
-			// retention already, taking its idempotency key with it:
-			// enqueueing now could run the period twice.
-			continue
-		}
-		key := "periodic:" + p.Kind + ":" + strconv.FormatInt(start.Unix(), 10)
-		_, _, err := m.c.Enqueue(ctx, EnqueueParams{Kind: p.Kind, Args: p.Args, Queue: p.Queue, IdempotencyKey: key})
-		if err != nil {
-			return fmt.Errorf("periodic %s: %w", p.Kind, err)
 		}
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // the zones of --periodic cron expressions, on a machine without them
 )
 
 func main() {

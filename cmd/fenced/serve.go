@@ -33,7 +33,8 @@ const (
 )
 
 func newServeCmd(a *app) *cobra.Command {
-	var addr, tokensFile, maxBody, tlsCert, tlsKey string
+	var addr, tokensFile, maxBody, tlsCert, tlsKey, periodicFile string
+	var periodicFlags []string
 	var noMaintenance, behindTLSProxy bool
 	var sessionTTL time.Duration
 	var maxWaiters int
@@ -75,9 +76,12 @@ the server: the client address is then the last X-Forwarded-For entry
 cookie is Secure unless the proxy sends X-Forwarded-Proto: http. The
 cookie is Secure over --tls-cert too.
 
-The server also runs the job queue's maintenance — recovery of expired work
-and retention — unless --no-maintenance (run it in one place or several:
-a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.
+The server also runs the job queue's maintenance — recovery of expired work,
+retention and periodic jobs — unless --no-maintenance (run it in one place
+or several: a fenced lease elects one). SIGINT or SIGTERM shuts it down
+gracefully.
+
+` + periodicHelp + `
 
 It logs to stderr, one line of key=value pairs per event: the first,
 msg=listening, gives the url it serves; then each request (never a token
@@ -113,9 +117,16 @@ or a body), maintenance and shutdown.`,
 			if err != nil {
 				return err
 			}
+			periodic, err := parsePeriodic(periodicFlags, periodicFile)
+			if err != nil {
+				return err
+			}
+			if len(periodic) > 0 && noMaintenance {
+				return usage("--periodic and --periodic-file need the maintenance, which enqueues them: drop --no-maintenance")
+			}
 			return a.serve(cmd.Context(), serveOptions{addr: addr, tokens: tokens,
 				maxBody: int64(limit), maintenance: !noMaintenance, sessionTTL: sessionTTL,
-				cert: cert, behindTLSProxy: behindTLSProxy, maxWaiters: maxWaiters})
+				cert: cert, behindTLSProxy: behindTLSProxy, maxWaiters: maxWaiters, periodic: periodic})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "address to listen on (port 0 picks a free one)")
@@ -123,6 +134,8 @@ or a body), maintenance and shutdown.`,
 	cmd.Flags().DurationVar(&sessionTTL, "session-ttl", dashboard.DefaultSessionTTL,
 		"how long a dashboard login lasts (with tokens)")
 	cmd.Flags().BoolVar(&noMaintenance, "no-maintenance", false, "do not run the job queue's maintenance here")
+	cmd.Flags().StringArrayVar(&periodicFlags, "periodic", nil, "KIND=SCHEDULE: enqueue a KIND job every interval (5m) or at the times of a cron expression (0 9 * * 1-5); repeatable")
+	cmd.Flags().StringVar(&periodicFile, "periodic-file", "", "JSON file of periodic jobs: [{\"kind\", \"every\" or \"cron\", \"queue\", \"args\"}]")
 	cmd.Flags().StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this certificate (PEM; with --tls-key)")
 	cmd.Flags().StringVar(&tlsKey, "tls-key", "", "the private key of --tls-cert (PEM)")
 	cmd.Flags().BoolVar(&behindTLSProxy, "behind-tls-proxy", false,
@@ -170,6 +183,7 @@ type serveOptions struct {
 	tokens         []string
 	maxBody        int64
 	maintenance    bool
+	periodic       []fenced.PeriodicJob
 	sessionTTL     time.Duration
 	cert           *tls.Certificate // nil: plain HTTP
 	behindTLSProxy bool
@@ -237,7 +251,7 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		log.Info("no job maintenance: the backend keeps no jobs", "backend", c.Driver().Dialect())
 	}
 	if o.maintenance {
-		cfg.Maintenance = &fenced.MaintenanceConfig{}
+		cfg.Maintenance = &fenced.MaintenanceConfig{Periodic: o.periodic}
 	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

@@ -51,24 +51,41 @@ func runWorker(t *testing.T, b Backend) {
 		t.Parallel()
 		e := setup(t, b)
 		type args struct{ N int }
-		e.newWorker(t, fenced.WorkerConfig{PollInterval: 20 * time.Millisecond}, map[string]fenced.Handler{
-			"double": fenced.HandleArgs(func(ctx context.Context, j *fenced.JobRun, a args) error {
-				j.SetOutput(a.N * 2)
-				return nil
-			}),
+		double := func(ctx context.Context, j *fenced.JobRun, a args) error {
+			j.SetOutput(a.N * 2)
+			return nil
+		}
+		e.newWorker(t, fenced.WorkerConfig{PollInterval: 20 * time.Millisecond, Backoff: fastRetry}, map[string]fenced.Handler{
+			"double": fenced.HandleArgs(double),
+			"strict": fenced.HandleArgs(double, fenced.StrictArgs()),
 		})
 		var ids []int64
 		for i := range 20 {
 			ids = append(ids, e.enqueue(t, fenced.EnqueueParams{Kind: "double", Args: args{N: i}}).ID)
 		}
-		bad := e.enqueue(t, fenced.EnqueueParams{Kind: "double", Args: map[string]any{"N": 1, "extra": true}})
+		// A field the handler's type does not declare is ignored, unless
+		// the handler decodes strictly.
+		extra := map[string]any{"N": 4, "currency": "EUR"}
+		lenient := e.enqueue(t, fenced.EnqueueParams{Kind: "double", Args: extra})
+		strict := e.enqueue(t, fenced.EnqueueParams{Kind: "strict", Args: extra, MaxAttempts: 2})
+		// Args that do not decode fail the attempt, which is retried.
+		mistyped := e.enqueue(t, fenced.EnqueueParams{Kind: "double", Args: map[string]any{"N": "four"}, MaxAttempts: 2})
 		for _, id := range ids {
 			if j := e.waitState(t, id, fenced.JobSucceeded); len(j.Output) == 0 {
 				t.Fatalf("job %d has no output", id)
 			}
 		}
-		if j := e.waitState(t, bad.ID, fenced.JobFailed); j.Attempt != 1 {
-			t.Fatalf("undecodable args should be discarded on the first attempt: %+v", j)
+		if j := e.waitState(t, lenient.ID, fenced.JobSucceeded); string(j.Output) != "8" {
+			t.Fatalf("args with an extra field: output %s, want 8", j.Output)
+		}
+		for _, c := range []struct {
+			id   int64
+			want string
+		}{{strict.ID, `decode args of strict job: json: unknown field "currency"`}, {mistyped.ID, "decode args of double job: json: cannot unmarshal"}} {
+			j := e.waitState(t, c.id, fenced.JobFailed)
+			if j.Attempt != 2 || !contains(j.LastError, c.want) {
+				t.Fatalf("job %d failed after %d attempts with %q; want 2 attempts (retried) and %q", c.id, j.Attempt, j.LastError, c.want)
+			}
 		}
 	})
 	t.Run("PanicIsARecordedFailure", func(t *testing.T) {
