@@ -42,10 +42,10 @@ func TestBadInputCreatesNoDatabase(t *testing.T) {
 		{"resource", "write", "k", "--fence", "1", "--value", "v", "--op", "o\x01"},
 		{"job", "enqueue", "k", "--sequence-continue-on-failed"},
 		{"job", "ls", "--after", "-1"},
-		{"job", "limit", "set", "q!"},
-		{"job", "limit", "set", "q", "--key", "k", "--global", "1"},
-		{"job", "limit", "ls", "a b"},
-		{"job", "limit", "rm", "q", "--key", "k", "--kind", "k"},
+		{"job", "limit", "set", "--queue", "q!"},
+		{"job", "limit", "set", "--queue", "q", "--key", "k", "--global", "1"},
+		{"job", "limit", "ls", "--queue", "a b"},
+		{"job", "limit", "rm", "--queue", "q", "--key", "k", "--kind", "k"},
 		{"job", "slots", "--queue", "a b"},
 	} {
 		c := newCLI(t, "")

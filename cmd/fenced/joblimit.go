@@ -26,18 +26,28 @@ lost its lease keeps its key's slot until the job is recovered.`,
 	return cmd
 }
 
-// limitScopeFlags are the --kind and --key of a limit command.
-type limitScopeFlags struct{ kind, key string }
+// limitScopeFlags are the --queue, --kind and --key of a limit command.
+type limitScopeFlags struct{ queue, kind, key string }
 
 func (f *limitScopeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.queue, "queue", fenced.DefaultQueue, "the queue whose limit it is")
 	cmd.Flags().StringVar(&f.kind, "kind", "", "the limit of this kind of the queue's jobs")
 	cmd.Flags().StringVar(&f.key, "key", "", "the limit of this concurrency key of the queue")
 }
 
-// check refuses an explicitly empty --kind or --key, which the library
-// would read as "not given".
+// queueFlagArgs refuses arguments, pointing a queue given as one, the
+// way of earlier versions, at --queue.
+func queueFlagArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usage("the queue is given as --queue, as in every job command: fenced job limit %s --queue %s", cmd.Name(), args[0])
+	}
+	return nil
+}
+
+// check refuses an explicitly empty --queue, --kind or --key, which the
+// library would read as "not given".
 func (f *limitScopeFlags) check(cmd *cobra.Command) error {
-	for name, field := range map[string]string{"kind": "kind", "key": "concurrency key"} {
+	for name, field := range map[string]string{"queue": "queue", "kind": "kind", "key": "concurrency key"} {
 		if fl := cmd.Flags().Lookup(name); fl.Changed && fl.Value.String() == "" {
 			return invalid(field, "must not be empty")
 		}
@@ -53,7 +63,11 @@ func newJobLimitSetCmd(a *app) *cobra.Command {
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			l.Queue, l.Kind, l.ConcurrencyKey = args[0], f.kind, f.key
+			if !cmd.Flags().Changed("per-key") && !cmd.Flags().Changed("global") {
+				// Both would be 0: the call would replace the limit with none.
+				return usage("give --per-key, --global or both (0 declares no limit; fenced job limit rm deletes one)")
+			}
+			l.Queue, l.Kind, l.ConcurrencyKey = f.queue, f.kind, f.key
 			return fenced.ValidateSetJobLimit(l)
 		},
 		call: func(ctx context.Context, c *fenced.Client, _ []string) (*fenced.JobLimit, error) {
@@ -65,12 +79,15 @@ func newJobLimitSetCmd(a *app) *cobra.Command {
 			return err
 		},
 	}.build(a, &cobra.Command{
-		Use:   "set QUEUE [--kind KIND | --key KEY] [--per-key N] [--global N]",
+		Use:   "set [--queue QUEUE] [--kind KIND | --key KEY] [--per-key N] [--global N]",
 		Short: "Declare the limit of a queue, a kind or a concurrency key, replacing its last one",
-		Example: `  fenced job limit set mail --per-key 2 --global 50
-  fenced job limit set mail --kind newsletter --per-key 1
-  fenced job limit set mail --key customer-42 --per-key 5`,
-		Args: exactArgs("QUEUE"),
+		Long: `Declare the limit of one scope — the queue's own without --kind or --key —
+replacing the one it had: a flag not given is no limit. Give --per-key,
+--global or both.`,
+		Example: `  fenced job limit set --queue mail --per-key 2 --global 50
+  fenced job limit set --queue mail --kind newsletter --per-key 1
+  fenced job limit set --queue mail --key customer-42 --per-key 5`,
+		Args: queueFlagArgs,
 	})
 	f.add(cmd)
 	cmd.Flags().IntVar(&l.PerKey, "per-key", 0, "most running attempts of one concurrency key (0: none)")
@@ -80,13 +97,11 @@ func newJobLimitSetCmd(a *app) *cobra.Command {
 
 func newJobLimitListCmd(a *app) *cobra.Command {
 	queue := ""
-	return callCmd[[]fenced.JobLimit]{
+	cmd := callCmd[[]fenced.JobLimit]{
 		read: true,
-		check: func(_ *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if queue = args[0]; queue == "" {
-					return invalid("queue", "must not be empty")
-				}
+		check: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("queue") && queue == "" {
+				return invalid("queue", "must not be empty")
 			}
 			return fenced.ValidateListJobLimits(queue)
 		},
@@ -96,30 +111,32 @@ func newJobLimitListCmd(a *app) *cobra.Command {
 		json: listJSON[fenced.JobLimit],
 		text: writeLimitTable,
 	}.build(a, &cobra.Command{
-		Use:     "ls [QUEUE]",
+		Use:     "ls [--queue QUEUE]",
 		Aliases: []string{"list"},
 		Short:   "List the declared limits, of one queue or of all",
 		Example: `  fenced job limit ls
-  fenced job limit ls mail --json`,
-		Args: cobra.MaximumNArgs(1),
+  fenced job limit ls --queue mail --json`,
+		Args: queueFlagArgs,
 	})
+	cmd.Flags().StringVar(&queue, "queue", "", "only the limits of this queue")
+	return cmd
 }
 
 func newJobLimitDeleteCmd(a *app) *cobra.Command {
 	var f limitScopeFlags
 	cmd := &cobra.Command{
-		Use:     "rm QUEUE [--kind KIND | --key KEY]",
+		Use:     "rm [--queue QUEUE] [--kind KIND | --key KEY]",
 		Aliases: []string{"delete"},
 		Short:   "Delete the limit of a queue, a kind or a concurrency key",
 		Long: `Delete the limit of one scope: the queue's own without --kind or --key. A
 limit that is not declared exits 5.`,
-		Example: `  fenced job limit rm mail --key customer-42`,
-		Args:    exactArgs("QUEUE"),
+		Example: `  fenced job limit rm --queue mail --key customer-42`,
+		Args:    queueFlagArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			if err := fenced.ValidateDeleteJobLimit(args[0], f.kind, f.key); err != nil {
+			if err := fenced.ValidateDeleteJobLimit(f.queue, f.kind, f.key); err != nil {
 				return err
 			}
 			c, err := a.open(cmd.Context())
@@ -127,11 +144,11 @@ limit that is not declared exits 5.`,
 				return err
 			}
 			defer c.Close()
-			if err := c.DeleteJobLimit(cmd.Context(), args[0], f.kind, f.key); err != nil {
+			if err := c.DeleteJobLimit(cmd.Context(), f.queue, f.kind, f.key); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "deleted the limit of %s\n",
-				limitScopeText(fenced.JobLimit{Queue: args[0], Kind: f.kind, ConcurrencyKey: f.key}))
+				limitScopeText(fenced.JobLimit{Queue: f.queue, Kind: f.kind, ConcurrencyKey: f.key}))
 			return err
 		},
 	}

@@ -12,7 +12,7 @@ import (
 func TestJobSlots(t *testing.T) {
 	t.Parallel()
 	eachDB(t, func(t *testing.T, c cli) {
-		c.ok("job", "limit", "set", "mail", "--per-key", "2")
+		c.ok("job", "limit", "set", "--queue", "mail", "--per-key", "2")
 		c.ok("job", "enqueue", "send", "--queue", "mail", "--concurrency-key", "ann")
 		c.ok("job", "enqueue", "send", "--queue", "mail", "--concurrency-key", "ann")
 		c.ok("job", "enqueue", "send", "--queue", "other", "--concurrency-key", "bob")
