@@ -213,9 +213,14 @@ func newJobListCmd(a *app) *cobra.Command {
 		Use:     "ls",
 		Aliases: []string{"list"},
 		Short:   "List jobs by id, a page at a time",
-		Long: `List jobs in id order, at most --limit of them, after the id --after. When
-a page is full, the command to get the next one is printed to stderr.`,
+		Long: `List jobs in id order, at most --limit of them, after the id --after; with
+--newest, newest first, before the id --before. --failing keeps the jobs
+whose last attempt failed and that have not succeeded since (with --state
+queued: those waiting to retry). When a page is full, the command to get
+the next one is printed to stderr.`,
 		Example: `  fenced job ls --state failed
+  fenced job ls --newest --limit 20
+  fenced job ls --state queued --failing
   fenced job ls --queue nightly --kind report --limit 20 --after 140
   fenced job ls --state running --json | jq -r '.[] | "\(.id) \(.owner)"'`,
 		Args: exactArgs(),
@@ -232,6 +237,12 @@ a page is full, the command to get the next one is printed to stderr.`,
 				}
 			}
 			f.State = fenced.JobState(state)
+			switch {
+			case f.Desc && f.AfterID != 0:
+				return usage("--after pages oldest first: with --newest, give --before")
+			case !f.Desc && f.BeforeID != 0:
+				return usage("--before pages newest first: give it with --newest")
+			}
 			if err := fenced.ValidateListJobs(f); err != nil {
 				return err
 			}
@@ -251,7 +262,11 @@ a page is full, the command to get the next one is printed to stderr.`,
 				return err
 			}
 			if len(jobs) == f.Limit {
-				fmt.Fprintf(cmd.ErrOrStderr(), "(more may follow: add --after %d)\n", jobs[len(jobs)-1].ID)
+				next := "--after"
+				if f.Desc {
+					next = "--before"
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "(more may follow: add %s %d)\n", next, jobs[len(jobs)-1].ID)
 			}
 			return nil
 		},
@@ -262,6 +277,9 @@ a page is full, the command to get the next one is printed to stderr.`,
 	fl.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
 	fl.IntVar(&f.Limit, "limit", defaultListLimit, fmt.Sprintf("at most this many jobs (1 to %d)", fenced.MaxListLimit))
 	fl.Int64Var(&f.AfterID, "after", 0, "only jobs with a greater id: the last id of the previous page")
+	fl.BoolVar(&f.Desc, "newest", false, "newest first (id descending)")
+	fl.Int64Var(&f.BeforeID, "before", 0, "with --newest: only jobs with a smaller id, the last id of the previous page")
+	fl.BoolVar(&f.Failing, "failing", false, "only jobs whose last attempt failed and that have not succeeded since")
 	jsonFlag(cmd, &asJSON)
 	return cmd
 }

@@ -263,6 +263,11 @@ func TestJobList(t *testing.T) {
 		b := enqueue(c, "sms", "--queue", "texts")
 		d := enqueue(c, "email")
 		c.ok("job", "cancel", strconv.FormatInt(d.ID, 10))
+		// b's attempt fails and it waits to retry.
+		lib := library(t, c)
+		if err := lib.FailJob(context.Background(), claim(t, lib, "texts", "w").Ref(), "no signal", time.Hour, false); err != nil {
+			t.Fatal(err)
+		}
 
 		ids := func(args ...string) []int64 {
 			t.Helper()
@@ -288,6 +293,13 @@ func TestJobList(t *testing.T) {
 			{[]string{"--after", strconv.FormatInt(a.ID, 10)}, []int64{b.ID, d.ID}},
 			{[]string{"--limit", "1", "--after", strconv.FormatInt(a.ID, 10)}, []int64{b.ID}},
 			{[]string{"--queue", "nobody"}, []int64{}},
+			{[]string{"--newest"}, []int64{d.ID, b.ID, a.ID}},
+			{[]string{"--newest", "--limit", "1"}, []int64{d.ID}},
+			{[]string{"--newest", "--before", strconv.FormatInt(d.ID, 10)}, []int64{b.ID, a.ID}},
+			{[]string{"--newest", "--kind", "email"}, []int64{d.ID, a.ID}},
+			{[]string{"--failing"}, []int64{b.ID}},
+			{[]string{"--failing", "--state", "queued"}, []int64{b.ID}},
+			{[]string{"--failing", "--state", "cancelled"}, []int64{}},
 		} {
 			if got := ids(tc.args...); !equalIDs(got, tc.want) {
 				t.Errorf("ls %v: %v, want %v", tc.args, got, tc.want)
@@ -307,6 +319,9 @@ func TestJobList(t *testing.T) {
 		contains(t, "ls", r.stdout, "RUN_AT")
 		contains(t, "ls", r.stdout, "texts")
 		contains(t, "ls stderr", r.stderr, "--after "+strconv.FormatInt(b.ID, 10))
+		contains(t, "ls --newest stderr", c.run("job", "ls", "--newest", "--limit", "2").stderr, "--before "+strconv.FormatInt(b.ID, 10))
+		contains(t, "--newest --after", c.fails(2, "job", "ls", "--newest", "--after", "1").stderr, "give --before")
+		contains(t, "--before", c.fails(2, "job", "ls", "--before", "1").stderr, "with --newest")
 	})
 }
 
