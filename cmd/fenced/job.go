@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -50,6 +51,7 @@ state forbids it. A job that does not exist exits 5.`,
 // enqueueFlags are the options of "job enqueue".
 type enqueueFlags struct {
 	args        string
+	argsFile    string
 	queue       string
 	priority    int
 	runAt       string
@@ -98,11 +100,13 @@ jobs enqueued before it under the same sequence key of its queue, one at a
 time.`,
 		Example: `  fenced job enqueue send-email --args '{"to": "ann@example.com"}'
   fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
-  fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id`,
+  fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id
+  jq -n '{to: "ann@example.com"}' | fenced job enqueue send-email --args-file -`,
 		Args: exactArgs("KIND"),
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.args, "args", "{}", "the job's arguments, as JSON")
+	fl.StringVar(&f.argsFile, "args-file", "", "read the job's arguments, as JSON, from this file (- for stdin)")
 	fl.StringVar(&f.queue, "queue", fenced.DefaultQueue, "queue to join")
 	fl.IntVar(&f.priority, "priority", 0, fmt.Sprintf("0 runs first, up to %d", fenced.MaxPriority))
 	fl.StringVar(&f.runAt, "run-at", "", "when to run, RFC 3339 (default now)")
@@ -130,6 +134,16 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 	if fl.Changed("run-at") && fl.Changed("delay") {
 		return p, usage("--run-at and --delay cannot be used together")
 	}
+	if fl.Changed("args-file") {
+		if fl.Changed("args") {
+			return p, usage("--args and --args-file cannot be used together")
+		}
+		b, err := readArgsFile(cmd, f.argsFile)
+		if err != nil {
+			return p, err
+		}
+		p.Args = json.RawMessage(b)
+	}
 	if fl.Changed("run-at") {
 		t, err := time.Parse(time.RFC3339, f.runAt)
 		if err != nil {
@@ -150,6 +164,26 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 		return p, invalid("max_attempts", "%d is outside 1 to %d", f.maxAttempts, fenced.MaxAttemptsLimit)
 	}
 	return p, nil
+}
+
+// readArgsFile reads --args-file, stdin for "-", up to one byte past
+// MaxArgsBytes, so that an oversized file is refused as too large by the
+// library without being read whole.
+func readArgsFile(cmd *cobra.Command, name string) ([]byte, error) {
+	r := cmd.InOrStdin()
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, usage("--args-file: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, fenced.MaxArgsBytes+1))
+	if err != nil {
+		return nil, usage("--args-file %s: %v", name, err)
+	}
+	return b, nil
 }
 
 // writeEnqueued prints the outcome of "job enqueue".

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -160,6 +162,28 @@ func TestJobEnqueue(t *testing.T) {
 			if !strings.HasPrefix(out, want) {
 				t.Errorf("enqueue under a used key printed %q, want it to start %q", out, want)
 			}
+		})
+		t.Run("ArgsFromAFileOrStdin", func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "args.json")
+			if err := os.WriteFile(file, []byte(`{"to": "bob", "n": [1, 2]}`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			jsonEqual(t, "--args-file", enqueue(c, "email", "--args-file", file).Args, `{"to": "bob", "n": [1, 2]}`)
+			cmd := c.command(context.Background(), "job", "enqueue", "email", "--args-file", "-", "--json")
+			cmd.Stdin = strings.NewReader(`{"to": "cy"}`)
+			out, err := cmd.Output()
+			var j jobOutput
+			if err != nil || json.Unmarshal(out, &j) != nil {
+				t.Fatalf("--args-file - : %v, %s", err, out)
+			}
+			jsonEqual(t, "--args-file -", j.Args, `{"to": "cy"}`)
+			contains(t, "both", c.fails(2, "job", "enqueue", "email", "--args", "{}", "--args-file", file).stderr, "cannot be used together")
+			c.fails(2, "job", "enqueue", "email", "--args-file", filepath.Join(t.TempDir(), "missing.json"))
+			big := filepath.Join(t.TempDir(), "big.json")
+			if err := os.WriteFile(big, []byte(`"`+strings.Repeat("x", fenced.MaxArgsBytes)+`"`), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			contains(t, "too large", c.fails(2, "job", "enqueue", "email", "--args-file", big).stderr, "the limit is")
 		})
 		t.Run("HumanOutput", func(t *testing.T) {
 			out := c.ok("job", "enqueue", "sms", "--queue", "texts")
