@@ -17,8 +17,12 @@ type Config struct {
 	// measured on its monotonic reading), and exists so tests can skew it.
 	// Default time.Now.
 	Now func() time.Time
-	// Logger receives what the Client does in the background (the job
-	// notification listener's reconnects). Default: discarded.
+	// Logger receives what every part of the Client does in the
+	// background: the job notification listener's reconnects, and, unless
+	// their own configuration names another logger, each Worker's claims,
+	// heartbeats and outcome writes (and its refusal to start), each
+	// Maintainer's rounds, each Campaign's retries and each Keeper's failed
+	// renewals and loss. Default nil: nothing is logged.
 	Logger *slog.Logger
 }
 
@@ -30,6 +34,7 @@ type Client struct {
 	d      driver.Driver
 	caps   capabilities
 	now    func() time.Time
+	log    *slog.Logger // Config.Logger, or one that discards
 	closer bool
 	waker  *jobWaker
 }
@@ -45,7 +50,19 @@ func New(d driver.Driver, cfg Config) *Client {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	caps := assertCapabilities(d)
-	return &Client{d: d, caps: caps, now: cfg.Now, waker: newJobWaker(caps.listener, cfg.Logger)}
+	return &Client{d: d, caps: caps, now: cfg.Now, log: cfg.Logger, waker: newJobWaker(caps.listener, cfg.Logger)}
+}
+
+// Logger returns the logger the Client's parts log to: Config.Logger, or
+// one that discards everything.
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// orLogger is log, or the Client's logger when log is nil.
+func (c *Client) orLogger(log *slog.Logger) *slog.Logger {
+	if log != nil {
+		return log
+	}
+	return c.log
 }
 
 // Driver returns the backend driver.

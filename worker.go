@@ -42,7 +42,8 @@ type WorkerConfig struct {
 	// database from the job's attempt number as the failure is recorded
 	// (JobEnd.Backoff). Default DefaultBackoff.
 	Backoff Backoff
-	// Logger receives the worker's own errors. Default: discarded.
+	// Logger receives the worker's own errors. Default the Client's
+	// (Config.Logger).
 	Logger *slog.Logger
 }
 
@@ -144,11 +145,7 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.PollInterval = time.Second
 	}
 	cfg.Backoff = cfg.Backoff.WithDefaults()
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, log: log,
+	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, log: c.orLogger(cfg.Logger),
 		active: map[int64]*activeJob{}}, nil
 }
 
@@ -206,10 +203,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		return errors.New("fenced: the worker has no handlers: register one with Handle before Start")
 	}
 	if _, err := w.c.jobQueue(); err != nil {
-		return fmt.Errorf("fenced: start worker: %w", err)
+		return w.refuse(ctx, fmt.Errorf("fenced: start worker: %w", err))
 	}
 	if err := w.c.checkMigrated(ctx); err != nil {
-		return fmt.Errorf("fenced: start worker: %w", err)
+		return w.refuse(ctx, fmt.Errorf("fenced: start worker: %w", err))
 	}
 	w.kinds = kinds
 	w.started = true
@@ -235,6 +232,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		go w.fetch(q, n)
 	}
 	return nil
+}
+
+// refuse logs why Start refused to start (a program that drops Start's
+// error would otherwise run a worker that does nothing, silently) and
+// returns err.
+func (w *Worker) refuse(ctx context.Context, err error) error {
+	w.log.LogAttrs(ctx, slog.LevelError, "fenced: the worker refuses to start and will work no job",
+		slog.String("owner", w.cfg.Owner), slog.String("err", err.Error()))
+	return err
 }
 
 // Stop shuts the worker down gracefully: it stops claiming, lets running
