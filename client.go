@@ -3,6 +3,7 @@ package fenced
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -24,6 +25,16 @@ type Config struct {
 	// Maintainer's rounds, each Campaign's retries and each Keeper's failed
 	// renewals and loss. Default nil: nothing is logged.
 	Logger *slog.Logger
+	// EnqueueMiddleware wraps every enqueue of the Client, the first
+	// outermost (see EnqueueMiddleware). Default none.
+	EnqueueMiddleware []EnqueueMiddleware
+	// WorkMiddleware wraps the handler of every attempt run by the Client's
+	// Workers, the first outermost, outside the Worker's and the kind's
+	// (see Hooks for the order). Default none.
+	WorkMiddleware []WorkMiddleware
+	// Hooks are called around every attempt run by the Client's Workers,
+	// before the Worker's own (see Hooks). Default none.
+	Hooks []Hooks
 }
 
 // Client is the user's handle on fenced: leases, fenced transactions, the
@@ -37,6 +48,10 @@ type Client struct {
 	log    *slog.Logger // Config.Logger, or one that discards
 	closer bool
 	waker  *jobWaker
+
+	enqueueMW []EnqueueMiddleware
+	workMW    []WorkMiddleware
+	hooks     []Hooks
 }
 
 // New returns a Client over d. It asks d once for each capability beyond
@@ -50,7 +65,8 @@ func New(d driver.Driver, cfg Config) *Client {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	caps := assertCapabilities(d)
-	return &Client{d: d, caps: caps, now: cfg.Now, log: cfg.Logger, waker: newJobWaker(caps.listener, cfg.Logger)}
+	return &Client{d: d, caps: caps, now: cfg.Now, log: cfg.Logger, waker: newJobWaker(caps.listener, cfg.Logger),
+		enqueueMW: slices.Clone(cfg.EnqueueMiddleware), workMW: slices.Clone(cfg.WorkMiddleware), hooks: slices.Clone(cfg.Hooks)}
 }
 
 // Logger returns the logger the Client's parts log to: Config.Logger, or

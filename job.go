@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -243,32 +244,50 @@ func (c *Client) EnqueueTx(ctx context.Context, tx Tx, p EnqueueParams) (job *Jo
 }
 
 // EnqueueMany adds a batch of jobs in one statement (one short transaction
-// on SQLite), inside tx when it is non-nil. Every job is validated first; one
-// invalid job rejects the batch and nothing is written.
+// on SQLite), inside tx when it is non-nil. The Client's enqueue middleware
+// sees the batch first; then every job is validated; one invalid job
+// rejects the batch and nothing is written.
 func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]EnqueueResult, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	in, err := validateBatch(ps)
+	b := &EnqueueBatch{Jobs: slices.Clone(ps), Tx: tx}
+	out, err := c.enqueue(ctx, b, c.enqueueMany)
+	return out.Results, err
+}
+
+// enqueueMany is EnqueueMany after the enqueue middleware.
+func (c *Client) enqueueMany(ctx context.Context, b *EnqueueBatch) (Enqueued, error) {
+	tx := b.Tx
+	if len(b.Jobs) == 0 {
+		return Enqueued{}, nil
+	}
+	in, err := validateBatch(b.Jobs)
 	if err != nil {
-		return nil, err
+		return Enqueued{}, err
 	}
 	jd, err := c.jobQueue()
 	if err != nil {
-		return nil, err
+		return Enqueued{}, err
 	}
 	out, err := jd.Enqueue(ctx, tx, in)
-	if err == nil && tx == nil {
-		// Committed: wake this Client's waiters on those queues. (Inside
-		// the caller's transaction the jobs exist only once it commits;
-		// a backend that notifies wakes them then, others poll.)
-		for _, r := range out {
-			if !r.Existing {
+	if err != nil {
+		return Enqueued{}, err
+	}
+	n := 0
+	for _, r := range out {
+		if !r.Existing {
+			n++
+			if tx == nil {
+				// Committed: wake this Client's waiters on those queues.
+				// (Inside the caller's transaction the jobs exist only once
+				// it commits; a backend that notifies wakes them then,
+				// others poll.)
 				c.waker.wake(r.Job.Queue)
 			}
 		}
 	}
-	return out, err
+	return Enqueued{Results: out, Inserted: n}, nil
 }
 
 // EnqueueBulk adds a batch of jobs as EnqueueMany does, validated the same
@@ -281,18 +300,29 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 // back; a backend without a bulk insert (driver.BulkEnqueuer) enqueues as
 // EnqueueMany does and counts. Once a standalone
 // batch inserted a job, this Client's idle workers of the batch's queues
-// are woken.
+// are woken. The Client's enqueue middleware sees the batch (with Bulk set).
 func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil
 	}
-	in, err := validateBatch(ps)
+	b := &EnqueueBatch{Jobs: slices.Clone(ps), Tx: tx, Bulk: true}
+	out, err := c.enqueue(ctx, b, c.enqueueBulk)
+	return out.Inserted, err
+}
+
+// enqueueBulk is EnqueueBulk after the enqueue middleware.
+func (c *Client) enqueueBulk(ctx context.Context, b *EnqueueBatch) (Enqueued, error) {
+	tx := b.Tx
+	if len(b.Jobs) == 0 {
+		return Enqueued{}, nil
+	}
+	in, err := validateBatch(b.Jobs)
 	if err != nil {
-		return 0, err
+		return Enqueued{}, err
 	}
 	jd, err := c.jobQueue()
 	if err != nil {
-		return 0, err
+		return Enqueued{}, err
 	}
 	var n int
 	if c.caps.bulk != nil {
@@ -316,7 +346,10 @@ func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (in
 			}
 		}
 	}
-	return n, err
+	if err != nil {
+		return Enqueued{}, err
+	}
+	return Enqueued{Inserted: n}, nil
 }
 
 // validateBatch validates a batch of jobs for the driver: one invalid job

@@ -45,6 +45,13 @@ type WorkerConfig struct {
 	// Logger receives the worker's own errors. Default the Client's
 	// (Config.Logger).
 	Logger *slog.Logger
+	// WorkMiddleware wraps the handler of every attempt this worker runs,
+	// the first outermost, inside the Client's and outside the kind's
+	// (see Hooks for the order). Default none.
+	WorkMiddleware []WorkMiddleware
+	// Hooks are called around every attempt this worker runs, after the
+	// Client's (see Hooks). Default none.
+	Hooks []Hooks
 }
 
 // DefaultFetchBatch is the most jobs one claim takes when
@@ -76,9 +83,10 @@ type WorkerStats struct {
 type Worker struct {
 	c        *Client
 	cfg      WorkerConfig
-	handlers map[string]Handler
-	kinds    []string // the kinds of handlers, set by Start: the claims' filter
+	handlers map[string]Handler // each inside its kind's, the Worker's and the Client's work middleware
+	kinds    []string           // the kinds of handlers, set by Start: the claims' filter
 	log      *slog.Logger
+	hooks    attemptHooks // the Client's, then the Worker's
 
 	mu      sync.Mutex
 	active  map[int64]*activeJob
@@ -145,7 +153,9 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.PollInterval = time.Second
 	}
 	cfg.Backoff = cfg.Backoff.WithDefaults()
-	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, log: c.orLogger(cfg.Logger),
+	log := c.orLogger(cfg.Logger)
+	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, log: log,
+		hooks:  attemptHooks{hooks: slices.Concat(c.hooks, cfg.Hooks), log: log},
 		active: map[int64]*activeJob{}}, nil
 }
 
@@ -160,16 +170,18 @@ func DefaultOwner() string {
 // Owner returns the name this worker claims jobs under.
 func (w *Worker) Owner() string { return w.cfg.Owner }
 
-// Handle registers the handler of a kind. Call it before Start. The worker
-// claims only jobs of the kinds it has handlers for: a job of another kind
-// stays queued for a worker that runs it.
-func (w *Worker) Handle(kind string, h Handler) {
+// Handle registers the handler of a kind, wrapped in mw (the kind's work
+// middleware, the first outermost, inside the Client's and the Worker's;
+// see Hooks). Call it before Start. The worker claims only jobs of the
+// kinds it has handlers for: a job of another kind stays queued for a
+// worker that runs it.
+func (w *Worker) Handle(kind string, h Handler, mw ...WorkMiddleware) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started {
 		panic("fenced: Handle after Start")
 	}
-	w.handlers[kind] = h
+	w.handlers[kind] = wrapHandler(h, slices.Concat(w.c.workMW, w.cfg.WorkMiddleware, mw)...)
 }
 
 // Stats returns what the worker did so far.
