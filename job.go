@@ -1,6 +1,7 @@
 package fenced
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -119,6 +120,63 @@ type EnqueueParams struct {
 	// its sequence until it is retried or deleted; a cancelled job never
 	// blocks. Only with SequenceKey.
 	SequenceContinueOnFailed bool
+	// Metadata is a JSON object about the job, stored with it and read
+	// back with it (Job.Metadata) by every attempt: trace context carried
+	// from the producer to the worker (W3C "traceparent"), a tenant, the
+	// producer's name. json.RawMessage or []byte are taken as JSON text;
+	// anything else is marshalled (a map or a struct). It must be an
+	// object, of at most MaxMetadataBytes, held to Args' rules of
+	// storable JSON. Nil means none (Job.Metadata nil).
+	Metadata any
+}
+
+// MaxMetadataBytes is the most bytes of JSON a job's metadata may take.
+const MaxMetadataBytes = 64 << 10
+
+// SetMetadata sets one key of p.Metadata to value (marshalled as JSON),
+// keeping the others: enqueue middleware uses it to add what it carries
+// (trace context) to what the caller gave. Metadata that is not a JSON
+// object gives an *InvalidError and is left as it was.
+func (p *EnqueueParams) SetMetadata(key string, value any) error {
+	m := map[string]json.RawMessage{}
+	if p.Metadata != nil {
+		b, err := encodeJSON("metadata", p.Metadata)
+		if err != nil {
+			return err
+		}
+		if err := checkMetadata(b); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fencedtype.Invalid("metadata", "is not a JSON object: %v", err)
+		}
+	}
+	v, err := json.Marshal(value)
+	if err != nil {
+		return fencedtype.Invalid("metadata", "value of %q cannot be encoded as JSON: %v", key, err)
+	}
+	m[key] = v
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fencedtype.Invalid("metadata", "cannot be encoded as JSON: %v", err)
+	}
+	p.Metadata = json.RawMessage(b)
+	return nil
+}
+
+// checkMetadata checks a job's metadata as JSON text: an object of at most
+// MaxMetadataBytes, storable by every backend.
+func checkMetadata(b []byte) error {
+	if len(b) > MaxMetadataBytes {
+		return fencedtype.Invalid("metadata", "is %d bytes, the limit is %d", len(b), MaxMetadataBytes)
+	}
+	if err := validJSON("metadata", b); err != nil {
+		return err
+	}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return fencedtype.Invalid("metadata", "must be a JSON object")
+	}
+	return nil
 }
 
 // EnqueueResult is one enqueued job, or the existing one its idempotency
@@ -181,7 +239,20 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 	}
 	args, err := jsonArg("args", p.Args, []byte("{}"))
 	out.Args = args
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	if p.Metadata != nil {
+		if out.Metadata, err = encodeJSON("metadata", p.Metadata); err != nil {
+			return out, err
+		}
+		if string(out.Metadata) == "null" { // a nil map or pointer marshalled: none
+			out.Metadata = nil
+		} else if err := checkMetadata(out.Metadata); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // jsonArg turns a value into JSON text of at most MaxArgsBytes that every
