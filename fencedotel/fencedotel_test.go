@@ -236,3 +236,39 @@ func TestTheSpanSaysWhyAWriteWasRefused(t *testing.T) {
 		t.Fatalf("the failed attempt's span: %v, events %v", failed.Attributes, failed.Events)
 	}
 }
+
+// An enqueue that brings its producer's trace context in the job's
+// metadata and no span (the HTTP API's enqueue for a client in another
+// language) makes its producer span in that trace; in a batch, a job that
+// carries trace context keeps it.
+func TestAnEnqueueContinuesTheTraceItsMetadataCarries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tel := newTelemetry(t)
+	c := tel.client(t)
+	const traceID, spanID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	given := map[string]string{"traceparent": "00-" + traceID + "-" + spanID + "-01"}
+	j, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Metadata: given})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := tel.byKind(trace.SpanKindProducer)[0]
+	if p.SpanContext.TraceID().String() != traceID || p.Parent.SpanID().String() != spanID {
+		t.Fatalf("the producer span is in trace %s under %s, want %s under %s", p.SpanContext.TraceID(), p.Parent.SpanID(), traceID, spanID)
+	}
+	var meta map[string]string
+	json.Unmarshal(j.Metadata, &meta)
+	if want := "00-" + traceID + "-" + p.SpanContext.SpanID().String() + "-01"; meta["traceparent"] != want {
+		t.Fatalf("the job carries %q, want the producer span's %q", meta["traceparent"], want)
+	}
+	res, err := c.EnqueueMany(ctx, nil, []fenced.EnqueueParams{{Kind: "k", Metadata: given}, {Kind: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept, set map[string]string
+	json.Unmarshal(res[0].Job.Metadata, &kept)
+	json.Unmarshal(res[1].Job.Metadata, &set)
+	if kept["traceparent"] != given["traceparent"] || set["traceparent"] == "" || set["traceparent"] == given["traceparent"] {
+		t.Fatalf("batch metadata: %v and %v", kept, set)
+	}
+}

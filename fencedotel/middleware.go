@@ -130,6 +130,14 @@ func (m *Middleware) Enqueue(ctx context.Context, b *fenced.EnqueueBatch, next f
 	if b.Bulk {
 		attrs = append(attrs, keyBulk.Bool(true))
 	}
+	if len(b.Jobs) == 1 && !trace.SpanContextFromContext(ctx).IsValid() {
+		// A job that carries its producer's trace context and comes with no
+		// span of its own (an enqueue through the HTTP API from a client in
+		// another language): the producer span continues that trace.
+		if c := m.carrier(jsonOf(b.Jobs[0].Metadata)); c != nil {
+			ctx = m.prop.Extract(ctx, c)
+		}
+	}
 	ctx, span := m.tracer.Start(ctx, "send "+queue, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
 	defer span.End()
 	if err := m.inject(ctx, b.Jobs); err != nil {
@@ -150,7 +158,10 @@ func (m *Middleware) Enqueue(ctx context.Context, b *fenced.EnqueueBatch, next f
 	return out, nil
 }
 
-// inject writes the span context of ctx into every job's metadata.
+// inject writes the span context of ctx into every job's metadata. A job
+// of a batch of several whose metadata already carries trace context keeps
+// it: the caller's is the job's producer; a job alone has had its trace
+// continued by the span (Enqueue).
 func (m *Middleware) inject(ctx context.Context, jobs []fenced.EnqueueParams) error {
 	carrier := propagation.MapCarrier{}
 	m.prop.Inject(ctx, carrier)
@@ -164,6 +175,9 @@ func (m *Middleware) inject(ctx context.Context, jobs []fenced.EnqueueParams) er
 	for i := range jobs {
 		if jobs[i].Metadata == nil {
 			jobs[i].Metadata = json.RawMessage(encoded) // shared: nothing changes it
+			continue
+		}
+		if len(jobs) > 1 && m.carrier(jsonOf(jobs[i].Metadata)) != nil {
 			continue
 		}
 		for k, v := range carrier {
@@ -196,6 +210,24 @@ func (m *Middleware) countEnqueued(ctx context.Context, b *fenced.EnqueueBatch, 
 	for k, n := range counts {
 		m.enqueued.Add(ctx, n, m.attrs(k.queue, k.kind, ""))
 	}
+}
+
+// jsonOf is metadata as JSON text, nil when it is not JSON text already
+// encoded or cannot be encoded (validation refuses it later).
+func jsonOf(metadata any) json.RawMessage {
+	switch x := metadata.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return x
+	case []byte:
+		return x
+	}
+	b, err := json.Marshal(metadata)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // attrKey names one attribute set of the metrics.
