@@ -61,6 +61,9 @@ func (w *Worker) Work(ctx context.Context, t testing.TB, p fenced.EnqueueParams)
 
 // WorkJob runs one attempt of j, a job already enqueued (for example by the
 // code under test: find it with RequireInserted), on j's queue; see Work.
+// The worker stops once the attempt's outcome is written: an outcome that
+// makes the job due at once again (a snooze of zero) may have its next
+// attempt claimed before it stops, and run too.
 func (w *Worker) WorkJob(ctx context.Context, t testing.TB, j *fenced.Job) *Result {
 	t.Helper()
 	if j.Kind != w.kind {
