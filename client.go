@@ -3,6 +3,7 @@ package fenced
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -17,9 +18,23 @@ type Config struct {
 	// measured on its monotonic reading), and exists so tests can skew it.
 	// Default time.Now.
 	Now func() time.Time
-	// Logger receives what the Client does in the background (the job
-	// notification listener's reconnects). Default: discarded.
+	// Logger receives what every part of the Client does in the
+	// background: the job notification listener's reconnects, and, unless
+	// their own configuration names another logger, each Worker's claims,
+	// heartbeats and outcome writes (and its refusal to start), each
+	// Maintainer's rounds, each Campaign's retries and each Keeper's failed
+	// renewals and loss. Default nil: nothing is logged.
 	Logger *slog.Logger
+	// EnqueueMiddleware wraps every enqueue of the Client, the first
+	// outermost (see EnqueueMiddleware). Default none.
+	EnqueueMiddleware []EnqueueMiddleware
+	// WorkMiddleware wraps the handler of every attempt run by the Client's
+	// Workers, the first outermost, outside the Worker's and the kind's
+	// (see Hooks for the order). Default none.
+	WorkMiddleware []WorkMiddleware
+	// Hooks are called around every attempt run by the Client's Workers,
+	// before the Worker's own (see Hooks). Default none.
+	Hooks []Hooks
 }
 
 // Client is the user's handle on fenced: leases, fenced transactions, the
@@ -30,8 +45,13 @@ type Client struct {
 	d      driver.Driver
 	caps   capabilities
 	now    func() time.Time
+	log    *slog.Logger // Config.Logger, or one that discards
 	closer bool
 	waker  *jobWaker
+
+	enqueueMW []EnqueueMiddleware
+	workMW    []WorkMiddleware
+	hooks     []Hooks
 }
 
 // New returns a Client over d. It asks d once for each capability beyond
@@ -45,7 +65,20 @@ func New(d driver.Driver, cfg Config) *Client {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	caps := assertCapabilities(d)
-	return &Client{d: d, caps: caps, now: cfg.Now, waker: newJobWaker(caps.listener, cfg.Logger)}
+	return &Client{d: d, caps: caps, now: cfg.Now, log: cfg.Logger, waker: newJobWaker(caps.listener, cfg.Logger),
+		enqueueMW: slices.Clone(cfg.EnqueueMiddleware), workMW: slices.Clone(cfg.WorkMiddleware), hooks: slices.Clone(cfg.Hooks)}
+}
+
+// Logger returns the logger the Client's parts log to: Config.Logger, or
+// one that discards everything.
+func (c *Client) Logger() *slog.Logger { return c.log }
+
+// orLogger is log, or the Client's logger when log is nil.
+func (c *Client) orLogger(log *slog.Logger) *slog.Logger {
+	if log != nil {
+		return log
+	}
+	return c.log
 }
 
 // Driver returns the backend driver.

@@ -35,8 +35,8 @@ type CampaignOptions struct {
 	OnTermEnd func(l Lease, ended error)
 	// Logger receives the errors Campaign retries past (an acquire or a
 	// release that failed other than by the lease being held) and, at
-	// Debug level, every try that left the campaigner waiting. Default:
-	// discarded.
+	// Debug level, every try that left the campaigner waiting. Default the
+	// Client's (Config.Logger).
 	Logger *slog.Logger
 }
 
@@ -107,9 +107,7 @@ func (c *Client) Campaign(ctx context.Context, name, owner string, ttl time.Dura
 	if opts.RetryEvery <= 0 {
 		opts.RetryEvery = max(ttl/4, 10*time.Millisecond)
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
+	opts.Logger = c.orLogger(opts.Logger)
 	w := waiter{c: c, name: name, owner: owner, ttl: ttl, wait: waitRecord(ttl, opts.RetryEvery), log: opts.Logger}
 	for {
 		if ctx.Err() != nil {

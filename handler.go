@@ -229,8 +229,13 @@ func (w *Worker) outcome(ctx context.Context, r *JobRun, err error, lost bool) (
 	case context.Cause(ctx) == ErrWorkerStopping:
 		end.Kind = EndSnooze // interrupted by shutdown: run again soon, attempt not counted
 	default:
+		d := w.hooks.decide(ctx, r, err) // the error handlers (Hooks.OnError)
+		if d != nil && d.Snooze > 0 {
+			end.Kind, end.Delay = EndSnooze, min(d.Snooze, MaxRetryDelay)
+			return end, true
+		}
 		end.Kind, end.Error = EndFail, err.Error()
-		end.Discard = errors.As(err, &discard)
+		end.Discard = errors.As(err, &discard) || d != nil && d.Discard
 		b := w.cfg.Backoff
 		end.Backoff = &b // the database computes this attempt's delay
 	}

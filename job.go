@@ -1,10 +1,12 @@
 package fenced
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -118,6 +120,63 @@ type EnqueueParams struct {
 	// its sequence until it is retried or deleted; a cancelled job never
 	// blocks. Only with SequenceKey.
 	SequenceContinueOnFailed bool
+	// Metadata is a JSON object about the job, stored with it and read
+	// back with it (Job.Metadata) by every attempt: trace context carried
+	// from the producer to the worker (W3C "traceparent"), a tenant, the
+	// producer's name. json.RawMessage or []byte are taken as JSON text;
+	// anything else is marshalled (a map or a struct). It must be an
+	// object, of at most MaxMetadataBytes, held to Args' rules of
+	// storable JSON. Nil means none (Job.Metadata nil).
+	Metadata any
+}
+
+// MaxMetadataBytes is the most bytes of JSON a job's metadata may take.
+const MaxMetadataBytes = 64 << 10
+
+// SetMetadata sets one key of p.Metadata to value (marshalled as JSON),
+// keeping the others: enqueue middleware uses it to add what it carries
+// (trace context) to what the caller gave. Metadata that is not a JSON
+// object gives an *InvalidError and is left as it was.
+func (p *EnqueueParams) SetMetadata(key string, value any) error {
+	m := map[string]json.RawMessage{}
+	if p.Metadata != nil {
+		b, err := encodeJSON("metadata", p.Metadata)
+		if err != nil {
+			return err
+		}
+		if err := checkMetadata(b); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fencedtype.Invalid("metadata", "is not a JSON object: %v", err)
+		}
+	}
+	v, err := json.Marshal(value)
+	if err != nil {
+		return fencedtype.Invalid("metadata", "value of %q cannot be encoded as JSON: %v", key, err)
+	}
+	m[key] = v
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fencedtype.Invalid("metadata", "cannot be encoded as JSON: %v", err)
+	}
+	p.Metadata = json.RawMessage(b)
+	return nil
+}
+
+// checkMetadata checks a job's metadata as JSON text: an object of at most
+// MaxMetadataBytes, storable by every backend.
+func checkMetadata(b []byte) error {
+	if len(b) > MaxMetadataBytes {
+		return fencedtype.Invalid("metadata", "is %d bytes, the limit is %d", len(b), MaxMetadataBytes)
+	}
+	if err := validJSON("metadata", b); err != nil {
+		return err
+	}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return fencedtype.Invalid("metadata", "must be a JSON object")
+	}
+	return nil
 }
 
 // EnqueueResult is one enqueued job, or the existing one its idempotency
@@ -180,7 +239,20 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 	}
 	args, err := jsonArg("args", p.Args, []byte("{}"))
 	out.Args = args
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	if p.Metadata != nil {
+		if out.Metadata, err = encodeJSON("metadata", p.Metadata); err != nil {
+			return out, err
+		}
+		if string(out.Metadata) == "null" { // a nil map or pointer marshalled: none
+			out.Metadata = nil
+		} else if err := checkMetadata(out.Metadata); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // jsonArg turns a value into JSON text of at most MaxArgsBytes that every
@@ -243,32 +315,50 @@ func (c *Client) EnqueueTx(ctx context.Context, tx Tx, p EnqueueParams) (job *Jo
 }
 
 // EnqueueMany adds a batch of jobs in one statement (one short transaction
-// on SQLite), inside tx when it is non-nil. Every job is validated first; one
-// invalid job rejects the batch and nothing is written.
+// on SQLite), inside tx when it is non-nil. The Client's enqueue middleware
+// sees the batch first; then every job is validated; one invalid job
+// rejects the batch and nothing is written.
 func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]EnqueueResult, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	in, err := validateBatch(ps)
+	b := &EnqueueBatch{Jobs: slices.Clone(ps), Tx: tx}
+	out, err := c.enqueue(ctx, b, c.enqueueMany)
+	return out.Results, err
+}
+
+// enqueueMany is EnqueueMany after the enqueue middleware.
+func (c *Client) enqueueMany(ctx context.Context, b *EnqueueBatch) (Enqueued, error) {
+	tx := b.Tx
+	if len(b.Jobs) == 0 {
+		return Enqueued{}, nil
+	}
+	in, err := validateBatch(b.Jobs)
 	if err != nil {
-		return nil, err
+		return Enqueued{}, err
 	}
 	jd, err := c.jobQueue()
 	if err != nil {
-		return nil, err
+		return Enqueued{}, err
 	}
 	out, err := jd.Enqueue(ctx, tx, in)
-	if err == nil && tx == nil {
-		// Committed: wake this Client's waiters on those queues. (Inside
-		// the caller's transaction the jobs exist only once it commits;
-		// a backend that notifies wakes them then, others poll.)
-		for _, r := range out {
-			if !r.Existing {
+	if err != nil {
+		return Enqueued{}, err
+	}
+	n := 0
+	for _, r := range out {
+		if !r.Existing {
+			n++
+			if tx == nil {
+				// Committed: wake this Client's waiters on those queues.
+				// (Inside the caller's transaction the jobs exist only once
+				// it commits; a backend that notifies wakes them then,
+				// others poll.)
 				c.waker.wake(r.Job.Queue)
 			}
 		}
 	}
-	return out, err
+	return Enqueued{Results: out, Inserted: n}, nil
 }
 
 // EnqueueBulk adds a batch of jobs as EnqueueMany does, validated the same
@@ -281,18 +371,29 @@ func (c *Client) EnqueueMany(ctx context.Context, tx Tx, ps []EnqueueParams) ([]
 // back; a backend without a bulk insert (driver.BulkEnqueuer) enqueues as
 // EnqueueMany does and counts. Once a standalone
 // batch inserted a job, this Client's idle workers of the batch's queues
-// are woken.
+// are woken. The Client's enqueue middleware sees the batch (with Bulk set).
 func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil
 	}
-	in, err := validateBatch(ps)
+	b := &EnqueueBatch{Jobs: slices.Clone(ps), Tx: tx, Bulk: true}
+	out, err := c.enqueue(ctx, b, c.enqueueBulk)
+	return out.Inserted, err
+}
+
+// enqueueBulk is EnqueueBulk after the enqueue middleware.
+func (c *Client) enqueueBulk(ctx context.Context, b *EnqueueBatch) (Enqueued, error) {
+	tx := b.Tx
+	if len(b.Jobs) == 0 {
+		return Enqueued{}, nil
+	}
+	in, err := validateBatch(b.Jobs)
 	if err != nil {
-		return 0, err
+		return Enqueued{}, err
 	}
 	jd, err := c.jobQueue()
 	if err != nil {
-		return 0, err
+		return Enqueued{}, err
 	}
 	var n int
 	if c.caps.bulk != nil {
@@ -316,7 +417,10 @@ func (c *Client) EnqueueBulk(ctx context.Context, tx Tx, ps []EnqueueParams) (in
 			}
 		}
 	}
-	return n, err
+	if err != nil {
+		return Enqueued{}, err
+	}
+	return Enqueued{Inserted: n}, nil
 }
 
 // validateBatch validates a batch of jobs for the driver: one invalid job

@@ -131,7 +131,7 @@ func (k *Keeper) run(start time.Time) {
 		case <-k.ctx.Done():
 			return
 		case <-trust.C:
-			k.cancel(fmt.Errorf("lease %q: %w", k.lease.Name, ErrTrustExpired))
+			k.lose(fmt.Errorf("lease %q: %w", k.lease.Name, ErrTrustExpired))
 			return
 		case <-renew.C:
 			// A renewal that is still waiting when the trust window ends is
@@ -150,18 +150,28 @@ func (k *Keeper) run(start time.Time) {
 				trust.Reset(k.trustLeft(start))
 				renew.Reset(k.opts.RenewEvery)
 			case errors.As(err, &stale) || errors.Is(err, ErrNotFound):
-				k.cancel(fmt.Errorf("lease %q lost: %w", k.lease.Name, err))
+				k.lose(fmt.Errorf("lease %q lost: %w", k.lease.Name, err))
 				return
 			case !k.c.now().Before(trustUntil):
-				k.cancel(fmt.Errorf("lease %q: %w (last error: %v)", k.lease.Name, ErrTrustExpired, err))
+				k.lose(fmt.Errorf("lease %q: %w (last error: %v)", k.lease.Name, ErrTrustExpired, err))
 				return
 			default:
 				// Transient (connection) failure: retry soon; the trust timer
 				// decides when to give up.
+				if k.ctx.Err() == nil {
+					k.c.log.Warn("fenced: lease renewal failed; retrying", "lease", k.lease.Name, "fence", k.lease.Fence, "err", err)
+				}
 				renew.Reset(min(k.opts.RenewEvery, 250*time.Millisecond))
 			}
 		}
 	}
+}
+
+// lose ends the keeper with cause, logged (the Client's logger) as the
+// lease's loss.
+func (k *Keeper) lose(cause error) {
+	k.c.log.Warn("fenced: keeper lost its lease", "lease", k.lease.Name, "fence", k.lease.Fence, "err", cause)
+	k.cancel(cause)
 }
 
 // trustLeft is how long, from now, the lease can be trusted given a renewal

@@ -100,7 +100,7 @@ type MaintenanceConfig struct {
 	// dashboard's charts (Client.RollupJobMinutes), which a round does once
 	// a minute otherwise.
 	SkipRollup bool
-	// Logger receives errors. Default: discarded.
+	// Logger receives errors. Default the Client's (Config.Logger).
 	Logger *slog.Logger
 	// OnRound, when set, is called after every round with what it did,
 	// also when the round stopped at an error (then with what was done
@@ -181,10 +181,7 @@ func (c *Client) StartMaintenance(ctx context.Context, cfg MaintenanceConfig) (*
 	if !c.Supports(CapClock) {
 		cfg.SkipRollup = true // the minutes are those of the database clock
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := c.orLogger(cfg.Logger)
 	ctx, stop := context.WithCancel(ctx)
 	m := &Maintainer{c: c, cfg: cfg, log: log, stop: stop, done: make(chan struct{}), slots: slots}
 	go m.run(ctx)

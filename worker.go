@@ -42,8 +42,16 @@ type WorkerConfig struct {
 	// database from the job's attempt number as the failure is recorded
 	// (JobEnd.Backoff). Default DefaultBackoff.
 	Backoff Backoff
-	// Logger receives the worker's own errors. Default: discarded.
+	// Logger receives the worker's own errors. Default the Client's
+	// (Config.Logger).
 	Logger *slog.Logger
+	// WorkMiddleware wraps the handler of every attempt this worker runs,
+	// the first outermost, inside the Client's and outside the kind's
+	// (see Hooks for the order). Default none.
+	WorkMiddleware []WorkMiddleware
+	// Hooks are called around every attempt this worker runs, after the
+	// Client's (see Hooks). Default none.
+	Hooks []Hooks
 }
 
 // DefaultFetchBatch is the most jobs one claim takes when
@@ -75,9 +83,10 @@ type WorkerStats struct {
 type Worker struct {
 	c        *Client
 	cfg      WorkerConfig
-	handlers map[string]Handler
-	kinds    []string // the kinds of handlers, set by Start: the claims' filter
+	handlers map[string]Handler // each inside its kind's, the Worker's and the Client's work middleware
+	kinds    []string           // the kinds of handlers, set by Start: the claims' filter
 	log      *slog.Logger
+	hooks    attemptHooks // the Client's, then the Worker's
 
 	mu      sync.Mutex
 	active  map[int64]*activeJob
@@ -144,11 +153,9 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.PollInterval = time.Second
 	}
 	cfg.Backoff = cfg.Backoff.WithDefaults()
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := c.orLogger(cfg.Logger)
 	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, log: log,
+		hooks:  attemptHooks{hooks: slices.Concat(c.hooks, cfg.Hooks), log: log},
 		active: map[int64]*activeJob{}}, nil
 }
 
@@ -163,16 +170,18 @@ func DefaultOwner() string {
 // Owner returns the name this worker claims jobs under.
 func (w *Worker) Owner() string { return w.cfg.Owner }
 
-// Handle registers the handler of a kind. Call it before Start. The worker
-// claims only jobs of the kinds it has handlers for: a job of another kind
-// stays queued for a worker that runs it.
-func (w *Worker) Handle(kind string, h Handler) {
+// Handle registers the handler of a kind, wrapped in mw (the kind's work
+// middleware, the first outermost, inside the Client's and the Worker's;
+// see Hooks). Call it before Start. The worker claims only jobs of the
+// kinds it has handlers for: a job of another kind stays queued for a
+// worker that runs it.
+func (w *Worker) Handle(kind string, h Handler, mw ...WorkMiddleware) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started {
 		panic("fenced: Handle after Start")
 	}
-	w.handlers[kind] = h
+	w.handlers[kind] = wrapHandler(h, slices.Concat(w.c.workMW, w.cfg.WorkMiddleware, mw)...)
 }
 
 // Stats returns what the worker did so far.
@@ -206,10 +215,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		return errors.New("fenced: the worker has no handlers: register one with Handle before Start")
 	}
 	if _, err := w.c.jobQueue(); err != nil {
-		return fmt.Errorf("fenced: start worker: %w", err)
+		return w.refuse(ctx, fmt.Errorf("fenced: start worker: %w", err))
 	}
 	if err := w.c.checkMigrated(ctx); err != nil {
-		return fmt.Errorf("fenced: start worker: %w", err)
+		return w.refuse(ctx, fmt.Errorf("fenced: start worker: %w", err))
 	}
 	w.kinds = kinds
 	w.started = true
@@ -235,6 +244,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		go w.fetch(q, n)
 	}
 	return nil
+}
+
+// refuse logs why Start refused to start (a program that drops Start's
+// error would otherwise run a worker that does nothing, silently) and
+// returns err.
+func (w *Worker) refuse(ctx context.Context, err error) error {
+	w.log.LogAttrs(ctx, slog.LevelError, "fenced: the worker refuses to start and will work no job",
+		slog.String("owner", w.cfg.Owner), slog.String("err", err.Error()))
+	return err
 }
 
 // Stop shuts the worker down gracefully: it stops claiming, lets running

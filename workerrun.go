@@ -111,12 +111,23 @@ func (w *Worker) run(j *Job, a *activeJob) {
 	}()
 
 	r := &JobRun{Job: j, c: w.c}
+	ctx = w.hooks.begin(ctx, r)
+	begun := time.Now()
 	var err error
 	if h == nil { // only from a driver that ignores the claim's kind filter
 		err = fmt.Errorf("no handler registered for kind %q on worker %s", j.Kind, w.cfg.Owner)
 	} else {
 		err = callHandler(ctx, h, r)
 	}
+	e := w.settle(ctx, r, a, err)
+	e.Duration = time.Since(begun)
+	w.hooks.end(ctx, r, e)
+}
+
+// settle writes the outcome of attempt a, whose handler returned err,
+// counts it, and says what became of it.
+func (w *Worker) settle(ctx context.Context, r *JobRun, a *activeJob, err error) AttemptEnd {
+	j := r.Job
 	w.mu.Lock()
 	lost := a.lost
 	w.mu.Unlock()
@@ -127,43 +138,58 @@ func (w *Worker) run(j *Job, a *activeJob) {
 		if err != nil && w.runCtx.Err() == nil {
 			w.log.Warn("fenced: handler returned an error after its job's completion committed", "job", j.ID, "fence", j.Fence, "err", err)
 		}
-		return
+		return AttemptEnd{Outcome: fencedtype.OutcomeSucceeded, Err: err}
 	case err != nil:
-	case completed == completionUnseen && w.countEnded(r):
-		return // its completion, in a transaction of the caller's, committed
-	case completed != notCompleted:
-		if txErr == nil {
-			txErr = errors.New("the job is still running")
+	case completed == completionUnseen:
+		if outcome := w.countEnded(r); outcome != "" {
+			return AttemptEnd{Outcome: outcome} // its completion, in a transaction of the caller's, committed
 		}
-		err = fmt.Errorf("the handler returned nil, but its completion (CompleteTx) did not commit: %w", txErr)
+		err = notCommitted(txErr)
+	case completed != notCompleted:
+		err = notCommitted(txErr)
 	}
 	end, write := w.outcome(ctx, r, err, lost)
 	if !write {
 		if context.Cause(ctx) == ErrJobLost {
 			w.stats.lost.Add(1)
 		}
-		return
+		return AttemptEnd{Outcome: fencedtype.OutcomeLost, Err: err}
 	}
-	if err := w.end(end); err != nil {
+	if werr := w.end(end); werr != nil {
 		// The attempt was ended at its own fence by another path (the
 		// handler, through the Client): count what that path wrote.
 		var stale *StaleError
-		if errors.As(err, &stale) && stale.CurrentFence == j.Fence && w.countEnded(r) {
-			return
+		if errors.As(werr, &stale) && stale.CurrentFence == j.Fence {
+			if outcome := w.countEnded(r); outcome != "" {
+				return AttemptEnd{Outcome: outcome, Err: err}
+			}
 		}
 		untrusted := context.Cause(ctx) == ErrJobLost // and the fence says it was lost indeed
 		switch {
-		case untrusted && errors.Is(err, fencedtype.ErrStale):
+		case untrusted && errors.Is(werr, fencedtype.ErrStale):
 			w.stats.lost.Add(1)
-		case errors.Is(err, fencedtype.ErrStale):
+		case errors.Is(werr, fencedtype.ErrStale):
 			w.stats.stale.Add(1)
 		}
 		if w.runCtx.Err() == nil && !untrusted {
-			w.log.Warn("fenced: ending job failed", "job", j.ID, "fence", j.Fence, "err", err)
+			w.log.Warn("fenced: ending job failed", "job", j.ID, "fence", j.Fence, "err", werr)
 		}
-		return
+		e := AttemptEnd{Err: err, WriteErr: werr}
+		if errors.Is(werr, fencedtype.ErrStale) || errors.Is(werr, fencedtype.ErrNotFound) {
+			e.Outcome = fencedtype.OutcomeLost
+		}
+		return e
 	}
-	w.count(end, r)
+	return AttemptEnd{Outcome: w.count(end, r), Err: err}
+}
+
+// notCommitted is the error of a handler that returned nil though its
+// completion did not commit (txErr: why, when known).
+func notCommitted(txErr error) error {
+	if txErr == nil {
+		txErr = errors.New("the job is still running")
+	}
+	return fmt.Errorf("the handler returned nil, but its completion (CompleteTx) did not commit: %w", txErr)
 }
 
 // countEnded counts the attempt by the outcome recorded for it when
@@ -171,7 +197,7 @@ func (w *Worker) run(j *Job, a *activeJob) {
 // completing in a transaction of its own, or ending the attempt through the
 // Client. It reports false when no such outcome is recorded (the attempt
 // still runs, recovery took it back, or the read failed).
-func (w *Worker) countEnded(r *JobRun) bool {
+func (w *Worker) countEnded(r *JobRun) (outcome string) {
 	ctx, cancel := context.WithTimeout(w.runCtx, w.cfg.LeaseTTL)
 	defer cancel()
 	_, attempts, err := w.c.GetJob(ctx, r.ID)
@@ -179,11 +205,11 @@ func (w *Worker) countEnded(r *JobRun) bool {
 		if w.runCtx.Err() == nil {
 			w.log.Warn("fenced: reading how a job's attempt ended failed", "job", r.ID, "fence", r.Fence, "err", err)
 		}
-		return false
+		return ""
 	}
 	i := slices.IndexFunc(attempts, func(a JobAttempt) bool { return a.Fence == r.Fence && a.Attempt == r.Attempt })
 	if i < 0 {
-		return false
+		return ""
 	}
 	s := &w.stats
 	switch attempts[i].Outcome {
@@ -198,24 +224,30 @@ func (w *Worker) countEnded(r *JobRun) bool {
 	case fencedtype.OutcomeCancelled:
 		s.cancelled.Add(1)
 	default: // running, or lost: not ended by this worker
-		return false
+		return ""
 	}
-	return true
+	return attempts[i].Outcome
 }
 
-func (w *Worker) count(end JobEnd, r *JobRun) {
+// count counts an end the worker wrote and returns its outcome.
+func (w *Worker) count(end JobEnd, r *JobRun) string {
 	s := &w.stats
 	switch {
 	case end.Kind == EndComplete:
 		s.succeeded.Add(1)
+		return fencedtype.OutcomeSucceeded
 	case end.Kind == EndSnooze:
 		s.snoozed.Add(1)
+		return fencedtype.OutcomeSnoozed
 	case end.Kind == EndCancel:
 		s.cancelled.Add(1)
+		return fencedtype.OutcomeCancelled
 	case end.Discard || r.Attempt >= r.MaxAttempts:
 		s.failed.Add(1)
+		return fencedtype.OutcomeFailed
 	default:
 		s.retried.Add(1)
+		return fencedtype.OutcomeRetry
 	}
 }
 
@@ -223,11 +255,11 @@ func (w *Worker) count(end JobEnd, r *JobRun) {
 // locally: the TTL less a tenth for safety.
 func (w *Worker) trustFor() time.Duration { return w.cfg.LeaseTTL - w.cfg.LeaseTTL/10 }
 
-// callHandler runs h, turning a panic into an error with its stack.
+// callHandler runs h, turning a panic into a *PanicError with its stack.
 func callHandler(ctx context.Context, h Handler, r *JobRun) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			err = &PanicError{Value: p, Stack: string(debug.Stack())}
 		}
 	}()
 	return h(ctx, r)

@@ -142,6 +142,9 @@ type EnqueueParams struct {
 	// SequenceContinueOnFailed: a failure of this job does not block the
 	// later jobs of its sequence.
 	SequenceContinueOnFailed bool
+	// Metadata is a JSON object stored with the job (column metadata,
+	// NULL when nil) and returned with every read of it.
+	Metadata []byte
 }
 
 // ClaimJobsParams are the inputs of ClaimJobs.

@@ -67,10 +67,15 @@ type Job struct {
 	// SequenceContinueOnFailed: when this job ends failed (dead letter), the
 	// later jobs of its sequence run on. By default a failed job blocks its
 	// sequence until it is retried or deleted.
-	SequenceContinueOnFailed bool       `json:"sequence_continue_on_failed"`
-	CreatedAt                time.Time  `json:"created_at"`
-	AttemptedAt              *time.Time `json:"attempted_at"` // start of the last attempt
-	FinishedAt               *time.Time `json:"finished_at"`
+	SequenceContinueOnFailed bool `json:"sequence_continue_on_failed"`
+	// Metadata is the JSON object given with the job at enqueue (trace
+	// context, a tenant, the producer's name), carried unchanged from the
+	// producer to every attempt; nil when none was given. Unlike Args it
+	// is not the handler's input but about the job.
+	Metadata    json.RawMessage `json:"metadata"`
+	CreatedAt   time.Time       `json:"created_at"`
+	AttemptedAt *time.Time      `json:"attempted_at"` // start of the last attempt
+	FinishedAt  *time.Time      `json:"finished_at"`
 	// DecidedAt is the database clock reading of the statement that
 	// returned this job (the claim, enqueue, cancel or read).
 	DecidedAt time.Time `json:"-"`

@@ -130,7 +130,7 @@ func (r *relay) end() bool {
 // elect campaigns for the lease and runs the command in each term (see the
 // command's help).
 func (a *app) elect(ctx context.Context, p runParams, again bool) error {
-	c, err := a.open(ctx)
+	c, err := a.openWith(ctx, fenced.Config{Logger: newLog(a.stderr)})
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func defaultOwner() string {
 // runUnderLease acquires the lease, runs the command under a keeper and
 // returns its outcome (see the command's help).
 func (a *app) runUnderLease(ctx context.Context, p runParams) error {
-	c, err := a.open(ctx)
+	c, err := a.openWith(ctx, fenced.Config{Logger: newLog(a.stderr)})
 	if err != nil {
 		return err
 	}

@@ -14,13 +14,13 @@ import (
 // enqueueSQL enqueues jobs, one VALUES row each (jobInsertRow).
 // Parameters per row: kind, queue, args, priority, run_at or NULL,
 // delay_us, max_attempts, idempotency key, concurrency key, sequence key
-// (NULL for none), sequence_continue_on_failed.
+// (NULL for none), sequence_continue_on_failed, metadata (NULL for none).
 const (
 	enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, created_at, updated_at)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
 VALUES `
-	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ?, ?, ?, ` +
+	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ?, ?, ?, ?, ` +
 		now + `, ` + now + `)`
 )
 
@@ -110,9 +110,9 @@ func runEnd(jobs []driver.EnqueueParams, start int) int {
 	if jobs[start].IdempotencyKey != "" {
 		return end
 	}
-	size := len(jobs[start].Args)
+	size := len(jobs[start].Args) + len(jobs[start].Metadata)
 	for end < len(jobs) && jobs[end].IdempotencyKey == "" && end-start < insertRunJobs && size < insertRunBytes {
-		size += len(jobs[end].Args)
+		size += len(jobs[end].Args) + len(jobs[end].Metadata)
 		end++
 	}
 	return end
@@ -140,8 +140,12 @@ func insertArgs(p driver.EnqueueParams) []any {
 	if p.IdempotencyKey != "" {
 		key = []byte(p.IdempotencyKey)
 	}
+	var meta any // NULL
+	if p.Metadata != nil {
+		meta = string(p.Metadata)
+	}
 	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, key,
-		nullIfEmpty(p.ConcurrencyKey), nullIfEmpty(p.SequenceKey), p.SequenceContinueOnFailed}
+		nullIfEmpty(p.ConcurrencyKey), nullIfEmpty(p.SequenceKey), p.SequenceContinueOnFailed, meta}
 }
 
 // one inserts jobs[i], or finds the job holding its idempotency key.

@@ -10,7 +10,7 @@ import (
 )
 
 // latestMigration is the number of migrations in migrations/.
-const latestMigration = 10
+const latestMigration = 11
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 	t.Parallel()

@@ -21,14 +21,14 @@ import (
 // insert that may conflict does (48 bytes of WAL a job).
 const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, created_at, updated_at)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
-    i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont,
+    i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
     clock_timestamp(), clock_timestamp()
 FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
-        $9::text[], $10::text[], $11::bool[])
-    WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, ord)
+        $9::text[], $10::text[], $11::bool[], $12::jsonb[])
+    WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, ord)
 ORDER BY i.ord%s`
 
 const enqueueOnConflict = `
@@ -118,7 +118,12 @@ func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
 	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
 	runAts := make([]*time.Time, n)
 	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
+	metas := make([]*string, n) // nil: NULL, no metadata
 	for i, j := range jobs {
+		if j.Metadata != nil {
+			m := string(j.Metadata)
+			metas[i] = &m
+		}
 		kinds[i], queues[i], jargs[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
 		keyed = keyed || j.IdempotencyKey != ""
 		ckeys[i], skeys[i], sconts[i] = j.ConcurrencyKey, j.SequenceKey, j.SequenceContinueOnFailed
@@ -128,7 +133,7 @@ func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
 			runAts[i] = &t
 		}
 	}
-	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts}, keyed
+	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts, metas}, keyed
 }
 
 // cancelJobSQL cancels a queued job at once and flags a running one; the

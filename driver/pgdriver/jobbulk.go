@@ -15,7 +15,7 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 // defaults: state queued, fence and attempt 0, and the times (created,
 // runnable) from the database's clock (migration 13).
 var bulkColumns = []string{"kind", "queue", "args", "priority", "max_attempts",
-	"concurrency_key", "sequence_key", "sequence_continue_on_failed"}
+	"concurrency_key", "sequence_key", "sequence_continue_on_failed", "metadata"}
 
 // EnqueueBulk implements driver.BulkEnqueuer. When every job runs now and
 // none has an idempotency key, the batch is copied in (COPY FROM STDIN,
@@ -74,7 +74,7 @@ func copyable(jobs []driver.EnqueueParams) bool {
 type bulkRows struct {
 	jobs []driver.EnqueueParams
 	i    int
-	vals [8]any
+	vals [9]any
 }
 
 func (r *bulkRows) Next() bool {
@@ -88,8 +88,12 @@ func (r *bulkRows) restart() { r.i = -1 }
 
 func (r *bulkRows) Values() ([]any, error) {
 	j := &r.jobs[r.i]
-	r.vals = [8]any{j.Kind, j.Queue, j.Args, int32(j.Priority), int32(j.MaxAttempts),
-		nullIfEmpty(j.ConcurrencyKey), nullIfEmpty(j.SequenceKey), j.SequenceContinueOnFailed}
+	var meta any // NULL
+	if j.Metadata != nil {
+		meta = j.Metadata
+	}
+	r.vals = [9]any{j.Kind, j.Queue, j.Args, int32(j.Priority), int32(j.MaxAttempts),
+		nullIfEmpty(j.ConcurrencyKey), nullIfEmpty(j.SequenceKey), j.SequenceContinueOnFailed, meta}
 	return r.vals[:], nil
 }
 

@@ -37,7 +37,7 @@ func TestTheJobScannerBindsEveryColumnOfJobColumns(t *testing.T) {
 			}
 		}
 		*dest[0].(*int64) = 7
-		*dest[23].(*time.Time) = time.Unix(1, 0)
+		*dest[n-1].(*time.Time) = time.Unix(1, 0)
 		return nil
 	})
 	j, err := s.scan(row)

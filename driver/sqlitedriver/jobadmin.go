@@ -16,12 +16,13 @@ import (
 // back with jobByKeySQL in the same transaction. Parameters: ?1 kind,
 // ?2 queue, ?3 args, ?4 priority, ?5 run_at_us or NULL, ?6 delay_us,
 // ?7 max_attempts, ?8 idempotency key (empty for none), ?9 concurrency key
-// and ?10 sequence key (empty for none), ?11 sequence_continue_on_failed.
+// and ?10 sequence key (empty for none), ?11 sequence_continue_on_failed,
+// ?12 metadata or NULL.
 const enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, created_us, updated_us)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us)
 VALUES (?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
-    NULLIF(?9, ''), NULLIF(?10, ''), ?11, ` + nowUS + `, ` + nowUS + `)
+    NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `)
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
 
@@ -63,9 +64,13 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([
 		if !in.RunAt.IsZero() {
 			runAt = in.RunAt.UnixMicro()
 		}
+		var meta any // NULL
+		if in.Metadata != nil {
+			meta = string(in.Metadata)
+		}
 		j, err := scanJob(stmt.QueryRowContext(ctx, in.Kind, in.Queue, string(in.Args), in.Priority,
 			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
-			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed))
+			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta))
 		if err == nil {
 			out[i].Job = j
 			continue

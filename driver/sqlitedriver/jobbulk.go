@@ -17,17 +17,19 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 // array with one element per job (bulkArgs): [kind, queue, args (the hex of
 // its bytes, so they are stored as given), priority, run_at_us or null,
 // delay_us, max_attempts, idempotency key, concurrency key and sequence key
-// (empty for none), sequence_continue_on_failed]. The jobs are inserted in
+// (empty for none), sequence_continue_on_failed, metadata (the hex of its
+// bytes, or null for none)]. The jobs are inserted in
 // the array's order, so their ids ascend in input order; a job whose
 // idempotency key exists already (committed before, or earlier in the
 // batch) is skipped. (WHERE true, as SQLite's documentation of upsert
 // advises for INSERT … SELECT.)
 const enqueueBulkSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, created_us, updated_us)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us)
 SELECT value ->> 0, value ->> 1, CAST(unhex(value ->> 2) AS TEXT), value ->> 3,
     COALESCE(value ->> 4, ` + nowUS + ` + (value ->> 5)), value ->> 6, NULLIF(value ->> 7, ''),
-    NULLIF(value ->> 8, ''), NULLIF(value ->> 9, ''), value ->> 10, ` + nowUS + `, ` + nowUS + `
+    NULLIF(value ->> 8, ''), NULLIF(value ->> 9, ''), value ->> 10, CAST(unhex(value ->> 11) AS TEXT),
+    ` + nowUS + `, ` + nowUS + `
 FROM jsonb_each(?1) WHERE true ORDER BY key
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
@@ -84,7 +86,7 @@ func bulkRunEnd(jobs []driver.EnqueueParams, start int) int {
 		if i > start && size >= runBytes {
 			return i
 		}
-		size += len(jobs[i].Args)
+		size += len(jobs[i].Args) + len(jobs[i].Metadata)
 	}
 	return len(jobs)
 }
@@ -93,15 +95,19 @@ func bulkRunEnd(jobs []driver.EnqueueParams, start int) int {
 // strings, which keep every byte of valid UTF-8: the client refuses names
 // that are not (validName).
 func bulkArgs(jobs []driver.EnqueueParams) (string, error) {
-	elems := make([][11]any, len(jobs))
+	elems := make([][12]any, len(jobs))
 	for i, in := range jobs {
 		var runAt any // none: null, run after the delay
 		if !in.RunAt.IsZero() {
 			runAt = in.RunAt.UnixMicro()
 		}
-		elems[i] = [11]any{in.Kind, in.Queue, hex.EncodeToString(in.Args), in.Priority,
+		var meta any // none: null, stored as NULL
+		if in.Metadata != nil {
+			meta = hex.EncodeToString(in.Metadata)
+		}
+		elems[i] = [12]any{in.Kind, in.Queue, hex.EncodeToString(in.Args), in.Priority,
 			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
-			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed}
+			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta}
 	}
 	b, err := json.Marshal(elems)
 	return string(b), err

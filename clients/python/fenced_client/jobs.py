@@ -30,7 +30,9 @@ class Job:
     decoded JSON. ``attempt`` counts the attempts started (the running one
     included); ``fence`` is the last attempt's, which a claim grants and
     every write of that attempt must carry. ``existing`` is set on an
-    enqueue that matched an earlier job's idempotency key."""
+    enqueue that matched an earlier job's idempotency key. ``metadata`` is
+    the JSON object given with the job at enqueue (a producer's trace
+    context under ``"traceparent"``), None when none was given."""
 
     id: int
     kind: str
@@ -52,6 +54,7 @@ class Job:
     concurrency_key: str = ""
     sequence_key: str = ""
     sequence_continue_on_failed: bool = False
+    metadata: Optional[Dict[str, Any]] = None
     created_at: Optional[datetime] = None
     attempted_at: Optional[datetime] = None
     finished_at: Optional[datetime] = None
@@ -82,6 +85,7 @@ class Job:
             concurrency_key=str(b.get("concurrency_key") or ""),
             sequence_key=str(b.get("sequence_key") or ""),
             sequence_continue_on_failed=bool(b.get("sequence_continue_on_failed", False)),
+            metadata=b.get("metadata"),
             created_at=parse_time(b.get("created_at")),
             attempted_at=parse_time(b.get("attempted_at")),
             finished_at=parse_time(b.get("finished_at")),
@@ -180,6 +184,7 @@ class Jobs:
         concurrency_key: Optional[str] = None,
         sequence_key: Optional[str] = None,
         sequence_continue_on_failed: bool = False,
+        metadata: Optional[Mapping[str, Any]] = None,
     ) -> Job:
         """Enqueue a job of ``kind`` with ``args`` (any JSON value; None is
         ``{}``) in ``queue`` (default ``"default"``). ``priority`` 0 runs
@@ -187,7 +192,11 @@ class Jobs:
         ``max_attempts`` defaults to the server's. With ``idempotency_key``
         an enqueue that matches an earlier job returns that job with
         ``existing`` set. ``concurrency_key`` and ``sequence_key`` are the
-        server's per-key limits and ordering (docs/design.md §6.10)."""
+        server's per-key limits and ordering (docs/design.md §6.10).
+        ``metadata`` is a JSON object stored with the job and returned with
+        it to every worker, in any language: pass the caller's trace context
+        as ``{"traceparent": ..., "tracestate": ...}`` (W3C Trace Context) to
+        continue its trace in the worker."""
         body: Dict[str, Any] = {"kind": kind, "args": {} if args is None else args}
         if run_at is not None:
             body["run_at"] = format_time(run_at)
@@ -198,6 +207,8 @@ class Jobs:
                 body[k] = v
         if sequence_continue_on_failed:
             body["sequence_continue_on_failed"] = True
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
         return Job.from_json(self._c.request("POST", "/v1/jobs", body))
 
     def get(self, job_id: int) -> JobHistory:

@@ -127,6 +127,18 @@ class JobContext:
     def args(self) -> Any:
         return self.job.args
 
+    @property
+    def metadata(self) -> Dict[str, Any]:
+        """The job's metadata (an empty dict when it has none)."""
+        return dict(self.job.metadata or {})
+
+    @property
+    def traceparent(self) -> Optional[str]:
+        """The W3C traceparent its producer put in the job's metadata, to
+        continue the producer's trace in the handler; None when none."""
+        v = (self.job.metadata or {}).get("traceparent")
+        return v if isinstance(v, str) else None
+
     def stop(self, reason: str) -> None:
         """Set ``stopped`` with ``reason`` (the first reason stays)."""
         with self._lock:

@@ -130,6 +130,24 @@ class WorkerTest(unittest.TestCase):
             t.join(30)
         self.assertFalse(t.is_alive(), "the worker did not stop")
 
+    def test_metadata_carries_trace_context(self) -> None:
+        tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        j = self.c.jobs.enqueue("traced", {"n": 1}, queue=self.queue, metadata={"traceparent": tp, "tenant": "42"})
+        self.assertEqual(j.metadata, {"traceparent": tp, "tenant": "42"})
+        self.assertEqual(self.c.jobs.get(j.id).job.metadata, {"traceparent": tp, "tenant": "42"})
+        plain = self.c.jobs.enqueue("traced", {"n": 2}, queue=self.queue)
+        self.assertIsNone(plain.metadata)
+        w = Worker(self.c, self.queue, owner="py-traced", concurrency=1, lease_ms=5000, wait_ms=500)
+        seen: Dict[int, Optional[str]] = {}
+
+        @w.handler("traced")
+        def traced(ctx: JobContext) -> Any:
+            seen[ctx.id] = ctx.traceparent
+            return None
+
+        self.run_until(w, "both jobs run", lambda: len(seen) == 2)
+        self.assertEqual(seen, {j.id: tp, plain.id: None})
+
     def test_two_kinds_and_not_a_third(self) -> None:
         w = Worker(self.c, self.queue, owner="py-two-kinds", concurrency=3, lease_ms=5000, wait_ms=500)
         seen: List[str] = []

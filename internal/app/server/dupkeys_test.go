@@ -27,6 +27,7 @@ func TestDuplicateFieldsAreRefused(t *testing.T) {
 			{"InCounters", "/v1/jobs/1/progress", `{"fence": 1, "counters": {"n": 1, "n": 2}}`, "counters"},
 			{"InArgs", "/v1/jobs", `{"kind": "k", "args": {"a": [{"b": 1, "b": 2}]}}`, "args"},
 			{"InArgsEscaped", "/v1/jobs", `{"kind": "k", "args": {"b": 1.10, "a": 2, "\u0062": 3}}`, "args"},
+			{"InMetadata", "/v1/jobs", `{"kind": "k", "metadata": {"traceparent": "a", "traceparent": "b"}}`, "metadata"},
 		} {
 			method := "POST"
 			if strings.HasPrefix(c.path, "/v1/resources/") {

@@ -25,6 +25,9 @@ type enqueueRequest struct {
 	ConcurrencyKey           string `json:"concurrency_key"`
 	SequenceKey              string `json:"sequence_key"`
 	SequenceContinueOnFailed bool   `json:"sequence_continue_on_failed"`
+	// Metadata is a JSON object stored with the job (trace context
+	// carried from the producer to the worker); absent or null is none.
+	Metadata json.RawMessage `json:"metadata"`
 }
 
 // enqueueReply is the enqueued job, or the existing one its idempotency
@@ -55,6 +58,9 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 		ConcurrencyKey: req.ConcurrencyKey, SequenceKey: req.SequenceKey, SequenceContinueOnFailed: req.SequenceContinueOnFailed}
 	if len(req.Args) > 0 && string(req.Args) != "null" {
 		p.Args = req.Args // Enqueue checks a backend can store it
+	}
+	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
+		p.Metadata = req.Metadata // Enqueue checks it is an object a backend can store
 	}
 	if req.RunAt != nil && req.DelayMs != nil {
 		return nil, invalid("run_at", "give run_at or delay_ms, not both")
