@@ -42,6 +42,20 @@ func TestPages(t *testing.T) {
 			t.Fatalf("GET /jobs/%d = %d, want both attempts:\n%s", bad, status, body)
 		}
 	})
+	t.Run("FinishedJobShowsItsLastAttemptNotARunTime", func(t *testing.T) {
+		// The dead job's run time was its last attempt's schedule: on its
+		// page, when that attempt started and when the job finished.
+		_, _, body := get(t, fmt.Sprintf("%s/jobs/%d", e.url, bad))
+		if strings.Contains(body, "<dt>Run at</dt>") || !strings.Contains(body, "<dt>Last attempt started</dt>") ||
+			!strings.Contains(body, "<dt>Finished</dt>") {
+			t.Fatalf("dead job's page:\n%s", body)
+		}
+		// A queued job (the mail job enqueued just before) still shows when it runs.
+		_, _, body = get(t, fmt.Sprintf("%s/jobs/%d", e.url, bad-1))
+		if !strings.Contains(body, "<dt>Run at</dt>") || strings.Contains(body, "<dt>Finished</dt>") {
+			t.Fatalf("queued job's page:\n%s", body)
+		}
+	})
 	for name, path := range map[string]string{
 		"UnknownJobIsNotFound":  "/jobs/999999",
 		"BadJobIDIsNotFound":    "/jobs/x%3Cb%3E",
