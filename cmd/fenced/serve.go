@@ -77,7 +77,10 @@ cookie is Secure over --tls-cert too.
 
 The server also runs the job queue's maintenance — recovery of expired work
 and retention — unless --no-maintenance (run it in one place or several:
-a fenced lease elects one). SIGINT or SIGTERM shuts it down gracefully.
+a fenced lease elects one). With --no-maintenance, jobs whose worker
+stopped heartbeating stay running until a maintainer runs elsewhere; the
+dashboard's "Running past their lease" panel says so. SIGINT or SIGTERM
+shuts it down gracefully.
 
 It logs to stderr, one line of key=value pairs per event: the first,
 msg=listening, gives the url it serves; then each request (never a token
@@ -257,7 +260,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL, StaleMinutes: srv.StaleMinutes, Secure: srv.RequestSecure}
+	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL, StaleMinutes: srv.StaleMinutes, Secure: srv.RequestSecure,
+		NoMaintenance: !o.maintenance}
 	if srv.TokensSet() {
 		dopts.CheckToken = srv.CheckToken
 	}

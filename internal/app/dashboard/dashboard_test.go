@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/fenced/fenced/internal/app/dashboard"
 )
 
 func get(t *testing.T, url string) (int, http.Header, string) {
@@ -68,5 +70,28 @@ func TestPages(t *testing.T) {
 				t.Fatalf("GET %s = %d:\n%s", path, status, body)
 			}
 		})
+	}
+}
+
+// The panel of jobs running past their lease says who takes them back: the
+// server's maintenance, or, on a server running none, a maintainer
+// elsewhere, which it names.
+func TestOverduePanelSaysWhoRecoversTheJobs(t *testing.T) {
+	t.Parallel()
+	for _, off := range []bool{false, true} {
+		e := setupWith(t, nil, dashboard.Options{NoMaintenance: off})
+		e.scenario()
+		_, _, body := get(t, e.url+"/")
+		i := strings.Index(body, `<section id="overdue">`)
+		if i < 0 {
+			t.Fatalf("no overdue panel:\n%s", body)
+		}
+		panel := body[i : i+strings.Index(body[i:], "</section>")]
+		saysOff := strings.Contains(panel, "This server runs no job maintenance (it was started with --no-maintenance)") &&
+			strings.Contains(panel, "a fenced serve without --no-maintenance") && strings.Contains(panel, "StartMaintenance")
+		saysOn := strings.Contains(panel, "the job maintenance this server runs")
+		if saysOff != off || saysOn == off {
+			t.Errorf("NoMaintenance %v, panel:\n%s", off, panel)
+		}
 	}
 }
