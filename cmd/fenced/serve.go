@@ -43,7 +43,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Long: `Serve fenced over HTTP/JSON under /v1 for workers in any language: leases,
 the fenced resource store and the job queue (claims long-poll), with
 /healthz (open), /v1/openapi.json (open: the API's OpenAPI 3.1
-document), /metrics (Prometheus) and an HTML dashboard at / (queues,
+document) and /v1/openapi.html (open: the same document as a page to
+read), /metrics (Prometheus) and an HTML dashboard at / (queues,
 overdue and failed jobs, leases, stale writes rejected, a job browser with
 retry, cancel and delete). Every answer the
 database decided carries its clock reading in the X-Fenced-DB-Time header

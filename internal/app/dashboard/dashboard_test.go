@@ -95,3 +95,18 @@ func TestOverduePanelSaysWhoRecoversTheJobs(t *testing.T) {
 		}
 	}
 }
+
+// Every dashboard page links the API's page.
+func TestPagesLinkTheAPIPage(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, path := range []string{"/", "/jobs", "/charts"} {
+		if _, _, body := get(t, e.url+path); !strings.Contains(body, `<a href="/v1/openapi.html">API</a>`) {
+			t.Errorf("GET %s has no link to the API page", path)
+		}
+	}
+	if status, h, body := get(t, e.url+"/v1/openapi.html"); status != 200 || !strings.HasPrefix(h.Get("Content-Type"), "text/html") ||
+		!strings.Contains(body, `<section id="schema-Job">`) {
+		t.Fatalf("GET /v1/openapi.html = %d %s", status, h.Get("Content-Type"))
+	}
+}
