@@ -37,9 +37,9 @@ func newJobWorkCmd(a *app) *cobra.Command {
 its command runs: the job-queue twin of "lease run", so a shell script or a
 program in any language is a fenced worker. Jobs of other kinds stay queued.
 
-COMMAND gets the job's args (JSON) on stdin, fenced's stderr as its stderr (its
-stdout is read as the output, below),
-and these variables added to its environment:
+COMMAND gets the job's args (JSON) on stdin and fenced's stderr as its
+stderr (its stdout is read as the output, below), and these variables
+added to its environment:
 
   FENCED_JOB_ID        the job id
   FENCED_JOB_KIND      its kind
