@@ -34,14 +34,18 @@ func (a *app) jobHandler(p workParams, ended func()) fenced.Handler {
 		stdout.limit = fenced.MaxArgsBytes
 		tail := &tailWriter{max: stderrTailSize}
 		child.Stdout, child.Stderr = &stdout, io.MultiWriter(a.stderr, tail)
-		err := runKillable(ctx, child, p.grace)
+		killed, err := runKillable(ctx, child, p.grace)
 		defer ended()
 		if err != nil && child.ProcessState == nil {
 			// It never ran: a missing program would fail every attempt.
 			return fenced.Discard(fmt.Errorf("run %s: %w", p.argv[0], err))
 		}
-		if cause := context.Cause(ctx); cause != nil {
-			return cause // lost, cancelled or stopping: the worker decides what is written
+		if killed {
+			// Lost, cancelled or stopping: the worker decides what is
+			// written. A command that ended on its own before reports its
+			// outcome below, and the attempt's fence decides whether it
+			// is written.
+			return context.Cause(ctx)
 		}
 		if code := exitStatusOf(child.ProcessState); code != 0 {
 			msg := fmt.Sprintf("exit status %d", code)
@@ -92,17 +96,17 @@ func (a *app) jobCommand(p workParams, j *fenced.Job) *exec.Cmd {
 }
 
 // runKillable runs child until it exits; once ctx ends first, its process
-// group gets SIGTERM, then SIGKILL after grace. The error is Start's or
-// Wait's.
-func runKillable(ctx context.Context, child *exec.Cmd, grace time.Duration) error {
+// group gets SIGTERM, then SIGKILL after grace, and killed is true. The
+// error is Start's or Wait's.
+func runKillable(ctx context.Context, child *exec.Cmd, grace time.Duration) (killed bool, err error) {
 	if err := child.Start(); err != nil {
-		return err
+		return false, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 	select {
 	case err := <-exited:
-		return err
+		return false, err
 	case <-ctx.Done():
 	}
 	signalGroup(child, syscall.SIGTERM)
@@ -110,10 +114,10 @@ func runKillable(ctx context.Context, child *exec.Cmd, grace time.Duration) erro
 	defer t.Stop()
 	select {
 	case err := <-exited:
-		return err
+		return true, err
 	case <-t.C:
 		signalGroup(child, syscall.SIGKILL)
-		return <-exited
+		return true, <-exited
 	}
 }
 

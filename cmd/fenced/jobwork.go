@@ -67,8 +67,9 @@ If the attempt's lease is lost (a heartbeat finds it superseded, as after
 "fence advance", or heartbeats fail until its time is up), or the job is
 cancelled, COMMAND gets SIGTERM, then SIGKILL after --grace; whatever it
 does then, nothing more is written for that attempt: its fence is no
-longer current. COMMAND runs in a process group of its own, and a signal
-reaches the whole group.
+longer current (and an end written before fenced noticed the loss is
+refused by the fence). COMMAND runs in a process group of its own, and a
+signal reaches the whole group.
 
 SIGINT or SIGTERM stops the worker gracefully: it claims no more jobs,
 waits up to --shutdown-timeout for the running commands, then sends them

@@ -231,3 +231,45 @@ func TestJobWorkRefusesBadInput(t *testing.T) {
 		t.Errorf("bad input created the database (stat: %v)", err)
 	}
 }
+
+// A worker paused past its attempt's lease (SIGSTOP) while recovery took
+// the job back and another worker completed it: once it runs again, the
+// end it writes for its stale attempt is refused by the fence, and the
+// job keeps the other worker's output.
+func TestJobWorkStaleAttemptOfAPausedWorkerIsRefused(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, testdb.SQLite(t))
+	s := c.serve() // its maintenance recovers the expired attempt
+	id := enqueueWork(c, "k", `{}`)
+	started, release, done := filepath.Join(c.dir, "started"), filepath.Join(c.dir, "release"), filepath.Join(c.dir, "done")
+	script := fmt.Sprintf(`if [ "$FENCED_OWNER" = B ]; then echo '{"by": "B"}'; exit 0; fi
+touch %s; while [ ! -e %s ]; do sleep 0.05; done; echo '{"by": "A"}'; touch %s`, started, release, done)
+	a, wait := workingJob(c, "k", "--owner", "A", "--ttl", "1s", "--", "sh", "-c", script)
+	waitFile(t, started)
+	if err := a.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	r := c.run("job", "work", "k", "--owner", "B", "--max-jobs", "1", "--", "sh", "-c", script)
+	if r.code != 0 || !strings.Contains(r.stderr, "succeeded 1") {
+		t.Fatalf("worker B: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	// A's command (in a process group of its own, not paused) finishes,
+	// printing A's output; then A runs again and is stopped, which writes
+	// the end of its attempt before it exits.
+	os.WriteFile(release, nil, 0o644)
+	waitFile(t, done)
+	a.Signal(syscall.SIGCONT)
+	a.Signal(syscall.SIGTERM)
+	code, stderr := wait()
+	if code != 0 || !strings.Contains(stderr, "claimed 1, succeeded 0, failed 0") ||
+		!strings.Contains(stderr, "lost 1") && !strings.Contains(stderr, "stale 1") {
+		t.Fatalf("worker A: exit %d\nstderr: %s", code, stderr)
+	}
+	t.Logf("worker A: %s", stderr)
+	j := workedJob(c, id)
+	if j.Job.State != "succeeded" || j.Job.Owner != "B" || string(j.Job.Output) != `{"by": "B"}` && string(j.Job.Output) != `{"by":"B"}` ||
+		len(j.Attempts) != 2 || j.Attempts[0].Outcome != "lost" || j.Attempts[1].Outcome != "succeeded" {
+		t.Fatalf("job = %+v output %s attempts %+v, want B's completion to stand", j.Job, j.Job.Output, j.Attempts)
+	}
+	s.stop()
+}
