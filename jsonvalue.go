@@ -1,7 +1,6 @@
 package fenced
 
 import (
-	"encoding/json"
 	"unicode/utf8"
 
 	"github.com/fenced/fenced/fencedtype"
@@ -47,10 +46,12 @@ func checkStorableJSON(field string, b []byte) error {
 	return nil
 }
 
-// validJSON checks JSON text given by the caller: valid and storable.
+// validJSON checks JSON text given by the caller: valid and storable. Text
+// that is not JSON is refused with the reason and where: "is not valid
+// JSON: invalid character '}' … at line 1, column 9".
 func validJSON(field string, b []byte) error {
-	if !json.Valid(b) {
-		return fencedtype.Invalid(field, "is not valid JSON")
+	if msg := jsoncheck.SyntaxError(b); msg != "" {
+		return fencedtype.Invalid(field, "is not valid JSON: %s", msg)
 	}
 	return checkStorableJSON(field, b)
 }

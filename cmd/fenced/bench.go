@@ -197,8 +197,8 @@ func (l *lineBreaker) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether f, a writer or a reader, is a terminal.
+func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

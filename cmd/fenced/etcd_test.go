@@ -70,7 +70,7 @@ func TestEtcdCommands(t *testing.T) {
 	}
 	out := c.ok("lease", "run", "job", "--owner", "me", "--ttl", "5s", "--", "sh", "-c", `echo "fence=$FENCED_FENCE"`)
 	contains(t, "lease run", out, "fence=2")
-	contains(t, "fence advance", c.ok("fence", "advance", "--by", "100"), "new floor")
+	contains(t, "fence advance", c.ok("fence", "advance", "--by", "100", "--yes"), "new floor")
 	c.json(&l, "lease", "acquire", "job", "--owner", "A", "--ttl", "2s", "--json")
 	if l.Fence != 103 {
 		t.Fatalf("acquire after an advance by 100 from fence 2: fence %d, want 103", l.Fence)

@@ -26,8 +26,19 @@ type fenceFloor struct {
 
 func newFenceAdvanceCmd(a *app) *cobra.Command {
 	var by int64
+	var yes bool
 	cmd := callCmd[fenceFloor]{
-		check: func(*cobra.Command, []string) error { return fenced.ValidateAdvanceFences(by) },
+		check: func(*cobra.Command, []string) error {
+			if err := fenced.ValidateAdvanceFences(by); err != nil {
+				return err
+			}
+			step := by
+			if step == 0 {
+				step = fenced.DefaultAdvance
+			}
+			return a.confirm(yes, "fence advance", fmt.Sprintf("fence advance ends every lease, makes running job attempts stale "+
+				"and moves fences and job ids up by %d. Run it only after a restore or a failover.", step))
+		},
 		call: func(ctx context.Context, c *fenced.Client, _ []string) (fenceFloor, error) {
 			floor, err := c.AdvanceFences(ctx, by)
 			step := by
@@ -61,11 +72,20 @@ without an advance, a new holder could be granted a fence a stale one
 already used.
 
 --by must exceed the number of grants the restored copy may have missed;
-0 means %d.`, fenced.DefaultAdvance),
+0 means %d.
+
+It cannot be undone, so it asks first: on a terminal it prints what it
+will do and runs only on the answer "y"; with stdin not a terminal (a
+script, a pipe) it refuses with exit code 2 unless --yes is given. A
+declined prompt exits 1 and changes nothing.`, fenced.DefaultAdvance),
 		Example: `  # After restoring last night's backup, before starting the workers:
-  fenced --db postgres://fenced@db/fenced fence advance`,
+  fenced --db postgres://fenced@db/fenced fence advance
+
+  # The same from a script, without the question:
+  fenced --db postgres://fenced@db/fenced fence advance --yes`,
 		Args: exactArgs(),
 	})
 	cmd.Flags().Int64Var(&by, "by", 0, fmt.Sprintf("how far to advance (0 means %d)", fenced.DefaultAdvance))
+	cmd.Flags().BoolVar(&yes, "yes", false, "advance without asking (required when stdin is not a terminal)")
 	return cmd
 }

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fenced/fenced/internal/test/testdb"
 )
 
 func TestFenceAdvanceEndsLeasesAndRaisesTheFloor(t *testing.T) {
@@ -13,7 +15,7 @@ func TestFenceAdvanceEndsLeasesAndRaisesTheFloor(t *testing.T) {
 		var adv struct {
 			Floor int64 `json:"floor"`
 		}
-		c.json(&adv, "fence", "advance", "--by", "100", "--json")
+		c.json(&adv, "fence", "advance", "--by", "100", "--yes", "--json")
 		if adv.Floor < 101 {
 			t.Fatalf("floor %d, want at least 101", adv.Floor)
 		}
@@ -30,7 +32,7 @@ func TestFenceAdvanceEndsLeasesAndRaisesTheFloor(t *testing.T) {
 		if l.Fence <= adv.Floor {
 			t.Errorf("fence of a new name %d, want above the floor %d", l.Fence, adv.Floor)
 		}
-		contains(t, "advance", c.ok("fence", "advance"), "new floor")
+		contains(t, "advance", c.ok("fence", "advance", "--yes"), "new floor")
 	})
 }
 
@@ -50,7 +52,7 @@ func TestFenceAdvanceShowsAdvancedLeases(t *testing.T) {
 			t.Errorf("ls after a release:\n%s", out)
 		}
 		c.ok("lease", "acquire", "other", "--owner", "B")
-		out = c.ok("fence", "advance", "--by", "100")
+		out = c.ok("fence", "advance", "--by", "100", "--yes")
 		contains(t, "advance", out, "new floor 101;")
 		contains(t, "advance", out, "job fences moved up and job ids skip ahead by 100")
 		out = c.ok("lease", "ls")
@@ -86,4 +88,21 @@ func TestFenceAdvanceRejectsNegativeStep(t *testing.T) {
 	c := newCLI(t, "")
 	c.db = "sqlite:" + t.TempDir() + "/fenced.db"
 	c.fails(2, "fence", "advance", "--by", "-1")
+}
+
+// Off a terminal, fence advance needs --yes: without it, it refuses as a
+// usage error and every lease stays held.
+func TestFenceAdvanceOffATerminalNeedsYes(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, testdb.SQLite(t))
+	c.ok("lease", "acquire", "job", "--owner", "A")
+	r := c.fails(2, "fence", "advance")
+	contains(t, "refusal", r.stderr, "pass --yes to run it when stdin is not a terminal")
+	if l := showLease(c, "job"); !l.Held || l.Fence != 1 {
+		t.Fatalf("after the refusal: %+v, want the lease held at fence 1", l)
+	}
+	c.ok("fence", "advance", "--yes")
+	if l := showLease(c, "job"); l.Held {
+		t.Fatalf("after advance --yes: %+v, want the lease ended", l)
+	}
 }

@@ -44,6 +44,7 @@ state forbids it. A job that does not exist exits 5.`,
 		newJobCountsCmd(a),
 		newJobLimitCmd(a),
 		newJobSlotsCmd(a),
+		newJobWorkCmd(a),
 	)
 	return cmd
 }

@@ -596,3 +596,16 @@ func TestJobHelp(t *testing.T) {
 		t.Errorf("bare fenced job: exit %d, stderr %q; want usage, exit 2", r.code, r.stderr)
 	}
 }
+
+// JSON that does not parse is refused with the reason and the line and
+// column where it stops being JSON, before the database is even created.
+func TestEnqueueArgsNotJSONSaysWhere(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, testdb.SQLite(t))
+	r := c.fails(2, "job", "enqueue", "k", "--args", "{\n  \"to\": \"a@example.com\",\n}")
+	contains(t, "refusal", r.stderr,
+		"fenced: invalid --args: is not valid JSON: invalid character '}' looking for beginning of object key string at line 3, column 1")
+	r = c.fails(2, "job", "enqueue", "k", "--args", `{"to": [1, 2}`)
+	contains(t, "refusal", r.stderr, "is not valid JSON: invalid character '}' after array element at line 1, column 13")
+	contains(t, "job ls after the refusals", c.fails(1, "job", "ls").stderr, "does not exist")
+}

@@ -186,7 +186,7 @@ func TestLeaseElectAgainCampaignsAgainAfterLosingLeadership(t *testing.T) {
 		waitFor(t, "the first term", func() bool { return len(fences(t, log)) == 1 })
 		// Advancing fences ends every lease: the command gets SIGTERM and
 		// fenced campaigns again, with a fence above the advance.
-		c.ok("fence", "advance", "--by", "10")
+		c.ok("fence", "advance", "--by", "10", "--yes")
 		waitFor(t, "the second term", func() bool { return len(fences(t, log)) == 2 })
 		if got := fences(t, log); got[1] <= got[0]+10 {
 			t.Fatalf("fences %v: the second term's is not above the advance", got)
@@ -214,7 +214,7 @@ func TestLeaseElectLosingLeadershipWithoutAgainEndsLikeLeaseRun(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "fences")
 	_, done := startElect(t, c, "job", "--ttl", "1s", "--", "sh", "-c", `echo "$FENCED_FENCE" >> "$0"; exec sleep 60`, log)
 	waitFor(t, "the term", func() bool { return len(fences(t, log)) == 1 })
-	c.ok("fence", "advance", "--by", "10")
+	c.ok("fence", "advance", "--by", "10", "--yes")
 	r := waitExit(t, done)
 	if r.code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit %d, want %d (sleep killed by SIGTERM); stderr %q", r.code, 128+int(syscall.SIGTERM), r.stderr)

@@ -169,7 +169,7 @@ func TestLeaseRunLosingTheLeaseTerminatesTheCommand(t *testing.T) {
 		_, done := startRun(t, c, "job", []string{"--ttl", "1s", "--grace", "5s"}, sleeper...)
 		// Advancing fences ends every lease: the keeper's next renewal is
 		// stale, and the command gets SIGTERM.
-		c.ok("fence", "advance", "--by", "10")
+		c.ok("fence", "advance", "--by", "10", "--yes")
 		r := waitExit(t, done)
 		if r.code != 128+int(syscall.SIGTERM) {
 			t.Errorf("exit %d, want %d (sleep killed by SIGTERM); stderr %q", r.code, 128+int(syscall.SIGTERM), r.stderr)
@@ -203,7 +203,7 @@ func TestLeaseRunKillsACommandIgnoringSIGTERMAfterGrace(t *testing.T) {
 	_, done := startRun(t, c, "job", []string{"--ttl", "1s", "--grace", "100ms"},
 		"sh", "-c", `trap "" TERM; touch "$0"; exec sleep 60`, ready)
 	waitFile(t, ready) // the trap is set before the lease is lost
-	c.ok("fence", "advance", "--by", "10")
+	c.ok("fence", "advance", "--by", "10", "--yes")
 	r := waitExit(t, done)
 	if r.code != 128+int(syscall.SIGKILL) {
 		t.Errorf("exit %d, want %d (killed); stderr %q", r.code, 128+int(syscall.SIGKILL), r.stderr)
@@ -218,7 +218,7 @@ func TestLeaseRunLostLeaseIsStaleEvenIfTheCommandExits0(t *testing.T) {
 	_, done := startRun(t, c, "job", []string{"--ttl", "1s"},
 		"sh", "-c", `trap 'kill $!; exit 0' TERM; sleep 60 >/dev/null 2>&1 & touch "$0"; wait`, ready)
 	waitFile(t, ready)
-	c.ok("fence", "advance", "--by", "10")
+	c.ok("fence", "advance", "--by", "10", "--yes")
 	if r := waitExit(t, done); r.code != exitStale {
 		t.Errorf("exit %d, want %d (stale); stderr %q", r.code, exitStale, r.stderr)
 	}

@@ -1,8 +1,9 @@
 // Command fenced is the command-line tool of fenced: take, renew, release and
 // inspect fenced leases, run a command under a lease (like flock(1), but
 // with a fence the command can pass to its writes), write to the fenced
-// resource store, enqueue, inspect, cancel and retry jobs, advance fences
-// after a restore or failover, and migrate the database.
+// resource store, enqueue, inspect, cancel and retry jobs, work jobs with a
+// command per attempt ("job work"), advance fences after a restore or
+// failover, and migrate the database.
 //
 // The database is chosen by --db or FENCED_DATABASE_URL, and is an embedded
 // SQLite file, fenced.db in the working directory, when neither is set. A
@@ -25,7 +26,7 @@ import (
 
 func main() {
 	// The first SIGINT or SIGTERM cancels the command's context; "lease run"
-	// forwards them to its child instead.
+	// forwards them to its child instead, and "job work" stops gracefully.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], newApp())
 	stop()

@@ -47,6 +47,22 @@ func TestPythonClient(t *testing.T) {
 		t.Fatalf("fenced_client is not imported from the virtual environment: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 
+	// One version: pyproject.toml's, the installed distribution's and
+	// fenced_client.__version__.
+	toml, err := os.ReadFile(filepath.Join(pkg, "pyproject.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^version = "([^"]+)"$`).FindSubmatch(toml)
+	if m == nil {
+		t.Fatal("pyproject.toml declares no version")
+	}
+	r = runInterpreter(t, vpy, nil, "-c",
+		"import importlib.metadata as m, fenced_client; print(m.version('fenced-client'), fenced_client.__version__)")
+	if want := string(m[1]) + " " + string(m[1]); r.code != 0 || strings.TrimSpace(r.stdout) != want {
+		t.Fatalf("versions (installed, __version__) = %q, exit %d, want %q\nstderr: %s", r.stdout, r.code, want, r.stderr)
+	}
+
 	s := newCLI(t, testdb.SQLite(t)).serve()
 	r = runInterpreter(t, vpy, []string{"FENCED_URL=" + s.base},
 		"-m", "unittest", "discover", "-s", filepath.Join(pkg, "tests"), "-v")

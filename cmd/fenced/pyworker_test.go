@@ -11,7 +11,9 @@ import (
 	"github.com/fenced/fenced/internal/test/testdb"
 )
 
-// The Python worker of examples/python against a real "fenced serve": it
+// The Python worker of examples/python, on the fenced_client package of
+// clients/python (found in the checkout, not installed), against a real
+// "fenced serve": it
 // works echo jobs to succeeded, heartbeating through handlers that run
 // longer than their lease, and claims no job of another kind; its
 // completion after a takeover is refused with 409 stale_fence, on a queue
@@ -153,9 +155,9 @@ func TestPythonWorker(t *testing.T) {
 
 	// A demo cut short (here: w2 gives up at once) cleans up: its job is
 	// cancelled, not left queued or held under w1's 200ms lease.
-	r := runPython(t, nil, "-c", `import sys; sys.path.insert(0, sys.argv[1]); import worker
+	r := runPython(t, nil, "-c", `import sys; sys.path.insert(0, sys.argv[1]); import worker, fenced_client
 try:
-    worker.demo_stale(worker.FencedClient(sys.argv[2]), queue="demo-stale-cut", deadline_s=0)
+    worker.demo_stale(fenced_client.Client(sys.argv[2]), queue="demo-stale-cut", deadline_s=0)
 except RuntimeError as e:
     print("cut short:", e)
 `, filepath.Dir(workerScript(t)), s.base)

@@ -40,7 +40,7 @@ func TestSnapshotRestoreNeedsFenceAdvance(t *testing.T) {
 	var adv struct {
 		Floor int64 `json:"floor"`
 	}
-	c.json(&adv, "fence", "advance", "--by", "1000", "--json")
+	c.json(&adv, "fence", "advance", "--by", "1000", "--yes", "--json")
 	if adv.Floor != 1001 {
 		t.Fatalf("floor %d, want 1001", adv.Floor)
 	}

@@ -20,7 +20,7 @@ func TestHelp(t *testing.T) {
 	for _, cmd := range [][]string{
 		{"lease", "acquire"}, {"lease", "renew"}, {"lease", "release"}, {"lease", "show"},
 		{"lease", "ls"}, {"lease", "run"}, {"resource", "write"}, {"resource", "show"},
-		{"fence", "advance"}, {"migrate"}, {"demo"},
+		{"fence", "advance"}, {"migrate"}, {"demo"}, {"job", "work"},
 		{"semaphore", "acquire"}, {"semaphore", "renew"}, {"semaphore", "release"}, {"semaphore", "show"}, {"semaphore", "ls"},
 	} {
 		contains(t, strings.Join(cmd, " ")+" --help", c.ok(append(cmd, "--help")...), "Examples:")

@@ -44,7 +44,8 @@ func newServeCmd(a *app) *cobra.Command {
 		Long: `Serve fenced over HTTP/JSON under /v1 for workers in any language: leases,
 the fenced resource store and the job queue (claims long-poll), with
 /healthz (open), /v1/openapi.json (open: the API's OpenAPI 3.1
-document), /metrics (Prometheus) and an HTML dashboard at / (queues,
+document) and /v1/openapi.html (open: the same document as a page to
+read), /metrics (Prometheus) and an HTML dashboard at / (queues,
 overdue and failed jobs, leases, stale writes rejected, a job browser with
 retry, cancel and delete). Every answer the
 database decided carries its clock reading in the X-Fenced-DB-Time header
@@ -78,8 +79,10 @@ cookie is Secure over --tls-cert too.
 
 The server also runs the job queue's maintenance — recovery of expired work,
 retention and periodic jobs — unless --no-maintenance (run it in one place
-or several: a fenced lease elects one). SIGINT or SIGTERM shuts it down
-gracefully.
+or several: a fenced lease elects one). With --no-maintenance, jobs whose
+worker stopped heartbeating stay running until a maintainer runs elsewhere;
+the dashboard's "Running past their lease" panel says so. SIGINT or SIGTERM
+shuts it down gracefully.
 
 ` + periodicHelp + `
 
@@ -284,7 +287,8 @@ func (a *app) serve(ctx context.Context, o serveOptions) error {
 		ln.Close()
 		return err
 	}
-	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL, StaleMinutes: srv.StaleMinutes, Secure: srv.RequestSecure}
+	dopts := dashboard.Options{Logger: log, SessionTTL: o.sessionTTL, StaleMinutes: srv.StaleMinutes, Secure: srv.RequestSecure,
+		NoMaintenance: !o.maintenance}
 	if srv.TokensSet() {
 		dopts.CheckToken = srv.CheckToken
 	}

@@ -274,3 +274,23 @@ func TestServeDefaultBodyFitsTheLargestValue(t *testing.T) {
 	s.want(200, "PUT", "/v1/resources/big", string(body))
 	s.stop()
 }
+
+// A server started with --no-maintenance says so on its dashboard's panel
+// of jobs running past their lease, and what would take them back.
+func TestServeWithoutMaintenanceSaysWhoRecovers(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t, "sqlite:"+filepath.Join(t.TempDir(), "f.db"))
+	s := c.serve("--no-maintenance")
+	s.want(201, "POST", "/v1/jobs", `{"kind": "k"}`)
+	s.want(200, "POST", "/v1/queues/default/claim", `{"owner": "gone", "limit": 1, "lease_ms": 1}`)
+	waitFor(t, "the panel to say this server recovers nothing", func() bool {
+		resp, err := http.Get(s.base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "This server runs no job maintenance (it was started with --no-maintenance)")
+	})
+	s.stop()
+}

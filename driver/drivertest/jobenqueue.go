@@ -102,6 +102,49 @@ func runEnqueue(t *testing.T, b Backend) {
 			t.Fatalf("%d jobs exist", len(jobs))
 		}
 	})
+	t.Run("RepeatedKeyConsumesNoID", func(t *testing.T) {
+		// A repeat of a key takes no id: the jobs enqueued around repeats
+		// (alone, in a batch, twice within one batch, in a bulk enqueue) get
+		// ids one step apart, as if the repeats had not been made.
+		t.Parallel()
+		e := setup(t, b)
+		first := e.enqueue(t, fenced.EnqueueParams{Kind: "k", IdempotencyKey: "a"})
+		second := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+		step := second.ID - first.ID
+		last := second
+		next := func(what string) {
+			t.Helper()
+			j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
+			if j.ID != last.ID+step {
+				t.Fatalf("after %s the next job has id %d, want %d (ids %d, %d)", what, j.ID, last.ID+step, first.ID, second.ID)
+			}
+			last = j
+		}
+		for range 2 {
+			if j, existing, err := e.c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", IdempotencyKey: "a"}); err != nil || !existing || j.ID != first.ID {
+				t.Fatalf("repeat = %+v, %v, %v", j, existing, err)
+			}
+		}
+		next("two repeats")
+		res, err := e.c.EnqueueMany(ctx(t), nil, []fenced.EnqueueParams{
+			{Kind: "k", IdempotencyKey: "a"}, {Kind: "k", IdempotencyKey: "b"}, {Kind: "k", IdempotencyKey: "b"}, {Kind: "k"}})
+		wantNoErr(t, err, "enqueue many")
+		if !res[0].Existing || res[1].Existing || !res[2].Existing || res[2].Job.ID != res[1].Job.ID ||
+			res[1].Job.ID != last.ID+step || res[3].Job.ID != last.ID+2*step {
+			t.Fatalf("batch ids %d %d %d %d existing %v %v %v, want new ids from %d", res[0].Job.ID, res[1].Job.ID,
+				res[2].Job.ID, res[3].Job.ID, res[0].Existing, res[1].Existing, res[2].Existing, last.ID+step)
+		}
+		last = res[3].Job
+		next("a batch with repeats")
+		n, err := e.c.EnqueueBulk(ctx(t), nil, []fenced.EnqueueParams{
+			{Kind: "k", IdempotencyKey: "a"}, {Kind: "k", IdempotencyKey: "c"}, {Kind: "k", IdempotencyKey: "c"}})
+		wantNoErr(t, err, "enqueue bulk")
+		if n != 1 {
+			t.Fatalf("bulk enqueued %d jobs, want 1", n)
+		}
+		last.ID += step // the bulk's one new job
+		next("a bulk enqueue with repeats")
+	})
 	t.Run("InsideTheCallersTransaction", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

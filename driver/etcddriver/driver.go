@@ -3,7 +3,7 @@ package etcddriver
 import (
 	"context"
 	"fmt"
-	"time"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -12,9 +12,6 @@ import (
 )
 
 func init() { driver.Register(Open, "etcd") }
-
-// dialTimeout bounds connecting to the first member at Open.
-const dialTimeout = 5 * time.Second
 
 // Driver is the etcd backend: the core of the contract (driver.Driver,
 // leader election included) and the fence floor (driver.FenceFloorReader,
@@ -29,25 +26,43 @@ type Driver struct {
 var _ driver.Driver = (*Driver)(nil)
 
 // Open connects to the cluster named by an etcd:// URL (see ParseURL) and
-// checks that a member answers.
+// checks that a member answers a read, within dialTimeout (5s) for the
+// connections and as long again for the read, or less if ctx ends first.
+// When no member can be reached it fails with a *fencedtype.ConnectError
+// naming each member and its cause ("127.0.0.1:2379: connection refused"),
+// at once when every member refuses; when members accept connections but
+// none answers, the error says the read that was tried.
 func Open(ctx context.Context, url string) (driver.Driver, error) {
 	u, err := ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
+	hosts := make([]string, len(u.Endpoints))
+	for i, e := range u.Endpoints {
+		hosts[i] = strings.TrimPrefix(e, "http://")
+	}
+	causes := probeMembers(ctx, hosts)
+	if !anyAccepted(causes) {
+		return nil, connectError(hosts, "no member accepted a connection", causes, nil)
+	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: u.Endpoints, DialTimeout: dialTimeout, Context: context.WithoutCancel(ctx), Logger: quietLogger()})
 	if err != nil {
-		return nil, fmt.Errorf("connect to etcd %v: %w", u.Endpoints, err)
+		return nil, connectError(hosts, "cannot make a client", causes, err)
 	}
 	d := &Driver{cli: cli, keys: keys{prefix: u.Prefix}, own: true}
 	pctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	if _, err := cli.Get(pctx, d.keys.floor()); err != nil {
 		cli.Close()
-		if c := driver.NetCause(err); c != "" {
-			return nil, fmt.Errorf("connect to etcd %v: %s", u.Endpoints, c)
+		tried := fmt.Sprintf("no member answered a read of %s within %s", d.keys.floor(), dialTimeout)
+		switch c := driver.NetCause(err); c {
+		case "timed out":
+		case "":
+			tried += ": " + err.Error()
+		default:
+			tried += ": " + c
 		}
-		return nil, fmt.Errorf("connect to etcd %v: %w", u.Endpoints, err)
+		return nil, connectError(hosts, tried, causes, err)
 	}
 	return d, nil
 }

@@ -20,9 +20,26 @@ const (
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
 VALUES `
-	jobInsertRow = `(?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ?, ?, ?, ?, ` +
-		now + `, ` + now + `)`
+	jobInsertValues = `?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ?, ?, ?, ?, ` +
+		now + `, ` + now
+	jobInsertRow = `(` + jobInsertValues + `)`
 )
+
+// enqueueKeyedSQL enqueues one job with an idempotency key unless a job
+// holds the key already: its parameters are jobInsertRow's and the key
+// again. The key is looked up before the insert, not only left to the
+// unique index: InnoDB allocates an auto-increment id to a row before the
+// index refuses it as a duplicate, so every repeat would consume an id.
+// Under READ COMMITTED the lookup is a consistent read; a job with the key
+// committed since (or not yet committed) still meets the unique index, as
+// before, and that race alone consumes an id. Under REPEATABLE READ the
+// lookup takes a shared next-key lock, and a deadlock between two such
+// enqueuers is retried as the driver's own transactions are.
+const enqueueKeyedSQL = `
+INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
+SELECT ` + jobInsertValues + ` FROM DUAL
+WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = ?)`
 
 // jobByKeySQL reads the job holding an idempotency key: a locking read, so
 // it sees the committed row of a concurrent enqueuer, whose commit the
@@ -118,8 +135,13 @@ func runEnd(jobs []driver.EnqueueParams, start int) int {
 	return end
 }
 
-// insertSQL is the INSERT of jobs[from:to] and its arguments.
+// insertSQL is the INSERT of jobs[from:to] and its arguments: for one job
+// with an idempotency key, enqueueKeyedSQL, which inserts no row when the
+// key exists.
 func insertSQL(jobs []driver.EnqueueParams, from, to int) (string, []any) {
+	if to-from == 1 && jobs[from].IdempotencyKey != "" {
+		return enqueueKeyedSQL, append(insertArgs(jobs[from]), []byte(jobs[from].IdempotencyKey))
+	}
 	rows := make([]string, 0, to-from)
 	var args []any
 	for i := from; i < to; i++ {
@@ -152,13 +174,20 @@ func insertArgs(p driver.EnqueueParams) []any {
 func (in *inserter) one(ctx context.Context, i int) error {
 	query, args := insertSQL(in.jobs, i, i+1)
 	res, err := in.tx.ExecContext(ctx, query, args...)
+	var n int64
 	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err == nil && n == 1 {
 		id, err := res.LastInsertId()
 		in.inserted[i] = id
 		return err
 	}
 	key := in.jobs[i].IdempotencyKey
-	if !isDuplicate(err) || key == "" {
+	if err != nil && !isDuplicate(err) || key == "" {
+		if err == nil {
+			err = fmt.Errorf("insert of a job without a key wrote %d rows", n)
+		}
 		return err
 	}
 	j, err := scanJob(in.tx.QueryRowContext(ctx, jobByKeySQL, key))

@@ -106,6 +106,12 @@ const (
 	errDupEntry    = 1062 // ER_DUP_ENTRY
 	errNoSuchTable = 1146 // ER_NO_SUCH_TABLE
 	errDeadlock    = 1213 // ER_LOCK_DEADLOCK: the transaction was rolled back
+	// ER_AUTOINC_READ_FAILED: what InnoDB reports instead of a deadlock or a
+	// lock wait timeout met while an INSERT … SELECT waits for the table's
+	// auto-increment lock (enqueueKeyedSQL under REPEATABLE READ, whose
+	// lookup share-locks the key's index range): the statement was undone,
+	// and the transaction too when it was a deadlock's victim.
+	errAutoincRead = 1467
 )
 
 func isMySQLError(err error, number uint16) bool {
@@ -113,7 +119,12 @@ func isMySQLError(err error, number uint16) bool {
 	return errors.As(err, &me) && me.Number == number
 }
 
-func isDeadlock(err error) bool { return isMySQLError(err, errDeadlock) }
+// isDeadlock reports a conflict that undid fn's work and that running the
+// transaction again resolves: a deadlock, or an auto-increment lock the
+// statement could not get (errAutoincRead).
+func isDeadlock(err error) bool {
+	return isMySQLError(err, errDeadlock) || isMySQLError(err, errAutoincRead)
+}
 
 func isDuplicate(err error) bool { return isMySQLError(err, errDupEntry) }
 

@@ -14,11 +14,13 @@ import (
 )
 
 // enqueueSQL enqueues a batch in one statement. A row whose idempotency key
-// exists already (or repeats within the batch) is skipped here and read back
-// by the caller. Rows are inserted in input order, so their ids ascend in it.
-// %s is enqueueOnConflict when a job of the batch has an idempotency key,
-// else nothing: a plain insert logs no confirmation record per row, as an
-// insert that may conflict does (48 bytes of WAL a job).
+// exists already (or repeats within the batch) is skipped here and read
+// back by the caller. Rows are inserted in input order, so their ids ascend
+// in it. The first %s is the rows: enqueuePlainRows, or enqueueKeyedRows
+// when a job of the batch has an idempotency key; the second is
+// enqueueOnConflict in that case, else nothing: a plain insert logs no
+// confirmation record per row, as an insert that may conflict does (48
+// bytes of WAL a job).
 const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
@@ -26,10 +28,26 @@ SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
     i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
     clock_timestamp(), clock_timestamp()
-FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
-        $9::text[], $10::text[], $11::bool[], $12::jsonb[])
-    WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, ord)
+FROM %s
 ORDER BY i.ord%s`
+
+const enqueueInput = `unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
+        $9::text[], $10::text[], $11::bool[], $12::jsonb[])
+    WITH ORDINALITY AS %s(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, ord)`
+
+// enqueueKeyedRows drops, before the insert, a row whose key exists already
+// and each repeat of a key within the batch after its first: a row that
+// reaches the insert draws its id from the identity's sequence even when ON
+// CONFLICT then skips it, so a repeat would consume an id. Only a key
+// inserted by a concurrent enqueuer after this statement's snapshot still
+// reaches ON CONFLICT (and consumes an id); ON CONFLICT stays as the
+// guarantee of one job per key.
+var (
+	enqueuePlainRows = fmt.Sprintf(enqueueInput, "i")
+	enqueueKeyedRows = `(SELECT u.*, row_number() OVER (PARTITION BY u.ikey ORDER BY u.ord) AS nth
+    FROM ` + fmt.Sprintf(enqueueInput, "u") + `) AS i
+WHERE i.ikey = '' OR (i.nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = i.ikey))`
+)
 
 const enqueueOnConflict = `
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
@@ -37,8 +55,8 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 // The enqueue statements of batches with and without idempotency keys.
 var (
 	// EnqueueBulk's, which read nothing back.
-	enqueueKeyedBulkSQL = fmt.Sprintf(enqueueSQL, enqueueOnConflict)
-	enqueuePlainBulkSQL = fmt.Sprintf(enqueueSQL, "")
+	enqueueKeyedBulkSQL = fmt.Sprintf(enqueueSQL, enqueueKeyedRows, enqueueOnConflict)
+	enqueuePlainBulkSQL = fmt.Sprintf(enqueueSQL, enqueuePlainRows, "")
 	// Enqueue's, which read the jobs back.
 	enqueueKeyedSQL = enqueueKeyedBulkSQL + enqueueReturning
 	enqueuePlainSQL = enqueuePlainBulkSQL + enqueueReturning

@@ -13,7 +13,12 @@ import (
 
 // enqueueSQL enqueues one job. A job whose idempotency key exists already
 // (committed before, or earlier in the same batch) is skipped here and read
-// back with jobByKeySQL in the same transaction. Parameters: ?1 kind,
+// back with jobByKeySQL in the same transaction. It is skipped by NOT
+// EXISTS before the insert, not only by ON CONFLICT: with AUTOINCREMENT, a
+// row that conflicts still advances the table's id sequence, so every
+// repeat would consume an id. (The write lock is held, so no other writer
+// inserts the key between the check and the insert; ON CONFLICT stays as
+// the guarantee.) Parameters: ?1 kind,
 // ?2 queue, ?3 args, ?4 priority, ?5 run_at_us or NULL, ?6 delay_us,
 // ?7 max_attempts, ?8 idempotency key (empty for none), ?9 concurrency key
 // and ?10 sequence key (empty for none), ?11 sequence_continue_on_failed,
@@ -21,8 +26,9 @@ import (
 const enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us)
-VALUES (?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
-    NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `)
+SELECT ?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
+    NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `
+WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = NULLIF(?8, ''))
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
 

@@ -21,8 +21,9 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 // bytes, or null for none)]. The jobs are inserted in
 // the array's order, so their ids ascend in input order; a job whose
 // idempotency key exists already (committed before, or earlier in the
-// batch) is skipped. (WHERE true, as SQLite's documentation of upsert
-// advises for INSERT … SELECT.)
+// batch) is skipped, before the insert (NOT EXISTS, and the first of each
+// key in the batch by row_number), so that it consumes no id as a row
+// refused by ON CONFLICT does under AUTOINCREMENT (see enqueueSQL).
 const enqueueBulkSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us)
@@ -30,7 +31,9 @@ SELECT value ->> 0, value ->> 1, CAST(unhex(value ->> 2) AS TEXT), value ->> 3,
     COALESCE(value ->> 4, ` + nowUS + ` + (value ->> 5)), value ->> 6, NULLIF(value ->> 7, ''),
     NULLIF(value ->> 8, ''), NULLIF(value ->> 9, ''), value ->> 10, CAST(unhex(value ->> 11) AS TEXT),
     ` + nowUS + `, ` + nowUS + `
-FROM jsonb_each(?1) WHERE true ORDER BY key
+FROM (SELECT key, value, row_number() OVER (PARTITION BY value ->> 7 ORDER BY key) AS nth FROM jsonb_each(?1))
+WHERE value ->> 7 = '' OR (nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = value ->> 7))
+ORDER BY key
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
 // EnqueueBulk implements driver.BulkEnqueuer: enqueueBulkSQL in one write

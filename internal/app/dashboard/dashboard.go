@@ -77,6 +77,11 @@ type Options struct {
 	// StaleMinutes gives the server's stale refusals by minute (the
 	// server's StaleMinutes), for a chart. Nil: no such chart.
 	StaleMinutes func() map[time.Time]int64
+	// NoMaintenance says the server runs no job maintenance (fenced serve
+	// --no-maintenance): the panel of jobs running past their lease then
+	// says that this server will not recover them, and what will. Default
+	// false: the server runs it.
+	NoMaintenance bool
 }
 
 // Handler serves the dashboard.

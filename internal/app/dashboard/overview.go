@@ -39,6 +39,8 @@ type overview struct {
 	Partial  bool          // the scans stopped at scanLimit
 	Leases   []*fenced.Lease
 	Stale    staleCount
+	// NoMaintenance: this server runs no job maintenance (Options).
+	NoMaintenance bool
 }
 
 // queueRow is one queue's job counts, in the order of States, and whether
@@ -75,7 +77,7 @@ type kindCount struct {
 
 // load reads everything the overview shows.
 func (h *Handler) load(ctx context.Context) (*overview, error) {
-	o := &overview{States: states}
+	o := &overview{States: states, NoMaintenance: h.o.NoMaintenance}
 	var err error
 	if o.Now, err = h.c.DatabaseTime(ctx); err != nil {
 		o.Now = time.Time{} // a backend without a clock: each job's DecidedAt instead

@@ -4,7 +4,10 @@ import (
 	_ "embed"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/fenced/fenced/internal/app/apidoc"
 )
 
 // openAPIDocument is the OpenAPI 3.1 description of every route in
@@ -21,4 +24,30 @@ var openAPIDocument []byte
 // nothing in it was decided by the database.
 func (s *Server) openAPI(*http.Request) (*reply, error) {
 	return ok(json.RawMessage(openAPIDocument), time.Time{}), nil
+}
+
+// openAPIPage is the OpenAPI document rendered for people (apidoc), once.
+var openAPIPage = sync.OnceValues(func() ([]byte, error) { return apidoc.Render(openAPIDocument) })
+
+// openAPIHTML: GET /v1/openapi.html → the OpenAPI document as a page for
+// people: the operations with their parameters, bodies and responses, and
+// the schemas. Open, as the document is; not an operation of the document
+// (its body is HTML, not JSON), as GET /metrics is not. The page runs no
+// script and loads nothing from elsewhere, and its policy says so.
+func (s *Server) openAPIHTML(w http.ResponseWriter, r *http.Request) {
+	noQuery := withoutQuery(func(*http.Request) (*reply, error) { return nil, nil })
+	if _, err := noQuery(r); err != nil {
+		s.writeError(w, r, s.errorFor(r, err))
+		return
+	}
+	page, err := openAPIPage()
+	if err != nil {
+		s.writeError(w, r, s.errorFor(r, err))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.Write(page) // a write error means the client left
 }

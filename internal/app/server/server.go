@@ -254,16 +254,19 @@ func (s *Server) dashboardLogin(route string) bool {
 const (
 	routeHealth    = "GET /healthz"
 	routeOpenAPI   = "GET /v1/openapi.json"
+	routeAPIPage   = "GET /v1/openapi.html"
 	routeDashboard = "dashboard"
 	routeUnmatched = "unmatched"
 )
 
 // openRoute reports whether a route is served without a token and from
 // any client: the health check, which load balancers probe without
-// credentials, and the OpenAPI document, which describes the API and holds
-// nothing that is not in the public documentation. Neither changes
-// anything.
-func openRoute(route string) bool { return route == routeHealth || route == routeOpenAPI }
+// credentials, and the OpenAPI document and its page, which describe the
+// API and hold nothing that is not in the public documentation. None
+// changes anything.
+func openRoute(route string) bool {
+	return route == routeHealth || route == routeOpenAPI || route == routeAPIPage
+}
 
 // route finds the handler of r and the label its logs and metrics carry:
 // the ServeMux pattern, "dashboard", or "unmatched" (never the raw path, so
@@ -404,6 +407,7 @@ func (s *Server) routes() *http.ServeMux {
 		m.Handle(rt.pattern, s.endpoint(h))
 	}
 	m.Handle("GET /metrics", s.stamped(s.metrics.handler(s.log)))
+	m.HandleFunc(routeAPIPage, s.openAPIHTML)
 	return m
 }
 

@@ -122,3 +122,20 @@ func hasDuplicateKey(b []byte) bool {
 		}
 	}
 }
+
+func TestSyntaxErrorSaysWhereTheTextStopsBeingJSON(t *testing.T) {
+	for _, c := range []struct{ json, want string }{
+		{`{"a": 1}`, ""},
+		{`{"a": 1,}`, "invalid character '}' looking for beginning of object key string at line 1, column 9"},
+		{"{\n  \"a\": 1,\n  \"b\" 2\n}", "invalid character '2' after object key at line 3, column 7"},
+		{`{"é": tru}`, "invalid character '}' in literal true (expecting 'e') at line 1, column 10"},
+		{`[1, 2`, "unexpected end of JSON input at line 1, column 6"},
+		{``, "unexpected end of JSON input at line 1, column 1"},
+		{`not json`, "invalid character 'o' in literal null (expecting 'u') at line 1, column 2"},
+		{`{} {}`, "invalid character '{' after top-level value at line 1, column 4"},
+	} {
+		if got := SyntaxError([]byte(c.json)); got != c.want {
+			t.Errorf("SyntaxError(%q) = %q, want %q", c.json, got, c.want)
+		}
+	}
+}
