@@ -129,8 +129,8 @@ const endJobsEndedSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE 
 // (16 MiB on MariaDB, 64 MiB on MySQL) though every end carries 64 KiB of
 // error text.
 const (
-	finishChunkEnds  = 500
-	finishChunkBytes = 4 << 20
+	endChunkEnds  = 500
+	endChunkBytes = 4 << 20
 )
 
 // EndJobs implements driver.JobDriver: in one transaction (or the
@@ -195,12 +195,12 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimist
 		}
 		for len(round) > 0 {
 			n, size := 0, 0
-			for n < len(round) && n < finishChunkEnds && (n == 0 || size < finishChunkBytes) {
+			for n < len(round) && n < endChunkEnds && (n == 0 || size < endChunkBytes) {
 				e := ends[round[n]]
 				size += endSize(e)
 				n++
 			}
-			if err := finishChunk(ctx, tx, ends, round[:n], out, answers, optimistic); err != nil {
+			if err := endChunk(ctx, tx, ends, round[:n], out, answers, optimistic); err != nil {
 				return nil, nil, err
 			}
 			round = round[n:]
@@ -213,10 +213,10 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimist
 	return out, answers, nil
 }
 
-// finishChunk ends the attempts ends[at...] (distinct ids, ascending), and
+// endChunk ends the attempts ends[at...] (distinct ids, ascending), and
 // sets out[at...] to nil or the diagnosed error and answers[at...] to how
 // each end that held was recorded.
-func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error, answers []fencedtype.JobEnded, optimistic bool) error {
+func endChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error, answers []fencedtype.JobEnded, optimistic bool) error {
 	refs := make([]fencedtype.JobRef, len(at))
 	kinds := make(map[int64]fencedtype.EndKind, len(at))
 	picked := make([]int64, len(at))
