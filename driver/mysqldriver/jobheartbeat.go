@@ -16,7 +16,7 @@ import (
 // heartbeatJobsPickSQL locks, in id order, the rows of the attempts given
 // that are still current, and skips rows another transaction holds (an open
 // JobTx of the attempt share-locks its row): one long transaction cannot
-// stall the heartbeat of every other job. Finishes lock in id order too, so
+// stall the heartbeat of every other job. Ends lock in id order too, so
 // the two never wait for each other in a cycle. Parameters: the ids, then
 // the (id, fence) pairs.
 const heartbeatJobsPickSQL = `
