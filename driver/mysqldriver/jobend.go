@@ -21,10 +21,9 @@ import (
 // kind and guarded by its own fence, and one INSERT records the ended
 // attempts. A batch of completions is one single-table UPDATE
 // (endCompletesSQL); any other batch's ends travel as one JSON document,
-// read as a table by JSON_TABLE (MySQL 8.0.4, MariaDB 10.6): a derived
-// table of literal rows (SELECT … UNION ALL …) took the server 3–5 ms to
-// plan for 100 ends and 50–200 ms for 500, against 2 ms for JSON_TABLE's
-// 500.
+// read as a table by JSON_TABLE (MySQL 8.0.4, MariaDB 10.6), which the
+// server plans far faster than a derived table of literal rows (SELECT …
+// UNION ALL …; docs/design.md §10, measurements).
 
 // endsTableSQL reads the ends' document (endsTable) as a table. Text travels
 // as JSON strings, so that an output keeps its bytes; a JSON null is NULL.
@@ -79,8 +78,8 @@ WHERE j.id IN (%s) AND ` + endFenceMatch + ` AND j.state = 'running' AND j.lease
 
 // endCompletesSQL ends a chunk whose ends are all completions, the common
 // case, with a single-table UPDATE: the general statement's join with the
-// ends' table costs MySQL a temporary table of the rows and a second pass,
-// about twice the work per row. The first %s is the output of each job
+// ends' table costs MySQL a temporary table of the rows and a second pass
+// (docs/design.md §10). The first %s is the output of each job
 // (outputOf), the second the picked ids, the third their (id, fence)
 // pairs; the guard is the general statement's. The statement's clock
 // reading is handed back (clockAsInsertID).

@@ -158,16 +158,9 @@ func collectRows[T any](rows pgx.Rows, err error, fn pgx.RowToFunc[T]) ([]T, err
 // through the primary key. The state it requires is a subquery, evaluated
 // once per statement, so that the planner cannot match it to the partial
 // index of running jobs (fenced_jobs_running, WHERE state = 'running'):
-// with statistics taken when few jobs ran, it estimated that index at a
-// handful of rows and read a batch of ends or heartbeats through it, but
-// between vacuums the index also holds an entry for every attempt ended
-// since. At 25,000 jobs a second such a batch then took 300-800 ms instead
-// of 10, and a continuous run fell to a tenth of its pace for minutes,
-// until the statistics changed again. Other ways of hiding the state test
-// did worse: "(j.state = 'running') IS TRUE" estimates one row from stale
-// statistics and has the whole table scanned, and adding an index condition
-// on the ids (j.id = ANY($1)) had the batch's ids looked up again for each
-// row of the batch.
+// between vacuums that index also holds an entry for every attempt ended
+// since, and a batch read through it is many times slower (docs/design.md
+// §10, measurements; TestBatchesOfAttemptsAreReadByTheirIDs).
 const jobGuard = `j.state = (SELECT 'running') AND j.lease_expires_at > clock_timestamp()`
 
 // retryDeadlock runs fn again when PostgreSQL aborted it as a deadlock

@@ -15,7 +15,7 @@ import (
 // by the caller. Rows are inserted in input order, so their ids ascend in it.
 // %s is enqueueOnConflict when a job of the batch has an idempotency key,
 // else nothing: a plain insert logs no confirmation record per row, as an
-// insert that may conflict does (48 bytes of WAL a job).
+// insert that may conflict does (docs/design.md §10, measurements).
 const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, created_at, updated_at)
