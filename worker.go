@@ -57,10 +57,7 @@ type WorkerConfig struct {
 // DefaultFetchBatch is the most jobs one claim takes when
 // WorkerConfig.FetchBatch is zero. A claim and an outcome batch each cost a
 // statement and a commit whatever their size, so a busy worker spends less
-// per job on larger ones. On "fenced bench" (2,000 no-op jobs at once, a
-// quiet 2-core machine) 300 worked about a third more jobs a second than
-// 100, and 1,000 another 13–16% more than 300 in continuous mode on
-// PostgreSQL (burn-down, SQLite and MySQL unchanged within noise).
+// per job on larger ones (docs/design.md §10, measurements).
 const DefaultFetchBatch = 1000
 
 // WorkerStats count what a worker did. An attempt it claimed is counted

@@ -110,8 +110,8 @@ func runDeleteFinishedJobs(t *testing.T, b Backend) {
 			t.Fatalf("deleted %d jobs younger than an hour", n)
 		}
 		// Age 0 deletes what finished before the database's now; SQLite's
-		// clock counts milliseconds, and the finish and this call can fall in
-		// one (CI failed so once): let the clock pass the finish's.
+		// clock counts milliseconds, and the end and this call can fall in one
+		// (CI failed so once): let the clock pass the end's.
 		time.Sleep(2 * time.Millisecond)
 		n, err = e.c.DeleteFinishedJobs(ctx(t), nil, 0, 100)
 		wantNoErr(t, err, "delete")

@@ -12,9 +12,9 @@ import (
 // The statements that read a batch of attempts by id read them through the
 // primary key, also with statistics that put a handful of rows in the
 // running-jobs index: between vacuums that index holds an entry for every
-// attempt ended since, and a batch read through it took 300-800 ms a
-// statement at 25,000 jobs a second. The plans are the generic ones, which
-// the driver's prepared statements use after a few runs.
+// attempt ended since, and a batch read through it is many times slower
+// (jobGuard; docs/design.md §10, measurements). The plans are the generic
+// ones, which the driver's prepared statements use after a few runs.
 func TestBatchesOfAttemptsAreReadByTheirIDs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

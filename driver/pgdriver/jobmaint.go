@@ -58,11 +58,11 @@ func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit 
 // its own WHERE, and a job retried meanwhile is no longer finished. The pick
 // is an ARRAY(...) so it runs once: as an IN subquery the planner may rescan
 // it per row, and each rescan no longer sees the rows already deleted, so
-// the LIMIT slid and one call deleted more than limit jobs. The pick's
-// cutoff is a subquery, read once before the scan: compared with
+// the LIMIT would slide and one call delete more than limit jobs. The
+// pick's cutoff is a subquery, read once before the scan: compared with
 // clock_timestamp() itself, a volatile function, finished_at could not bound
-// a range of fenced_jobs_finished, and every call read all finished jobs
-// (1.5 s at 10 million, on every maintenance round).
+// a range of fenced_jobs_finished, and every call would read all finished
+// jobs (docs/design.md §10, measurements).
 const deleteFinishedJobsSQL = `
 DELETE FROM fenced_jobs
 WHERE id = ANY(ARRAY(

@@ -35,11 +35,10 @@ SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $
 )
 
 // rollupSlice is the span of one read of a minute's finished jobs. A read
-// holds back what VACUUM and page pruning may remove while it runs; at tens
-// of thousands of jobs a second, one read of a whole minute took 2-4 s, and
-// meanwhile the dead index entries at the head of a busy queue piled up and
-// every claim walked them: throughput fell to a fifth for seconds, once a
-// minute. Reads of 10 s each hold it back a sixth as long.
+// holds back what VACUUM and page pruning may remove while it runs, and
+// meanwhile the dead index entries at the head of a busy queue pile up and
+// every claim walks them; a read of a slice of the minute holds it back
+// for that slice's share of the time (docs/design.md §10, measurements).
 const rollupSlice = 10 * time.Second
 
 // RollupJobMinute implements driver.JobDriver. The minute is read first, by

@@ -122,13 +122,13 @@ func TestConcurrentMigrateUnderRepeatableReadDefault(t *testing.T) {
 	}
 }
 
-// A job finish inside the caller's REPEATABLE READ transaction must not
+// An end of a job inside the caller's REPEATABLE READ transaction must not
 // diagnose from that transaction's snapshot: after a heartbeat extended the
 // attempt (committed after the snapshot), the snapshot still shows the old,
 // now passed, expiry. The attempt is current; reporting it stale makes the
 // worker give up a job it holds. The caller must get either success or a
 // serialization failure it can retry.
-func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
+func TestJobEndInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -163,10 +163,10 @@ func TestJobFinishInRepeatableReadTxIsNotFalselyStale(t *testing.T) {
 	case err != nil && errors.As(err, &pgErr) && pgErr.Code == "40001":
 		// the caller retries its transaction
 	case err != nil:
-		t.Fatalf("finish: %v", err)
+		t.Fatalf("end: %v", err)
 	case errs[0] != nil:
 		j, _, _ := d.GetJob(ctx, ref.ID)
-		t.Fatalf("finish of the current attempt reported %v; the job is %s under fence %d until %v",
+		t.Fatalf("end of the current attempt reported %v; the job is %s under fence %d until %v",
 			errs[0], j.State, j.Fence, fmt.Sprint(j.LeaseExpiresAt))
 	}
 }
@@ -289,47 +289,6 @@ func TestRepeatableReadSessionDefaultChangesNoOutcome(t *testing.T) {
 		if err != nil {
 			t.Fatalf("claim: %v", err)
 		}
-	}
-}
-
-// Two ends of the same attempt in one batch: only one can take effect, so
-// only one may be reported written; the other is stale (the job is no
-// longer running), never a success for a write that did not happen.
-func TestJobFinishTwoEndsOfOneAttempt(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	d := migrated(t, testdb.Postgres(t))
-	if _, err := d.Enqueue(ctx, nil, []driver.EnqueueParams{{Kind: "k", Queue: "q", Args: []byte(`{}`), MaxAttempts: 3}}); err != nil {
-		t.Fatal(err)
-	}
-	jobs, err := d.ClaimJobs(ctx, driver.ClaimJobsParams{Queue: "q", Owner: "A", Limit: 1, TTL: time.Minute})
-	if err != nil || len(jobs) != 1 {
-		t.Fatalf("claim: %v %v", jobs, err)
-	}
-	ref := fencedtype.JobRef{ID: jobs[0].ID, Fence: jobs[0].Fence}
-	errs, _, err := d.EndJobs(ctx, nil, []fencedtype.JobEnd{
-		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"first"`)},
-		{Ref: ref, Kind: fencedtype.EndComplete, Output: []byte(`"second"`)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, _, err := d.GetJob(ctx, ref.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ok := 0
-	for i, e := range errs {
-		if e == nil {
-			ok++
-			if want := []string{`"first"`, `"second"`}[i]; string(j.Output) != want {
-				t.Errorf("end %d reported written, but the output stored is %s", i, j.Output)
-			}
-		}
-	}
-	if ok != 1 {
-		t.Fatalf("%d of 2 ends reported written (%v); the job is %s with output %s", ok, errs, j.State, j.Output)
 	}
 }
 

@@ -28,12 +28,11 @@ WHERE c.oid = 'fenced_jobs'::regclass`
 // Fresh statistics matter as much as the vacuum: a claim planned with
 // statistics taken while the queue was nearly empty estimates a handful of
 // queued jobs, and then sorts every queued job instead of reading the first
-// ones from the claim index (half a second a claim at a backlog of 100,000).
-// The tenth of the live rows (as autovacuum's analyze scale factor) spaces
-// the analyses of a table holding millions of finished jobs, whose
-// statistics a few seconds of work barely move: each samples the whole
-// table and holds back what page pruning may remove while it runs (2-3 s at
-// 10 million rows, every ten seconds at 25,000 jobs a second, without it).
+// ones from the claim index. The tenth of the live rows (as autovacuum's
+// analyze scale factor) spaces the analyses of a table holding millions of
+// finished jobs, whose statistics a few seconds of work barely move: each
+// samples the whole table and holds back what page pruning may remove while
+// it runs (docs/design.md §10, measurements).
 func (d *Driver) TidyJobs(ctx context.Context, threshold int64) (bool, error) {
 	var dead, changed, live int64
 	var may bool

@@ -169,66 +169,6 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 // jobGuard is the condition every worker-owned write carries.
 const jobGuard = `state = 'running' AND lease_expires_us > ` + nowUS
 
-// jobGuardByID is jobGuard for a statement that finds its jobs by id
-// through a join: its columns, written +col, serve no index, so the planner
-// looks each job up by its id instead of walking the running jobs.
-const jobGuardByID = `+state = 'running' AND +lease_expires_us > ` + nowUS
-
-const heartbeatJobsSQL = `
-UPDATE fenced_jobs SET lease_expires_us = ` + nowUS + ` + ?3
-WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
-RETURNING cancel_requested, lease_expires_us`
-
-// HeartbeatJobs implements driver.JobDriver, one guarded statement per job in
-// one write transaction. ExpiresAt is the earliest new expiry.
-func (d *Driver) HeartbeatJobs(ctx context.Context, refs []fencedtype.JobRef, ttl time.Duration) (*fencedtype.HeartbeatResult, error) {
-	res := &fencedtype.HeartbeatResult{}
-	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, heartbeatJobsSQL)
-		if err != nil {
-			return err
-		}
-		defer stmt.Close()
-		seen := map[int64]bool{}
-		for _, r := range refs {
-			if seen[r.ID] {
-				continue
-			}
-			var cancel bool
-			var expires int64
-			err := stmt.QueryRowContext(ctx, r.ID, r.Fence, ttl.Microseconds()).Scan(&cancel, &expires)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			seen[r.ID] = true
-			res.Extended = append(res.Extended, r.ID)
-			if cancel {
-				res.CancelRequested = append(res.CancelRequested, r.ID)
-			}
-			if t := usTime(expires); res.ExpiresAt.IsZero() || t.Before(res.ExpiresAt) {
-				res.ExpiresAt = t
-			}
-		}
-		// One writer: the statement waited for no row, so a job it did
-		// not extend is no longer current.
-		return driver.SplitUnextended(res, refs, nil)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("heartbeat: %w", err)
-	}
-	return res, nil
-}
-
-// jobAttemptSQL records the attempt that just ended on job ?1, read from the
-// row the ending statement left (updated_us is its clock reading).
-const jobAttemptSQL = `
-INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_us, ended_us, outcome, error)
-SELECT id, attempt, fence, owner, attempted_us, updated_us, ?2, NULLIF(?3, '')
-FROM fenced_jobs WHERE id = ?1`
-
 // reportProgressSQL stores a running attempt's progress and returns the
 // clock reading it was stored at.
 const reportProgressSQL = `UPDATE fenced_jobs SET progress = ?3, updated_us = ` + nowUS + `

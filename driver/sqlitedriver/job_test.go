@@ -84,15 +84,15 @@ func getJob(t *testing.T, d *sqlitedriver.Driver, id int64) (*fencedtype.Job, []
 	return j, attempts
 }
 
-// finish ends attempts and returns their per-job errors.
-func finish(t *testing.T, d *sqlitedriver.Driver, ends ...fencedtype.JobEnd) []error {
+// endJobs ends attempts and returns their per-job errors.
+func endJobs(t *testing.T, d *sqlitedriver.Driver, ends ...fencedtype.JobEnd) []error {
 	t.Helper()
 	errs, _, err := d.EndJobs(context.Background(), nil, ends)
 	if err != nil {
-		t.Fatalf("finish: %v", err)
+		t.Fatalf("end jobs: %v", err)
 	}
 	if len(errs) != len(ends) {
-		t.Fatalf("finish: %d results for %d ends", len(errs), len(ends))
+		t.Fatalf("end jobs: %d results for %d ends", len(errs), len(ends))
 	}
 	return errs
 }
@@ -220,177 +220,6 @@ func ids(jobs []*fencedtype.Job) []int64 {
 	return out
 }
 
-func TestHeartbeatJobs(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-
-	t.Run("ExtendsAndReportsLostAndCancelRequested", func(t *testing.T) {
-		t.Parallel()
-		d, _ := setupJobs(t)
-		enqueue(t, d, newJob("q"), newJob("q"), newJob("q"))
-		jobs := claim(t, d, "q", "w", 3, time.Minute)
-		if _, err := d.CancelJob(ctx, jobs[1].ID); err != nil {
-			t.Fatal(err)
-		}
-		refs := []fencedtype.JobRef{{ID: jobs[0].ID, Fence: 1}, {ID: jobs[1].ID, Fence: 1}, {ID: jobs[2].ID, Fence: 7}, {ID: 9999, Fence: 1}}
-		res, err := d.HeartbeatJobs(ctx, refs, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(res.Extended, []int64{jobs[0].ID, jobs[1].ID}) ||
-			!slices.Equal(res.CancelRequested, []int64{jobs[1].ID}) ||
-			!slices.Equal(res.Lost, []int64{jobs[2].ID, 9999}) {
-			t.Fatalf("heartbeat %+v", res)
-		}
-		j, _ := getJob(t, d, jobs[0].ID)
-		if !j.LeaseExpiresAt.After(*jobs[0].LeaseExpiresAt) || j.LeaseExpiresAt.Sub(j.DecidedAt) < 59*time.Minute {
-			t.Fatalf("lease not extended: was %v, is %v at %v", jobs[0].LeaseExpiresAt, j.LeaseExpiresAt, j.DecidedAt)
-		}
-		if res.ExpiresAt.After(*j.LeaseExpiresAt) || res.ExpiresAt.Sub(j.DecidedAt) < 59*time.Minute {
-			t.Fatalf("reported expiry %v, stored %v at %v", res.ExpiresAt, j.LeaseExpiresAt, j.DecidedAt)
-		}
-	})
-
-	t.Run("AfterExpiryIsLost", func(t *testing.T) {
-		t.Parallel()
-		d, _ := setupJobs(t)
-		ref := claimOne(t, d, 3, "w", 20*time.Millisecond)
-		waitExpired(t, d, ref.ID)
-		res, err := d.HeartbeatJobs(ctx, []fencedtype.JobRef{ref}, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(res.Extended) != 0 || !slices.Equal(res.Lost, []int64{ref.ID}) {
-			t.Fatalf("heartbeat after expiry: %+v", res)
-		}
-	})
-}
-
-func TestEndJobs(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-
-	t.Run("EveryKindOfEndWithHistory", func(t *testing.T) {
-		t.Parallel()
-		d, _ := setupJobs(t)
-		mk := func(maxAttempts int) driver.EnqueueParams {
-			p := newJob("q")
-			p.MaxAttempts = maxAttempts
-			return p
-		}
-		in := enqueue(t, d, mk(3), mk(3), mk(1), mk(3), mk(3), mk(3))
-		claimed := claim(t, d, "q", "w", 10, time.Hour)
-		if len(claimed) != len(in) {
-			t.Fatalf("claimed %d of %d", len(claimed), len(in))
-		}
-		ref := func(i int) fencedtype.JobRef { return fencedtype.JobRef{ID: in[i].ID, Fence: 1} }
-		errs := finish(t, d,
-			fencedtype.JobEnd{Ref: ref(0), Kind: fencedtype.EndComplete, Output: []byte(`{"sent":true}`)},
-			fencedtype.JobEnd{Ref: ref(1), Kind: fencedtype.EndFail, Error: "boom", Delay: time.Hour},
-			fencedtype.JobEnd{Ref: ref(2), Kind: fencedtype.EndFail, Error: "boom"},
-			fencedtype.JobEnd{Ref: ref(3), Kind: fencedtype.EndFail, Error: "bad input", Discard: true},
-			fencedtype.JobEnd{Ref: ref(4), Kind: fencedtype.EndSnooze, Delay: time.Hour},
-			fencedtype.JobEnd{Ref: ref(5), Kind: fencedtype.EndCancel, Error: "asked to stop"},
-			fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: in[0].ID, Fence: 1}, Kind: fencedtype.EndComplete},
-			fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: 9999, Fence: 1}, Kind: fencedtype.EndComplete},
-		)
-		for i := range 6 {
-			if errs[i] != nil {
-				t.Fatalf("end %d: %v", i, errs[i])
-			}
-		}
-		wantStale(t, errs[6], fencedtype.ReasonNotRunning, 1, "")
-		if !errors.Is(errs[7], fencedtype.ErrNotFound) {
-			t.Fatalf("end of an unknown job: %v, want ErrNotFound", errs[7])
-		}
-
-		type want struct {
-			state    fencedtype.JobState
-			outcome  string
-			errText  string
-			finished bool
-			max      int
-		}
-		for i, w := range []want{
-			{fencedtype.JobSucceeded, fencedtype.OutcomeSucceeded, "", true, 3},
-			{fencedtype.JobQueued, fencedtype.OutcomeRetry, "boom", false, 3},
-			{fencedtype.JobFailed, fencedtype.OutcomeFailed, "boom", true, 1},
-			{fencedtype.JobFailed, fencedtype.OutcomeFailed, "bad input", true, 3},
-			{fencedtype.JobQueued, fencedtype.OutcomeSnoozed, "", false, 4},
-			{fencedtype.JobCancelled, fencedtype.OutcomeCancelled, "asked to stop", true, 3},
-		} {
-			j, attempts := getJob(t, d, in[i].ID)
-			if j.State != w.state || (j.FinishedAt != nil) != w.finished || j.MaxAttempts != w.max ||
-				j.LeaseExpiresAt != nil || j.LastError != w.errText {
-				t.Errorf("job %d: %+v, want %+v", i, j, w)
-			}
-			if len(attempts) != 1 {
-				t.Fatalf("job %d history %+v", i, attempts)
-			}
-			a := attempts[0]
-			if a.Attempt != 1 || a.Fence != 1 || a.Owner != "w" || a.Outcome != w.outcome || a.Error != w.errText ||
-				a.EndedAt == nil || a.EndedAt.Before(a.StartedAt) {
-				t.Errorf("job %d attempt %+v, want outcome %s error %q", i, a, w.outcome, w.errText)
-			}
-			if w.state == fencedtype.JobQueued && j.RunAt.Sub(j.DecidedAt) < 59*time.Minute {
-				t.Errorf("job %d runs again in %v, want the 1h delay", i, j.RunAt.Sub(j.DecidedAt))
-			}
-		}
-		if j, _ := getJob(t, d, in[0].ID); string(j.Output) != `{"sent":true}` {
-			t.Fatalf("output %s", j.Output)
-		}
-	})
-
-	t.Run("StaleFinishAfterRecoveryAndReclaim", func(t *testing.T) {
-		t.Parallel()
-		d, _ := setupJobs(t)
-		old := claimOne(t, d, 3, "w1", 20*time.Millisecond)
-		waitExpired(t, d, old.ID)
-		wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonExpired, 1, "")
-		if n, err := d.RecoverJobs(ctx, nil, 10, noBackoff); err != nil || n != 1 {
-			t.Fatalf("recover: %d, %v", n, err)
-		}
-		again := claim(t, d, "q", "w2", 1, time.Hour)
-		if len(again) != 1 || again[0].Fence != 2 || again[0].Attempt != 2 {
-			t.Fatalf("re-claim: %+v", again)
-		}
-		wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, 2, "w2")
-		if _, err := d.ReportProgress(ctx, old, []byte(`{}`)); !errors.Is(err, fencedtype.ErrStale) {
-			t.Fatalf("stale progress: %v", err)
-		}
-		cur := fencedtype.JobRef{ID: old.ID, Fence: 2}
-		if err := finish(t, d, fencedtype.JobEnd{Ref: cur, Kind: fencedtype.EndComplete})[0]; err != nil {
-			t.Fatalf("current attempt's finish: %v", err)
-		}
-		j, attempts := getJob(t, d, old.ID)
-		if j.State != fencedtype.JobSucceeded || !slices.Equal(outcomes(attempts), []string{fencedtype.OutcomeLost, fencedtype.OutcomeSucceeded}) {
-			t.Fatalf("job %+v history %+v", j, attempts)
-		}
-		if attempts[0].Owner != "w1" || attempts[1].Owner != "w2" || attempts[1].Fence != 2 {
-			t.Fatalf("history %+v", attempts)
-		}
-	})
-
-	t.Run("ProgressOfTheRunningAttempt", func(t *testing.T) {
-		t.Parallel()
-		d, _ := setupJobs(t)
-		ref := claimOne(t, d, 3, "w", time.Hour)
-		if _, err := d.ReportProgress(ctx, ref, []byte(`{"done":3}`)); err != nil {
-			t.Fatal(err)
-		}
-		j, attempts := getJob(t, d, ref.ID)
-		if string(j.Progress) != `{"done":3}` {
-			t.Fatalf("progress %s", j.Progress)
-		}
-		if len(attempts) != 1 || attempts[0].Outcome != string(fencedtype.JobRunning) || attempts[0].Fence != ref.Fence {
-			t.Fatalf("history of a running job %+v", attempts)
-		}
-		if _, err := d.ReportProgress(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, fencedtype.ErrNotFound) {
-			t.Fatalf("progress of an unknown job: %v", err)
-		}
-	})
-}
-
 func TestJobTx(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -486,7 +315,7 @@ func TestJobTx(t *testing.T) {
 		wantStale(t, stale, fencedtype.ReasonNeverGranted, ref.Fence, "w")
 		errs, _, err := d.EndJobs(ctx, sqlitedriver.WrapTx(tx), []fencedtype.JobEnd{{Ref: ref, Kind: fencedtype.EndComplete}})
 		if err != nil || errs[0] != nil {
-			t.Fatalf("finish in the caller's tx: %v, %v", err, errs)
+			t.Fatalf("end in the caller's tx: %v, %v", err, errs)
 		}
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)

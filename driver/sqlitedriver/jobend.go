@@ -13,6 +13,11 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
+// jobGuardByID is jobGuard for a statement that finds its jobs by id
+// through a join: its columns, written +col, serve no index, so the planner
+// looks each job up by its id instead of walking the running jobs.
+const jobGuardByID = `+state = 'running' AND +lease_expires_us > ` + nowUS
+
 // endJobsSQL ends a batch of attempts in one statement, each guarded by its
 // own fence. ?1 is a JSON array with one element per end (endArgs):
 // [id, fence, kind, output, error, delay_us, discard, backoff base_us,
@@ -66,6 +71,13 @@ FROM (SELECT value ->> 0 AS end_id, value ->> 1 AS end_fence, value ->> 2 AS end
     FROM jsonb_each(?1)) AS e
 WHERE fenced_jobs.id = e.end_id AND ` + endFenceMatch + ` AND ` + jobGuardByID + `
 RETURNING id, state, updated_us`
+
+// jobAttemptSQL records the attempt that just ended on job ?1, read from the
+// row the ending statement left (updated_us is its clock reading).
+const jobAttemptSQL = `
+INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_us, ended_us, outcome, error)
+SELECT id, attempt, fence, owner, attempted_us, updated_us, ?2, NULLIF(?3, '')
+FROM fenced_jobs WHERE id = ?1`
 
 // EndJobs implements driver.JobDriver: one write transaction (or the
 // caller's) running the guarded end of the batch and, for each attempt that

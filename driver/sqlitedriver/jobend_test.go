@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,131 @@ import (
 	"github.com/fenced/fenced/driver/sqlitedriver"
 	"github.com/fenced/fenced/fencedtype"
 )
+
+func TestEndJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("EveryKindOfEndWithHistory", func(t *testing.T) {
+		t.Parallel()
+		d, _ := setupJobs(t)
+		mk := func(maxAttempts int) driver.EnqueueParams {
+			p := newJob("q")
+			p.MaxAttempts = maxAttempts
+			return p
+		}
+		in := enqueue(t, d, mk(3), mk(3), mk(1), mk(3), mk(3), mk(3))
+		claimed := claim(t, d, "q", "w", 10, time.Hour)
+		if len(claimed) != len(in) {
+			t.Fatalf("claimed %d of %d", len(claimed), len(in))
+		}
+		ref := func(i int) fencedtype.JobRef { return fencedtype.JobRef{ID: in[i].ID, Fence: 1} }
+		errs := endJobs(t, d,
+			fencedtype.JobEnd{Ref: ref(0), Kind: fencedtype.EndComplete, Output: []byte(`{"sent":true}`)},
+			fencedtype.JobEnd{Ref: ref(1), Kind: fencedtype.EndFail, Error: "boom", Delay: time.Hour},
+			fencedtype.JobEnd{Ref: ref(2), Kind: fencedtype.EndFail, Error: "boom"},
+			fencedtype.JobEnd{Ref: ref(3), Kind: fencedtype.EndFail, Error: "bad input", Discard: true},
+			fencedtype.JobEnd{Ref: ref(4), Kind: fencedtype.EndSnooze, Delay: time.Hour},
+			fencedtype.JobEnd{Ref: ref(5), Kind: fencedtype.EndCancel, Error: "asked to stop"},
+			fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: in[0].ID, Fence: 1}, Kind: fencedtype.EndComplete},
+			fencedtype.JobEnd{Ref: fencedtype.JobRef{ID: 9999, Fence: 1}, Kind: fencedtype.EndComplete},
+		)
+		for i := range 6 {
+			if errs[i] != nil {
+				t.Fatalf("end %d: %v", i, errs[i])
+			}
+		}
+		wantStale(t, errs[6], fencedtype.ReasonNotRunning, 1, "")
+		if !errors.Is(errs[7], fencedtype.ErrNotFound) {
+			t.Fatalf("end of an unknown job: %v, want ErrNotFound", errs[7])
+		}
+
+		type want struct {
+			state    fencedtype.JobState
+			outcome  string
+			errText  string
+			finished bool
+			max      int
+		}
+		for i, w := range []want{
+			{fencedtype.JobSucceeded, fencedtype.OutcomeSucceeded, "", true, 3},
+			{fencedtype.JobQueued, fencedtype.OutcomeRetry, "boom", false, 3},
+			{fencedtype.JobFailed, fencedtype.OutcomeFailed, "boom", true, 1},
+			{fencedtype.JobFailed, fencedtype.OutcomeFailed, "bad input", true, 3},
+			{fencedtype.JobQueued, fencedtype.OutcomeSnoozed, "", false, 4},
+			{fencedtype.JobCancelled, fencedtype.OutcomeCancelled, "asked to stop", true, 3},
+		} {
+			j, attempts := getJob(t, d, in[i].ID)
+			if j.State != w.state || (j.FinishedAt != nil) != w.finished || j.MaxAttempts != w.max ||
+				j.LeaseExpiresAt != nil || j.LastError != w.errText {
+				t.Errorf("job %d: %+v, want %+v", i, j, w)
+			}
+			if len(attempts) != 1 {
+				t.Fatalf("job %d history %+v", i, attempts)
+			}
+			a := attempts[0]
+			if a.Attempt != 1 || a.Fence != 1 || a.Owner != "w" || a.Outcome != w.outcome || a.Error != w.errText ||
+				a.EndedAt == nil || a.EndedAt.Before(a.StartedAt) {
+				t.Errorf("job %d attempt %+v, want outcome %s error %q", i, a, w.outcome, w.errText)
+			}
+			if w.state == fencedtype.JobQueued && j.RunAt.Sub(j.DecidedAt) < 59*time.Minute {
+				t.Errorf("job %d runs again in %v, want the 1h delay", i, j.RunAt.Sub(j.DecidedAt))
+			}
+		}
+		if j, _ := getJob(t, d, in[0].ID); string(j.Output) != `{"sent":true}` {
+			t.Fatalf("output %s", j.Output)
+		}
+	})
+
+	t.Run("StaleEndAfterRecoveryAndReclaim", func(t *testing.T) {
+		t.Parallel()
+		d, _ := setupJobs(t)
+		old := claimOne(t, d, 3, "w1", 20*time.Millisecond)
+		waitExpired(t, d, old.ID)
+		wantStale(t, endJobs(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonExpired, 1, "")
+		if n, err := d.RecoverJobs(ctx, nil, 10, noBackoff); err != nil || n != 1 {
+			t.Fatalf("recover: %d, %v", n, err)
+		}
+		again := claim(t, d, "q", "w2", 1, time.Hour)
+		if len(again) != 1 || again[0].Fence != 2 || again[0].Attempt != 2 {
+			t.Fatalf("re-claim: %+v", again)
+		}
+		wantStale(t, endJobs(t, d, fencedtype.JobEnd{Ref: old, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, 2, "w2")
+		if _, err := d.ReportProgress(ctx, old, []byte(`{}`)); !errors.Is(err, fencedtype.ErrStale) {
+			t.Fatalf("stale progress: %v", err)
+		}
+		cur := fencedtype.JobRef{ID: old.ID, Fence: 2}
+		if err := endJobs(t, d, fencedtype.JobEnd{Ref: cur, Kind: fencedtype.EndComplete})[0]; err != nil {
+			t.Fatalf("current attempt's end: %v", err)
+		}
+		j, attempts := getJob(t, d, old.ID)
+		if j.State != fencedtype.JobSucceeded || !slices.Equal(outcomes(attempts), []string{fencedtype.OutcomeLost, fencedtype.OutcomeSucceeded}) {
+			t.Fatalf("job %+v history %+v", j, attempts)
+		}
+		if attempts[0].Owner != "w1" || attempts[1].Owner != "w2" || attempts[1].Fence != 2 {
+			t.Fatalf("history %+v", attempts)
+		}
+	})
+
+	t.Run("ProgressOfTheRunningAttempt", func(t *testing.T) {
+		t.Parallel()
+		d, _ := setupJobs(t)
+		ref := claimOne(t, d, 3, "w", time.Hour)
+		if _, err := d.ReportProgress(ctx, ref, []byte(`{"done":3}`)); err != nil {
+			t.Fatal(err)
+		}
+		j, attempts := getJob(t, d, ref.ID)
+		if string(j.Progress) != `{"done":3}` {
+			t.Fatalf("progress %s", j.Progress)
+		}
+		if len(attempts) != 1 || attempts[0].Outcome != string(fencedtype.JobRunning) || attempts[0].Fence != ref.Fence {
+			t.Fatalf("history of a running job %+v", attempts)
+		}
+		if _, err := d.ReportProgress(ctx, fencedtype.JobRef{ID: 9999, Fence: 1}, []byte(`{}`)); !errors.Is(err, fencedtype.ErrNotFound) {
+			t.Fatalf("progress of an unknown job: %v", err)
+		}
+	})
+}
 
 // TestEndJobsLooksUpEachJobByID: the batch end joins its list of ends to
 // fenced_jobs. Planned the other way round, it walked every running job and
@@ -57,7 +183,7 @@ func TestEndJobsBatchNamingAJobTwiceEndsItInOrder(t *testing.T) {
 	d, _ := setupJobs(t)
 	a := claimOne(t, d, 3, "w", time.Minute)
 	b := claimOne(t, d, 3, "w", time.Minute)
-	errs := finish(t, d,
+	errs := endJobs(t, d,
 		fencedtype.JobEnd{Ref: a, Kind: fencedtype.EndFail, Error: "e1"},
 		fencedtype.JobEnd{Ref: b, Kind: fencedtype.EndComplete},
 		fencedtype.JobEnd{Ref: a, Kind: fencedtype.EndComplete})
@@ -86,7 +212,7 @@ func TestEndJobsStoresOutputAndErrorAsGiven(t *testing.T) {
 	blank := claimOne(t, d, 3, "w", time.Minute)
 	done := claimOne(t, d, 3, "w", time.Minute)
 	output := []byte("{\"s\":\"\u00e9 \xc3\xa9 <&>\"}")
-	errs := finish(t, d,
+	errs := endJobs(t, d,
 		fencedtype.JobEnd{Ref: failed, Kind: fencedtype.EndFail, Error: "a\x00\xffb"},
 		fencedtype.JobEnd{Ref: blank, Kind: fencedtype.EndFail},
 		fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete, Output: output})
@@ -177,7 +303,7 @@ func TestLargeBatchesEndAndEnqueueWhole(t *testing.T) {
 		}
 		ends[i] = fencedtype.JobEnd{Ref: j.Ref(), Kind: fencedtype.EndComplete, Output: []byte(big)}
 	}
-	for i, err := range finish(t, d, ends...) {
+	for i, err := range endJobs(t, d, ends...) {
 		if err != nil {
 			t.Fatalf("end %d: %v", i, err)
 		}

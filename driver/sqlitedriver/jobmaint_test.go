@@ -118,7 +118,7 @@ func TestRecoverJobs(t *testing.T) {
 		t.Parallel()
 		d, _ := setupJobs(t)
 		done := claimOne(t, d, 3, "w", time.Hour)
-		if err := finish(t, d, fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete})[0]; err != nil {
+		if err := endJobs(t, d, fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete})[0]; err != nil {
 			t.Fatal(err)
 		}
 		live := claimOne(t, d, 3, "w", time.Hour)
@@ -169,7 +169,7 @@ func TestDeleteFinishedJobs(t *testing.T) {
 	ctx := context.Background()
 	d, _ := setupJobs(t)
 	done := claimOne(t, d, 3, "w", time.Hour)
-	if err := finish(t, d, fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete})[0]; err != nil {
+	if err := endJobs(t, d, fencedtype.JobEnd{Ref: done, Kind: fencedtype.EndComplete})[0]; err != nil {
 		t.Fatal(err)
 	}
 	queued := enqueue(t, d, newJob("q"))[0]
@@ -224,7 +224,7 @@ func TestAdvanceFencesOfJobs(t *testing.T) {
 	if q, _ := getJob(t, d, first.ID); q.Fence != 1000 {
 		t.Fatalf("queued job fence %d, want 1000", q.Fence)
 	}
-	wantStale(t, finish(t, d, fencedtype.JobEnd{Ref: ref, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, ref.Fence+1000, "")
+	wantStale(t, endJobs(t, d, fencedtype.JobEnd{Ref: ref, Kind: fencedtype.EndComplete})[0], fencedtype.ReasonSuperseded, ref.Fence+1000, "")
 	if n, err := d.RecoverJobs(ctx, nil, 10, noBackoff); err != nil || n != 1 {
 		t.Fatalf("recover: %d, %v", n, err)
 	}

@@ -167,7 +167,7 @@ func jobsInEveryState(t *testing.T, d *sqlitedriver.Driver) {
 		t.Fatalf("progress: %v", err)
 	}
 	// refs[0] and refs[1] stay running.
-	errs := finish(t, d,
+	errs := endJobs(t, d,
 		fencedtype.JobEnd{Ref: refs[2], Kind: fencedtype.EndComplete, Output: []byte(`{"ok":true}`)},
 		fencedtype.JobEnd{Ref: refs[3], Kind: fencedtype.EndComplete},
 		fencedtype.JobEnd{Ref: refs[4], Kind: fencedtype.EndFail, Error: "boom", Discard: true},

@@ -21,10 +21,9 @@ import (
 // kind and guarded by its own fence, and one INSERT records the ended
 // attempts. A batch of completions is one single-table UPDATE
 // (endCompletesSQL); any other batch's ends travel as one JSON document,
-// read as a table by JSON_TABLE (MySQL 8.0.4, MariaDB 10.6): a derived
-// table of literal rows (SELECT … UNION ALL …) took the server 3–5 ms to
-// plan for 100 ends and 50–200 ms for 500, against 2 ms for JSON_TABLE's
-// 500.
+// read as a table by JSON_TABLE (MySQL 8.0.4, MariaDB 10.6), which the
+// server plans far faster than a derived table of literal rows (SELECT …
+// UNION ALL …; docs/design.md §10, measurements).
 
 // endsTableSQL reads the ends' document (endsTable) as a table. Text travels
 // as JSON strings, so that an output keeps its bytes; a JSON null is NULL.
@@ -79,8 +78,8 @@ WHERE j.id IN (%s) AND ` + endFenceMatch + ` AND j.state = 'running' AND j.lease
 
 // endCompletesSQL ends a chunk whose ends are all completions, the common
 // case, with a single-table UPDATE: the general statement's join with the
-// ends' table costs MySQL a temporary table of the rows and a second pass,
-// about twice the work per row. The first %s is the output of each job
+// ends' table costs MySQL a temporary table of the rows and a second pass
+// (docs/design.md §10). The first %s is the output of each job
 // (outputOf), the second the picked ids, the third their (id, fence)
 // pairs; the guard is the general statement's. The statement's clock
 // reading is handed back (clockAsInsertID).
@@ -129,8 +128,8 @@ const endJobsEndedSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE 
 // (16 MiB on MariaDB, 64 MiB on MySQL) though every end carries 64 KiB of
 // error text.
 const (
-	finishChunkEnds  = 500
-	finishChunkBytes = 4 << 20
+	endChunkEnds  = 500
+	endChunkBytes = 4 << 20
 )
 
 // EndJobs implements driver.JobDriver: in one transaction (or the
@@ -195,12 +194,12 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimist
 		}
 		for len(round) > 0 {
 			n, size := 0, 0
-			for n < len(round) && n < finishChunkEnds && (n == 0 || size < finishChunkBytes) {
+			for n < len(round) && n < endChunkEnds && (n == 0 || size < endChunkBytes) {
 				e := ends[round[n]]
 				size += endSize(e)
 				n++
 			}
-			if err := finishChunk(ctx, tx, ends, round[:n], out, answers, optimistic); err != nil {
+			if err := endChunk(ctx, tx, ends, round[:n], out, answers, optimistic); err != nil {
 				return nil, nil, err
 			}
 			round = round[n:]
@@ -213,10 +212,10 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, optimist
 	return out, answers, nil
 }
 
-// finishChunk ends the attempts ends[at...] (distinct ids, ascending), and
+// endChunk ends the attempts ends[at...] (distinct ids, ascending), and
 // sets out[at...] to nil or the diagnosed error and answers[at...] to how
 // each end that held was recorded.
-func finishChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error, answers []fencedtype.JobEnded, optimistic bool) error {
+func endChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []int, out []error, answers []fencedtype.JobEnded, optimistic bool) error {
 	refs := make([]fencedtype.JobRef, len(at))
 	kinds := make(map[int64]fencedtype.EndKind, len(at))
 	picked := make([]int64, len(at))

@@ -1,9 +1,6 @@
 package mysqldriver_test
 
 import (
-	"encoding/json"
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -75,72 +72,4 @@ func TestHeartbeatSkipsARowHeldByItsJobTx(t *testing.T) {
 	if waited := time.Since(start); waited > 5*time.Second {
 		t.Fatalf("the heartbeat waited %s for the transaction", waited)
 	}
-}
-
-// TestRetentionSkipsAJobBeingRetried: retention never deletes a job that a
-// concurrent transaction is taking out of its finished state.
-func TestRetentionSkipsAJobBeingRetried(t *testing.T) {
-	t.Parallel()
-	_, c := setup(t)
-	j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", MaxAttempts: 1})
-	must(t, err, "enqueue")
-	claimed, err := c.ClaimJobs(ctx(t), fenced.DefaultQueue, "A", 1, time.Minute)
-	must(t, err, "claim")
-	must(t, c.FailJob(ctx(t), claimed[0].Ref(), "x", 0, false), "fail")
-	tx, err := c.Driver().(*mysqldriver.Driver).DB().BeginTx(ctx(t), nil) // a retry in progress holds the row
-	must(t, err, "begin")
-	defer tx.Rollback()
-	_, err = tx.ExecContext(ctx(t), `UPDATE fenced_jobs SET state = 'queued', finished_at = NULL WHERE id = ?`, j.ID)
-	must(t, err, "retry in a transaction")
-	n, err := c.DeleteFinishedJobs(ctx(t), nil, 0, 100)
-	if err != nil || n != 0 {
-		t.Fatalf("deleted %d (%v) while the job was being retried", n, err)
-	}
-	must(t, tx.Commit(), "commit")
-	if got, _, err := c.GetJob(ctx(t), j.ID); err != nil || got.State != fenced.JobQueued {
-		t.Fatalf("after the retry: %+v %v", got, err)
-	}
-}
-
-// TestConcurrentBatchEnqueuesGetTheirOwnJobs: batches inserted at once from
-// several clients (each run of jobs without a key goes in one multiple-row
-// INSERT when the server hands out consecutive ids) come back as the jobs
-// each caller asked for, in its order.
-func TestConcurrentBatchEnqueuesGetTheirOwnJobs(t *testing.T) {
-	t.Parallel()
-	url, _ := setup(t)
-	var wg sync.WaitGroup
-	for g := range 4 {
-		c := open(t, url)
-		wg.Go(func() {
-			for round := range 3 {
-				ps := make([]fenced.EnqueueParams, 300)
-				for i := range ps {
-					ps[i] = fenced.EnqueueParams{Kind: fmt.Sprintf("k%d", g), Args: map[string]int{"g": g, "i": i}}
-					if i%50 == 7 {
-						ps[i].IdempotencyKey = fmt.Sprintf("g%d-r%d-%d", g, round, i)
-					}
-				}
-				res, err := c.EnqueueMany(ctx(t), nil, ps)
-				if err != nil {
-					t.Errorf("enqueue: %v", err)
-					return
-				}
-				last := int64(0)
-				for i, r := range res {
-					var got struct{ G, I int }
-					if err := json.Unmarshal(r.Job.Args, &got); err != nil || got.G != g || got.I != i {
-						t.Errorf("job %d of caller %d has args %s", i, g, r.Job.Args)
-						return
-					}
-					if r.Job.ID <= last {
-						t.Errorf("ids do not ascend in input order: %d after %d", r.Job.ID, last)
-						return
-					}
-					last = r.Job.ID
-				}
-			}
-		})
-	}
-	wg.Wait()
 }

@@ -9,8 +9,8 @@ import (
 	"github.com/fenced/fenced/driver/pgdriver"
 )
 
-// The attempt history has no foreign key (its per-row check was a tenth of
-// the work of a job); deleting or truncating jobs still removes it.
+// The attempt history has no foreign key (migration 0003 says why);
+// deleting or truncating jobs still removes it.
 func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -24,7 +24,7 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 		}
 		return n
 	}
-	finish := func(n int) {
+	work := func(n int) {
 		t.Helper()
 		for range n {
 			if _, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k"}); err != nil {
@@ -51,7 +51,7 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 		}
 	}
 
-	finish(3)
+	work(3)
 	if n := history(); n != 3 {
 		t.Fatalf("history rows = %d, want 3", n)
 	}
@@ -67,14 +67,14 @@ func TestDeletingJobsDeletesTheirHistory(t *testing.T) {
 	if n := history(); n != 0 {
 		t.Fatalf("history rows after DELETE = %d, want 0", n)
 	}
-	finish(2)
+	work(2)
 	if _, err := pool.Exec(ctx, `TRUNCATE fenced_jobs`); err != nil {
 		t.Fatal(err)
 	}
 	if n := history(); n != 0 {
 		t.Fatalf("history rows after TRUNCATE = %d, want 0", n)
 	}
-	finish(1)
+	work(1)
 	if _, err := pool.Exec(ctx, `TRUNCATE fenced_jobs, fenced_job_attempts`); err != nil {
 		t.Fatalf("truncate both: %v", err)
 	}

@@ -12,13 +12,13 @@ import (
 	"github.com/fenced/fenced/internal/test/testdb"
 )
 
-// TestBatchFinishInASnapshotReportsOnlyWhatEnded: a batch finish in the
+// TestBatchEndInASnapshotReportsOnlyWhatEnded: a batch end in the
 // caller's REPEATABLE READ transaction, whose snapshot predates the claim,
 // locks its jobs, one of which another transaction holds until its lease
 // has run out. The ending statement then leaves that job running; it must
 // be reported stale, not ended because the snapshot shows it queued, and
 // no attempt may be recorded for it (recovery records it later).
-func TestBatchFinishInASnapshotReportsOnlyWhatEnded(t *testing.T) {
+func TestBatchEndInASnapshotReportsOnlyWhatEnded(t *testing.T) {
 	t.Parallel()
 	url, c := setup(t)
 	for range 2 {
@@ -70,7 +70,7 @@ func TestBatchFinishInASnapshotReportsOnlyWhatEnded(t *testing.T) {
 	}
 	must(t, holder.Commit(), "release the row")
 	r := <-done
-	must(t, r.err, "finish")
+	must(t, r.err, "end")
 	must(t, tx.Commit(), "commit")
 
 	got, _, err := c.GetJob(ctx(t), x.ID)

@@ -1,0 +1,258 @@
+package pgdriver
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/jackc/pgx/v5"
+)
+
+// endJobsSQL ends attempts, each guarded by its own fence, and records each
+// ended attempt in the history, all in one statement, except a completed
+// one: the row it leaves succeeded holds that attempt (driver.WithRowAttempts). A failure retries
+// (queued, run_at = now + delay) unless attempts are exhausted or it is
+// discarded; a failure given a backoff (base_us not NULL) waits the backoff
+// of its attempt (backoffUS) instead of delay_us. A snooze does not count
+// against max_attempts. A job asked to cancel that fails or snoozes ends
+// cancelled: the request is never lost. A completion clears the job's last error (the history keeps each
+// attempt's). Each written end is reported with its position in the batch
+// (ord): when two ends name one attempt, only the one the row was updated
+// with is.
+//
+// The statement reads the clock once (n, a CTE: evaluated once) and
+// records every end it writes at that reading: updated_at, finished_at,
+// the history's ended_at and the base of run_at, which it reports. Each
+// row's guard reads the clock itself (clock_timestamp() in jobGuard).
+//
+// The fence check is endFenceMatch (j.fence = e.fence: the row's fence is
+// the attempt's) and the reported fence endReportedFence (the row's fence),
+// constants in fencecheck.go so that the chaos suite's deliberately broken
+// build (fencecheck_broken.go) can drop them; jobGuard adds state running
+// and an unexpired lease by clock_timestamp().
+var endJobsSQL = `
+WITH n AS (
+    SELECT clock_timestamp() AS at
+), e AS (
+    SELECT u.*, n.at
+    FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::jsonb[], $5::text[], $6::bigint[], $7::bool[],
+            $8::bigint[], $9::bigint[], $10::float8[])
+        WITH ORDINALITY AS u(id, fence, kind, output, error, delay_us, discard, base_us, max_us, jitter, ord), n
+), j AS (
+    UPDATE fenced_jobs j SET
+        state = CASE
+            WHEN e.kind = 'complete' THEN 'succeeded'
+            WHEN e.kind = 'cancel' OR j.cancel_requested THEN 'cancelled'
+            WHEN e.kind = 'snooze' THEN 'queued'
+            WHEN e.discard OR j.attempt >= j.max_attempts THEN 'failed'
+            ELSE 'queued' END,
+        finished_at = CASE
+            WHEN e.kind IN ('complete', 'cancel') OR j.cancel_requested
+                OR (e.kind = 'fail' AND (e.discard OR j.attempt >= j.max_attempts))
+            THEN e.at END,
+        output = CASE WHEN e.kind = 'complete' THEN e.output ELSE j.output END,
+        last_error = CASE WHEN e.kind IN ('fail', 'cancel') THEN e.error WHEN e.kind = 'complete' THEN NULL
+            ELSE j.last_error END,
+        run_at = CASE WHEN e.kind IN ('fail', 'snooze') THEN e.at + interval '1 microsecond' * CASE
+                WHEN e.base_us IS NULL THEN e.delay_us
+                ELSE ` + backoffUS("j.attempt", "e.base_us", "e.max_us", "e.jitter") + ` END
+            ELSE j.run_at END,
+        max_attempts = CASE WHEN e.kind = 'snooze' THEN j.max_attempts + 1 ELSE j.max_attempts END,
+        lease_expires_at = NULL,
+        updated_at = e.at
+    FROM e
+    WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord, e.at
+), h AS (
+    INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
+    SELECT id, attempt, fence, owner, attempted_at, at,
+        CASE WHEN kind = 'complete' THEN 'succeeded' WHEN state = 'cancelled' THEN 'cancelled'
+             WHEN kind = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
+        NULLIF(error, '')
+    FROM j WHERE kind <> 'complete'
+)
+SELECT id, ` + endReportedFence + `, ord, at FROM j`
+
+// endCompletesSQL is endJobsSQL for a batch of completions only, the
+// common case: the same guard, clock reading and report, without the
+// columns, cases and history a completion does not need (cheaper a job:
+// docs/design.md §10, measurements).
+var endCompletesSQL = `
+WITH n AS (
+    SELECT clock_timestamp() AS at
+), e AS (
+    SELECT u.*, n.at
+    FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) WITH ORDINALITY AS u(id, fence, output, ord), n
+), j AS (
+    UPDATE fenced_jobs j SET
+        state = 'succeeded', finished_at = e.at, output = e.output, last_error = NULL,
+        lease_expires_at = NULL, updated_at = e.at
+    FROM e
+    WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
+    RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at
+)
+SELECT id, ` + endReportedFence + `, ord, at FROM j`
+
+// EndJobs implements driver.JobDriver: one statement ends the batch; an
+// end it did not write is diagnosed after it, a replay of how its attempt
+// ended included (diagnoseEnds).
+func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
+	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
+	// order[k] is the end sent k-th; the statement reports each end it wrote
+	// by that position, so two ends of one attempt are never both reported
+	// written when only one could be.
+	n := len(ends)
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a].Ref.ID, ends[b].Ref.ID) })
+	ids, fences, kinds := make([]int64, n), make([]int64, n), make([]string, n)
+	outputs, errs, delays, discards := make([]*string, n), make([]string, n), make([]int64, n), make([]bool, n)
+	bases, maxes, jitters := make([]*int64, n), make([]int64, n), make([]float64, n)
+	complete := true
+	for i, at := range order {
+		e := ends[at]
+		complete = complete && e.Kind == fencedtype.EndComplete
+		ids[i], fences[i], kinds[i] = e.Ref.ID, e.Ref.Fence, string(e.Kind)
+		if e.Output != nil {
+			s := string(e.Output)
+			outputs[i] = &s
+		}
+		errs[i], delays[i], discards[i] = e.Error, e.Delay.Microseconds(), e.Discard
+		if b := e.Backoff; b != nil {
+			base := b.Base.Microseconds()
+			bases[i], maxes[i], jitters[i] = &base, b.Max.Microseconds(), b.Jitter
+		}
+	}
+	var q querier = d.pool
+	if tx != nil {
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return nil, nil, err
+		}
+		q = ptx
+	}
+	written := make([]bool, n)
+	answers := make([]fencedtype.JobEnded, n)
+	run := func() error {
+		clear(written)
+		clear(answers)
+		var rows pgx.Rows
+		var err error
+		if complete {
+			rows, err = q.Query(ctx, endCompletesSQL, ids, fences, outputs)
+		} else {
+			rows, err = q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters)
+		}
+		if err != nil {
+			return err
+		}
+		var ref fencedtype.JobRef
+		var ord int
+		var at time.Time
+		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord, &at}, func() error {
+			if ord < 1 || ord > n {
+				return fmt.Errorf("end jobs reported end %d of %d", ord, n)
+			}
+			if i := order[ord-1]; ends[i].Ref == ref {
+				written[i] = true
+				answers[i] = fencedtype.JobEnded{At: at}
+			}
+			return nil
+		})
+		return err
+	}
+	var err error
+	if tx != nil {
+		err = run() // a deadlock aborts the caller's transaction: not ours to retry
+	} else {
+		err = retryDeadlock(ctx, run)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("end jobs: %w", err)
+	}
+	out, err := diagnoseEnds(ctx, q, ends, written, answers, tx != nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, answers, nil
+}
+
+// endedAttemptsSQL reads the history entries of attempts by (job, fence):
+// $1 the jobs' ids, $2 the fences.
+const endedAttemptsSQL = `SELECT h.job_id, h.attempt, h.fence, h.owner, h.started_at, h.ended_at, h.outcome, COALESCE(h.error, '')
+FROM unnest($1::bigint[], $2::bigint[]) AS u(id, fence)
+JOIN fenced_job_attempts h ON h.job_id = u.id AND h.fence = u.fence`
+
+// diagnoseEnds answers each end that did not take effect (driver.DiagnoseEnd):
+// a replay of how its attempt ended, into answers, or its typed error,
+// from the job rows and the attempts' history entries read through q (the
+// caller's transaction when there is one). In the caller's transaction the
+// job rows are share-locked first: a REPEATABLE READ or SERIALIZABLE
+// snapshot may predate a heartbeat, a new claim or another end of the
+// attempt (the end then matched nothing in the snapshot), and a locking
+// read of a row changed since fails with a serialization error the caller
+// can retry, instead of diagnosing the old version. Without one, the reads
+// come after the ending statement, which waited for any other end of the
+// same attempt in flight: the end it did not write is settled (see
+// driver.DiagnoseEnd), and the reads see how.
+func diagnoseEnds(ctx context.Context, q querier, ends []fencedtype.JobEnd, ok []bool, answers []fencedtype.JobEnded, lock bool) ([]error, error) {
+	out := make([]error, len(ends))
+	var missing, ids, fences []int64
+	for i, e := range ends {
+		if ok[i] {
+			continue
+		}
+		missing = append(missing, e.Ref.ID)
+		if e.Kind != fencedtype.EndComplete { // a completed attempt stays on its job's row
+			ids, fences = append(ids, e.Ref.ID), append(fences, e.Ref.Fence)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	read := `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ANY($1)`
+	if lock {
+		read += ` ORDER BY j.id FOR SHARE`
+	}
+	cur, err := collectJobs(q.Query(ctx, read, missing))
+	if err != nil {
+		return nil, fmt.Errorf("diagnose jobs: %w", err)
+	}
+	byID := make(map[int64]*fencedtype.Job, len(cur))
+	for _, j := range cur {
+		byID[j.ID] = j
+	}
+	attempts := make(map[fencedtype.JobRef]*fencedtype.JobAttempt, len(ids))
+	if len(ids) > 0 {
+		rows, err := q.Query(ctx, endedAttemptsSQL, ids, fences)
+		if err != nil {
+			return nil, fmt.Errorf("diagnose jobs: %w", err)
+		}
+		var id int64
+		var a fencedtype.JobAttempt
+		_, err = pgx.ForEachRow(rows, []any{&id, &a.Attempt, &a.Fence, &a.Owner, &a.StartedAt, &a.EndedAt, &a.Outcome, &a.Error}, func() error {
+			got := a
+			if a.EndedAt != nil { // a copy: the next row is scanned into a
+				t := *a.EndedAt
+				got.EndedAt = &t
+			}
+			attempts[fencedtype.JobRef{ID: id, Fence: a.Fence}] = &got
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("diagnose jobs: %w", err)
+		}
+	}
+	for i, e := range ends {
+		if !ok[i] {
+			answers[i], out[i] = driver.DiagnoseEnd(e, byID[e.Ref.ID], attempts[e.Ref])
+		}
+	}
+	return out, nil
+}

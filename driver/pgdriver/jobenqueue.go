@@ -1,0 +1,152 @@
+package pgdriver
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
+)
+
+// enqueueSQL enqueues a batch in one statement. A row whose idempotency key
+// exists already (or repeats within the batch) is skipped here and read
+// back by the caller. Rows are inserted in input order, so their ids ascend
+// in it. The first %s is the rows: enqueuePlainRows, or enqueueKeyedRows
+// when a job of the batch has an idempotency key; the second is
+// enqueueOnConflict in that case, else nothing: a plain insert logs no
+// confirmation record per row, as an insert that may conflict does
+// (docs/design.md §10, measurements).
+const enqueueSQL = `
+INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
+SELECT i.kind, i.queue, i.args, i.priority,
+    COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
+    i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
+    clock_timestamp(), clock_timestamp()
+FROM %s
+ORDER BY i.ord%s`
+
+const enqueueInput = `unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
+        $9::text[], $10::text[], $11::bool[], $12::jsonb[])
+    WITH ORDINALITY AS %s(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, ord)`
+
+// enqueueKeyedRows drops, before the insert, a row whose key exists already
+// and each repeat of a key within the batch after its first: a row that
+// reaches the insert draws its id from the identity's sequence even when ON
+// CONFLICT then skips it, so a repeat would consume an id. Only a key
+// inserted by a concurrent enqueuer after this statement's snapshot still
+// reaches ON CONFLICT (and consumes an id); ON CONFLICT stays as the
+// guarantee of one job per key.
+var (
+	enqueuePlainRows = fmt.Sprintf(enqueueInput, "i")
+	enqueueKeyedRows = `(SELECT u.*, row_number() OVER (PARTITION BY u.ikey ORDER BY u.ord) AS nth
+    FROM ` + fmt.Sprintf(enqueueInput, "u") + `) AS i
+WHERE i.ikey = '' OR (i.nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = i.ikey))`
+)
+
+const enqueueOnConflict = `
+ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
+
+// The enqueue statements of batches with and without idempotency keys.
+var (
+	// EnqueueBulk's, which read nothing back.
+	enqueueKeyedBulkSQL = fmt.Sprintf(enqueueSQL, enqueueKeyedRows, enqueueOnConflict)
+	enqueuePlainBulkSQL = fmt.Sprintf(enqueueSQL, enqueuePlainRows, "")
+	// Enqueue's, which read the jobs back.
+	enqueueKeyedSQL = enqueueKeyedBulkSQL + enqueueReturning
+	enqueuePlainSQL = enqueuePlainBulkSQL + enqueueReturning
+)
+
+const enqueueReturning = `
+RETURNING ` + jobColumns
+
+// Enqueue implements driver.JobDriver.
+func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
+	n := len(jobs)
+	args, keyed := enqueueArgs(jobs)
+	query := enqueuePlainSQL
+	if keyed {
+		query = enqueueKeyedSQL
+	}
+	var q querier = d.pool
+	if tx != nil {
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return nil, err
+		}
+		q = ptx
+	}
+	inserted, err := collectJobs(q.Query(ctx, query, args...))
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: %w", notMigrated(err))
+	}
+	// Ids are drawn in input order, so sorted by id the inserted rows are in
+	// input order; the rest had an idempotency key that already existed.
+	sort.Slice(inserted, func(a, b int) bool { return inserted[a].ID < inserted[b].ID })
+	out := make([]fencedtype.EnqueueResult, n)
+	byKey := map[string]*fencedtype.Job{}
+	for _, j := range inserted {
+		if j.IdempotencyKey != "" {
+			byKey[j.IdempotencyKey] = j
+		}
+	}
+	next, used := 0, map[string]bool{}
+	var existing []string
+	for i, in := range jobs {
+		if k := in.IdempotencyKey; k != "" && (byKey[k] == nil || used[k]) {
+			existing = append(existing, k)
+			continue
+		} else if k != "" {
+			used[k] = true
+		}
+		out[i].Job = inserted[next]
+		next++
+	}
+	if len(existing) == 0 {
+		return out, nil
+	}
+	found, err := collectJobs(q.Query(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.idempotency_key = ANY($1)`, existing))
+	if err != nil {
+		return nil, fmt.Errorf("enqueue: read existing keys: %w", err)
+	}
+	for _, j := range found {
+		byKey[j.IdempotencyKey] = j
+	}
+	for i, in := range jobs {
+		if out[i].Job == nil {
+			out[i] = fencedtype.EnqueueResult{Job: byKey[in.IdempotencyKey], Existing: true}
+			if out[i].Job == nil {
+				return nil, fmt.Errorf("enqueue: idempotency key %q conflicted but its job was not found", in.IdempotencyKey)
+			}
+		}
+	}
+	return out, nil
+}
+
+// enqueueArgs are enqueueSQL's arguments for jobs, and whether one of them
+// has an idempotency key.
+func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
+	n := len(jobs)
+	kinds, queues, jargs, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
+	runAts := make([]*time.Time, n)
+	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
+	metas := make([]*string, n) // nil: NULL, no metadata
+	for i, j := range jobs {
+		if j.Metadata != nil {
+			m := string(j.Metadata)
+			metas[i] = &m
+		}
+		kinds[i], queues[i], jargs[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
+		keyed = keyed || j.IdempotencyKey != ""
+		ckeys[i], skeys[i], sconts[i] = j.ConcurrencyKey, j.SequenceKey, j.SequenceContinueOnFailed
+		prios[i], maxes[i], delays[i] = int32(j.Priority), int32(j.MaxAttempts), j.Delay.Microseconds()
+		if !j.RunAt.IsZero() {
+			t := j.RunAt
+			runAts[i] = &t
+		}
+	}
+	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts, metas}, keyed
+}
