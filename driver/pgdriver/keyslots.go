@@ -3,7 +3,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
-	"github.com/fenced/fenced/driver/internal/claimlimit"
+	"github.com/fenced/fenced/driver/internal/reads"
 
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
@@ -31,7 +31,7 @@ ORDER BY j.queue, j.concurrency_key`
 func (d *Driver) ListKeySlots(ctx context.Context, queue string) ([]fencedtype.KeySlots, error) {
 	rows, err := d.pool.Query(ctx, listKeySlotsSQL, queue)
 	out, err := collectRows(rows, err, func(r pgx.CollectableRow) (fencedtype.KeySlots, error) {
-		return claimlimit.ScanKeySlots(r)
+		return reads.ScanKeySlots(r)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list key slots: %w", err)

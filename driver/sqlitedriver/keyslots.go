@@ -3,7 +3,7 @@ package sqlitedriver
 import (
 	"context"
 	"fmt"
-	"github.com/fenced/fenced/driver/internal/claimlimit"
+	"github.com/fenced/fenced/driver/internal/reads"
 
 	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
@@ -29,7 +29,7 @@ ORDER BY j.queue, j.concurrency_key`
 // ListKeySlots implements driver.JobDriver.
 func (d *Driver) ListKeySlots(ctx context.Context, queue string) ([]fencedtype.KeySlots, error) {
 	out, err := sqldb.All(ctx, d.db, func(r sqldb.Scanner) (fencedtype.KeySlots, error) {
-		return claimlimit.ScanKeySlots(r)
+		return reads.ScanKeySlots(r)
 	}, listKeySlotsSQL, queue)
 	if err != nil {
 		return nil, fmt.Errorf("list key slots: %w", notMigrated(err))

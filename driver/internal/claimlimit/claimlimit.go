@@ -21,6 +21,7 @@ package claimlimit
 
 import (
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/reads"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -112,14 +113,6 @@ func Claim(want int, round func(limit int) ([]*fencedtype.Job, int, error)) ([]*
 			break
 		}
 	}
-	driver.SortClaimed(jobs)
+	reads.SortClaimed(jobs)
 	return jobs, nil
-}
-
-// ScanKeySlots scans a row of a ListKeySlots read: queue, concurrency key,
-// limit, running, waiting.
-func ScanKeySlots(r driver.Row) (fencedtype.KeySlots, error) {
-	var k fencedtype.KeySlots
-	err := r.Scan(&k.Queue, &k.ConcurrencyKey, &k.Limit, &k.Running, &k.Waiting)
-	return k, err
 }
