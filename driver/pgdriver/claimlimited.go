@@ -120,14 +120,15 @@ func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams
 // load of cands; then, in another, it starts the admitted and commits.
 func admitAndStart(ctx context.Context, conn *pgxpool.Conn, p driver.ClaimJobsParams, cands []claimlimit.Candidate, load claimlimit.Load, locks []int64) ([]*fencedtype.Job, error) {
 	ids := make([]int64, len(cands))
+	kinds, keys, seqs := make([]string, len(cands)), make([]string, len(cands)), make([]string, len(cands))
 	for i, c := range cands {
-		ids[i] = c.ID
+		ids[i], kinds[i], keys[i], seqs[i] = c.ID, c.Kind, c.ConcurrencyKey, c.SequenceKey
 	}
 	var b pgx.Batch
 	if len(locks) > 0 {
 		b.Queue(claimLimitLocksSQL, locks)
 	}
-	b.Queue(claimLimitLoadSQL, p.Queue, ids)
+	b.Queue(claimLimitLoadSQL, p.Queue, ids, kinds, keys, seqs)
 	if load.HasGlobal() {
 		b.Queue(claimRunningByKindSQL, p.Queue)
 	}

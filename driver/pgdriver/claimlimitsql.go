@@ -6,37 +6,40 @@ import "fmt"
 // for its steps; docs/design.md §10, "The limited claim", for their design
 // and measurements).
 
-// keyLimitSQL is PostgreSQL's one statement of the limit rule: the per-key
-// limit (0 none) that applies to the row aliased j, which has the columns
-// queue, kind and concurrency_key: the key's own limit in its queue, else
-// the default of its kind, else the queue's. A limit of 0 declares none at
-// its scope, so the next scope is asked. With an empty kind the kind's step
-// reads the queue's own row: a job of a kind that declares no default, or a
-// key whose jobs are of several kinds, gets the key's own limit, else the
-// queue's.
-const keyLimitSQL = `COALESCE(
-    (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
-        WHERE l.queue = j.queue AND l.kind = '' AND l.concurrency_key = j.concurrency_key),
-    (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
-        WHERE l.queue = j.queue AND l.kind = j.kind AND l.concurrency_key = ''),
-    (SELECT NULLIF(l.per_key_limit, 0) FROM fenced_job_limits l
-        WHERE l.queue = j.queue AND l.kind = '' AND l.concurrency_key = ''),
-    0)`
+// keyLimitJoinSQL and keyLimitSQL are PostgreSQL's one statement of the
+// limit rule: joined to a row aliased j, which has the columns queue, kind
+// and concurrency_key, keyLimitSQL is the per-key limit (0 none) that
+// applies to it: the key's own limit in its queue, else the default of its
+// kind, else the queue's. A limit of 0 declares none at its scope, so the
+// next scope is asked. With an empty kind the kind's step reads the
+// queue's own row: a job of a kind that declares no default, or a key
+// whose jobs are of several kinds, gets the key's own limit, else the
+// queue's. Joins, not a subquery per row: the planner reads the few limit
+// rows once, however many rows ask.
+const (
+	keyLimitJoinSQL = `
+    LEFT JOIN fenced_job_limits lo
+        ON lo.queue = j.queue AND lo.kind = '' AND lo.concurrency_key = j.concurrency_key AND lo.per_key_limit > 0
+    LEFT JOIN fenced_job_limits lk
+        ON lk.queue = j.queue AND lk.kind = j.kind AND lk.concurrency_key = '' AND lk.per_key_limit > 0
+    LEFT JOIN fenced_job_limits lq
+        ON lq.queue = j.queue AND lq.kind = '' AND lq.concurrency_key = '' AND lq.per_key_limit > 0`
+	keyLimitSQL = `COALESCE(lo.per_key_limit, lk.per_key_limit, lq.per_key_limit, 0)`
+)
 
 // runningKeysSQL counts the running attempts of each concurrency key of
-// queue $1, from fenced_jobs_key_running. Expired attempts not yet
-// recovered are running and count: their slot frees only when recovery
-// takes the job back.
+// queue $1. Expired attempts not yet recovered are running and count:
+// their slot frees only when recovery takes the job back.
 const runningKeysSQL = `running_keys AS (
-    SELECT r.queue, r.concurrency_key, count(*) AS n FROM fenced_jobs r
+    SELECT r.concurrency_key, count(*) AS n FROM fenced_jobs r
     WHERE r.state = 'running' AND r.queue = $1 AND r.concurrency_key IS NOT NULL
-    GROUP BY r.queue, r.concurrency_key
+    GROUP BY r.concurrency_key
 )`
 
 // fullKeysSQL defines, for a pick of queue $1, key_kinds: the kinds of the
 // queue that declare a per-key default, and the empty kind standing for
 // every other; and full_keys: the running keys whose running attempts
-// reach keyLimitSQL, each with the kinds of key_kinds it is full for. Only
+// reach their limit (keyLimitSQL), each with the kinds of key_kinds it is full for. Only
 // keys at or above the queue's smallest declared limit are asked: no limit
 // below it can apply.
 const fullKeysSQL = runningKeysSQL + `,
@@ -48,9 +51,9 @@ key_kinds AS (
 ),
 full_keys AS (
     SELECT j.concurrency_key, j.kind FROM (
-        SELECT rk.queue, rk.concurrency_key, rk.n, k.kind FROM running_keys rk CROSS JOIN key_kinds k
+        SELECT $1::text AS queue, rk.concurrency_key, rk.n, k.kind FROM running_keys rk CROSS JOIN key_kinds k
         WHERE rk.n >= (SELECT min(l.per_key_limit) FROM fenced_job_limits l WHERE l.queue = $1 AND l.per_key_limit > 0)
-    ) j
+    ) j` + keyLimitJoinSQL + `
     WHERE j.n >= NULLIF(` + keyLimitSQL + `, 0)
 )`
 
@@ -164,20 +167,27 @@ const claimRunningByKindSQL = `SELECT kind, count(*) FROM fenced_jobs WHERE stat
 // takes each as it comes. Held until the transaction ends.
 const claimLimitLocksSQL = `SELECT count(pg_advisory_xact_lock(k)) FROM unnest($1::bigint[]) AS k`
 
-// claimLimitLoadSQL reads the locked candidates ($2, of queue $1) afresh,
-// after the locks, in claim order, as claimlimit.ScanCandidate scans them:
-// each one's key limit, its key's running attempts and whether its
-// sequence is blocked.
+// claimLimitLoadSQL reads the load of the locked candidates of queue $1
+// afresh, after the locks, as claimlimit.ScanCandidate scans them, in
+// claim order: each one's key limit, its key's running attempts (a probe of
+// fenced_jobs_key_running each: a join to the queue's running keys is
+// planned as a nested loop by a generic plan made while the table was
+// small, and reads every running key once per candidate) and whether its sequence is
+// blocked. The candidates' ids, kinds and keys come from the pick ($2, $3,
+// $4, $5, in claim order; empty for no key): the rows are locked since, so
+// they cannot have changed, and are not read again.
 const claimLimitLoadSQL = `
-WITH ` + runningSequencesSQL + `,
-` + runningKeysSQL + `
+WITH ` + runningSequencesSQL + `
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''),
     CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + keyLimitSQL + ` END,
-    COALESCE(rk.n, 0),
+    CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE (SELECT count(*) FROM fenced_jobs r
+        WHERE r.state = 'running' AND r.queue = j.queue AND r.concurrency_key = j.concurrency_key) END,
     CASE WHEN j.sequence_key IS NOT NULL AND ` + sequenceBlockedSQL + ` THEN 1 ELSE 0 END
-FROM fenced_jobs j LEFT JOIN running_keys rk ON rk.concurrency_key = j.concurrency_key
-WHERE j.id = ANY($2::bigint[])
-ORDER BY j.priority, j.run_at, j.id`
+FROM (
+    SELECT u.id, $1::text AS queue, u.kind, NULLIF(u.ckey, '') AS concurrency_key, NULLIF(u.skey, '') AS sequence_key, u.ord
+    FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(id, kind, ckey, skey, ord)
+) j` + keyLimitJoinSQL + `
+ORDER BY j.ord`
 
 // claimLimitedStartSQL starts the admitted candidates, queued rows of queue
 // $1 the claim holds locked since its pick: they are found by their

@@ -24,7 +24,7 @@ SELECT j.queue, j.concurrency_key, ` + keyLimitSQL + `, j.running, j.waiting FRO
     WHERE concurrency_key IS NOT NULL AND ($1 = '' OR queue = $1)
         AND (state = 'running' OR (state = 'queued' AND run_at <= clock_timestamp()))
     GROUP BY queue, concurrency_key
-) j
+) j` + keyLimitJoinSQL + `
 ORDER BY j.queue, j.concurrency_key`
 
 // ListKeySlots implements driver.JobDriver.
