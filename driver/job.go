@@ -1,10 +1,7 @@
 package driver
 
 import (
-	"cmp"
 	"context"
-	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -187,25 +184,6 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 	return e
 }
 
-// SortClaimed puts jobs a claim returned in the order it picked them, the
-// order of every backend's claim statement: priority, then run_at, then id.
-// The claim leaves run_at as it was, so the order can be restored after the
-// statement, for a backend that returns rows in no particular order.
-func SortClaimed(jobs []*fencedtype.Job) {
-	slices.SortFunc(jobs, func(a, b *fencedtype.Job) int {
-		return cmp.Or(cmp.Compare(a.Priority, b.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
-	})
-}
-
-// ScanJobCount scans a row of CountJobs: queue, state, count.
-func ScanJobCount(r Row) (fencedtype.JobCount, error) {
-	var c fencedtype.JobCount
-	var state string
-	err := r.Scan(&c.Queue, &state, &c.Count)
-	c.State = fencedtype.JobState(state)
-	return c, err
-}
-
 // WithRowAttempts appends to the recorded history the attempt that lives on
 // the job row: the attempt in progress, until it ends; and a succeeded
 // job's last attempt, which no history row records (the statement that
@@ -239,14 +217,4 @@ type JobListener interface {
 	// it missed before), then wake with a queue name whenever jobs were
 	// enqueued in it, until ctx ends or the connection fails.
 	ListenJobs(ctx context.Context, listening func(), wake func(queue string)) error
-}
-
-// BeforeBound is the upper id bound a list statement compares with: the
-// filter's BeforeID, or the largest id when it is 0 (no bound), so the
-// statement's condition is a plain comparison an index range serves.
-func BeforeBound(beforeID int64) int64 {
-	if beforeID <= 0 {
-		return math.MaxInt64
-	}
-	return beforeID
 }

@@ -111,30 +111,3 @@ func SlotsHeld(name string, slots int, holders []*fencedtype.Slot) error {
 	}
 	return e
 }
-
-// SemaphoreRow is one row of a semaphore read: the semaphore, and one of its
-// holders or none. Backends read a semaphore with its holders in one
-// statement (a left join) and group the rows with GroupSemaphores.
-type SemaphoreRow struct {
-	Name      string
-	Slots     int
-	Fence     int64
-	DecidedAt time.Time
-	Holder    *fencedtype.Slot // nil on the row of a semaphore nobody holds
-}
-
-// GroupSemaphores folds rows ordered by name into semaphores, in order.
-func GroupSemaphores(rows []SemaphoreRow) []*fencedtype.Semaphore {
-	var out []*fencedtype.Semaphore
-	for _, r := range rows {
-		if len(out) == 0 || out[len(out)-1].Name != r.Name {
-			out = append(out, &fencedtype.Semaphore{Name: r.Name, Slots: r.Slots, Fence: r.Fence, Holders: []fencedtype.Slot{}, DecidedAt: r.DecidedAt})
-		}
-		if h := r.Holder; h != nil {
-			s := out[len(out)-1]
-			h.Name, h.Held, h.DecidedAt = r.Name, true, r.DecidedAt
-			s.Holders = append(s.Holders, *h)
-		}
-	}
-	return out
-}

@@ -265,6 +265,30 @@ func runConcurrencyLimits(t *testing.T, b Backend) {
 			t.Fatalf("claimed %d more", len(more))
 		}
 	})
+	t.Run("AKeysOwnLimitElseItsKindsDefaultElseTheQueues", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		e.setLimit(t, fenced.JobLimit{Queue: "q", PerKey: 3})
+		e.setLimit(t, fenced.JobLimit{Queue: "q", Kind: "a", PerKey: 2})
+		e.setLimit(t, fenced.JobLimit{Queue: "q", ConcurrencyKey: "own-a", PerKey: 5})
+		e.setLimit(t, fenced.JobLimit{Queue: "q", ConcurrencyKey: "own-b", PerKey: 5})
+		for range 6 {
+			e.enqueue(t, fenced.EnqueueParams{Kind: "a", Queue: "q", ConcurrencyKey: "own-a"})
+			e.enqueue(t, fenced.EnqueueParams{Kind: "b", Queue: "q", ConcurrencyKey: "own-b"})
+			e.enqueue(t, fenced.EnqueueParams{Kind: "a", Queue: "q", ConcurrencyKey: "kind-a"})
+			e.enqueue(t, fenced.EnqueueParams{Kind: "b", Queue: "q", ConcurrencyKey: "queue-b"})
+			e.enqueue(t, fenced.EnqueueParams{Kind: "a", Queue: "q"})
+		}
+		got := keyCounts(e.claim(t, "q", "A", 100, long))
+		if want := map[string]int{"own-a": 5, "own-b": 5, "kind-a": 2, "queue-b": 3, "": 6}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("claimed %v, want %v (the key's own limit over its kind's default, the kind's over the queue's, no limit without a key)", got, want)
+		}
+		e.wantKeySlots(t,
+			fenced.KeySlots{Queue: "q", ConcurrencyKey: "kind-a", Limit: 2, Running: 2, Waiting: 4},
+			fenced.KeySlots{Queue: "q", ConcurrencyKey: "own-a", Limit: 5, Running: 5, Waiting: 1},
+			fenced.KeySlots{Queue: "q", ConcurrencyKey: "own-b", Limit: 5, Running: 5, Waiting: 1},
+			fenced.KeySlots{Queue: "q", ConcurrencyKey: "queue-b", Limit: 3, Running: 3, Waiting: 3})
+	})
 	t.Run("AKeyFullUnderItsKindsDefaultHoldsBackNoOtherKey", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -175,7 +176,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, notMigrated(err))
 	}
 	// run_at is unchanged by the claim: this is the order they were picked in.
-	driver.SortClaimed(jobs)
+	reads.SortClaimed(jobs)
 	return jobs, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 	"strings"
 
 	"github.com/fenced/fenced/driver"
@@ -126,7 +127,7 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 
 // listJobs is ListJobs' statement for p and its arguments.
 func listJobs(p fencedtype.JobFilter) (string, []any) {
-	where, args := []string{"j.id > ?", "j.id < ?"}, []any{p.AfterID, driver.BeforeBound(p.BeforeID)}
+	where, args := []string{"j.id > ?", "j.id < ?"}, []any{p.AfterID, reads.BeforeBound(p.BeforeID)}
 	for _, f := range []struct{ cond, value string }{
 		{"j.state = ?", string(p.State)}, {"j.queue = ?", p.Queue}, {"j.kind = ?", p.Kind},
 	} {

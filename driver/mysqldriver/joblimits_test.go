@@ -46,7 +46,7 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	tx, err := db.BeginTx(ctx(t), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	must(t, err, "begin")
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx(t), mysqldriver.ClaimLimitedPick(0), q, q, q, q, q, q, 10)
+	rows, err := tx.QueryContext(ctx(t), mysqldriver.ClaimLimitedPick(0), q, q, q, q, q, 10)
 	must(t, err, "pick")
 	var picked []int64
 	for rows.Next() {

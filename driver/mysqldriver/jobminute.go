@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/rollup"
 	"time"
 
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
@@ -18,7 +18,7 @@ var minuteQueries = sqldb.MinuteQueries{
 	Mark: `INSERT IGNORE INTO fenced_job_minutes (minute, queue, succeeded, failed, cancelled, retried, lost, depth, waits)
 VALUES (?, '', 0, 0, 0, 0, 0, -1, '')`,
 	Finished: `SELECT queue, state, CASE WHEN attempted_at IS NULL OR state = 'cancelled' THEN -1
-    ELSE ` + driver.WaitBucketSQL(`TIMESTAMPDIFF(MICROSECOND, run_at, attempted_at) / 1000`) + ` END AS bucket, count(*)
+    ELSE ` + rollup.WaitBucketSQL(`TIMESTAMPDIFF(MICROSECOND, run_at, attempted_at) / 1000`) + ` END AS bucket, count(*)
 FROM fenced_jobs FORCE INDEX (fenced_jobs_finished) WHERE finished_at >= ? AND finished_at < ? GROUP BY 1, 2, 3`,
 	Requeued: `SELECT j.queue, a.outcome, count(*) FROM fenced_job_attempts a JOIN fenced_jobs j ON j.id = a.job_id
 WHERE a.outcome IN ('retry', 'lost') AND a.ended_at >= ? AND a.ended_at < ? GROUP BY 1, 2`,

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -140,8 +141,8 @@ func scanSlot(row sqldb.Scanner) (*fencedtype.Slot, error) {
 	return &s, nil
 }
 
-func scanSemaphoreRow(row sqldb.Scanner) (driver.SemaphoreRow, error) {
-	var r driver.SemaphoreRow
+func scanSemaphoreRow(row sqldb.Scanner) (reads.SemaphoreRow, error) {
+	var r reads.SemaphoreRow
 	var at, expires dbTime
 	var slot, fence sql.NullInt64
 	var owner sql.NullString

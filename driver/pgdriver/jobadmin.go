@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/reads"
 	"github.com/fenced/fenced/fencedtype"
 	"github.com/jackc/pgx/v5"
 )
@@ -95,7 +96,7 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fence
 // runs of one statement) still knows which partial index holds it.
 func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fencedtype.Job, error) {
 	where := []string{"j.id > $1", "j.id < $2"}
-	args := []any{p.AfterID, driver.BeforeBound(p.BeforeID)}
+	args := []any{p.AfterID, reads.BeforeBound(p.BeforeID)}
 	state := string(p.State)
 	if p.State.Valid() {
 		where, state = append(where, "j.state = '"+state+"'"), ""
@@ -142,5 +143,5 @@ func (d *Driver) CountJobs(ctx context.Context) ([]fencedtype.JobCount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobCount, error) { return driver.ScanJobCount(r) })
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobCount, error) { return reads.ScanJobCount(r) })
 }

@@ -3,6 +3,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/rollup"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -18,7 +19,7 @@ VALUES ($1, '', 0, 0, 0, 0, 0, -1, '') ON CONFLICT DO NOTHING`
 	// fenced_jobs_finished), with the claim wait of those that ran.
 	minuteFinishedSQL = `
 SELECT queue, state, CASE WHEN attempted_at IS NULL OR state = 'cancelled' THEN -1
-    ELSE ` + driver.WaitBucketSQL(`extract(epoch FROM attempted_at - run_at) * 1000`) + ` END AS bucket, count(*)
+    ELSE ` + rollup.WaitBucketSQL(`extract(epoch FROM attempted_at - run_at) * 1000`) + ` END AS bucket, count(*)
 FROM fenced_jobs WHERE finished_at >= $1 AND finished_at < $2
 GROUP BY 1, 2, 3`
 	// minuteRequeuedSQL reads the retried and lost attempts that ended in
@@ -50,7 +51,7 @@ func (d *Driver) RollupJobMinute(ctx context.Context, minute time.Time, depth bo
 	fail := func(err error) (bool, error) {
 		return false, fmt.Errorf("roll up the minute of %s: %w", minute.Format(time.RFC3339), err)
 	}
-	r := driver.NewMinuteRollup(minute, depth)
+	r := rollup.NewMinute(minute, depth)
 	end := minute.Add(time.Minute)
 	for from := minute; from.Before(end); from = from.Add(rollupSlice) {
 		to := from.Add(rollupSlice)
@@ -82,7 +83,7 @@ func (d *Driver) RollupJobMinute(ctx context.Context, minute time.Time, depth bo
 		cols.retried = append(cols.retried, m.Retried)
 		cols.lost = append(cols.lost, m.Lost)
 		cols.dep = append(cols.dep, m.Depth)
-		cols.waits = append(cols.waits, driver.FormatWaits(m.Waits))
+		cols.waits = append(cols.waits, rollup.FormatWaits(m.Waits))
 	}
 	done := false
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
@@ -139,7 +140,7 @@ FROM fenced_job_minutes WHERE minute >= $1 ORDER BY minute, queue`, since)
 			return m, err
 		}
 		var err error
-		m.Waits, err = driver.ParseWaits(waits)
+		m.Waits, err = rollup.ParseWaits(waits)
 		return m, err
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -124,8 +125,8 @@ func scanSlot(row pgx.Row) (*fencedtype.Slot, error) {
 	return &s, nil
 }
 
-func scanSemaphoreRow(row pgx.Row) (driver.SemaphoreRow, error) {
-	var r driver.SemaphoreRow
+func scanSemaphoreRow(row pgx.Row) (reads.SemaphoreRow, error) {
+	var r reads.SemaphoreRow
 	var slots int32
 	var slot *int32
 	var owner *string
@@ -272,11 +273,11 @@ func (d *Driver) readSemaphores(ctx context.Context, query string, args ...any) 
 	if err != nil {
 		return nil, err
 	}
-	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (driver.SemaphoreRow, error) { return scanSemaphoreRow(r) })
+	rs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (reads.SemaphoreRow, error) { return scanSemaphoreRow(r) })
 	if err != nil {
 		return nil, err
 	}
-	return driver.GroupSemaphores(rs), nil
+	return reads.GroupSemaphores(rs), nil
 }
 
 // slotGuardSQL share-locks the slot row carrying the grant's fence and says

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -162,7 +163,7 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 		return nil, fmt.Errorf("claim from queue %q: %w", p.Queue, notMigrated(err))
 	}
 	// RETURNING order is unspecified; run_at is unchanged by the claim.
-	driver.SortClaimed(jobs)
+	reads.SortClaimed(jobs)
 	return jobs, nil
 }
 

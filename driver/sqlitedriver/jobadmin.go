@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/internal/sqldb"
@@ -122,7 +123,7 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 		query = listJobsDescSQL
 	}
 	jobs, err := sqldb.All(ctx, d.db, scanJob, query, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit,
-		driver.BeforeBound(p.BeforeID), p.Failing)
+		reads.BeforeBound(p.BeforeID), p.Failing)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", notMigrated(err))
 	}

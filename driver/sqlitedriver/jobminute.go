@@ -4,9 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/rollup"
 	"time"
 
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/internal/sqldb"
 	"github.com/fenced/fenced/fencedtype"
 )
@@ -16,7 +16,7 @@ var minuteQueries = sqldb.MinuteQueries{
 	Mark: `INSERT INTO fenced_job_minutes (minute_us, queue, succeeded, failed, cancelled, retried, lost, depth, waits)
 VALUES (?, '', 0, 0, 0, 0, 0, -1, '') ON CONFLICT DO NOTHING`,
 	Finished: `SELECT queue, state, CASE WHEN attempted_us IS NULL OR state = 'cancelled' THEN -1
-    ELSE ` + driver.WaitBucketSQL(`(attempted_us - run_at_us) / 1000.0`) + ` END AS bucket, count(*)
+    ELSE ` + rollup.WaitBucketSQL(`(attempted_us - run_at_us) / 1000.0`) + ` END AS bucket, count(*)
 FROM fenced_jobs WHERE finished_us >= ? AND finished_us < ? GROUP BY 1, 2, 3`,
 	Requeued: `SELECT j.queue, a.outcome, count(*) FROM fenced_job_attempts a JOIN fenced_jobs j ON j.id = a.job_id
 WHERE a.outcome IN ('retry', 'lost') AND a.ended_us >= ? AND a.ended_us < ? GROUP BY 1, 2`,

@@ -3,9 +3,9 @@ package sqldb
 import (
 	"context"
 	"database/sql"
+	"github.com/fenced/fenced/driver/internal/rollup"
 	"time"
 
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -39,7 +39,7 @@ func (q MinuteQueries) RollupMinute(ctx context.Context, tx *sql.Tx, t func(time
 	if err != nil || n == 0 {
 		return false, err
 	}
-	r := driver.NewMinuteRollup(minute, depth)
+	r := rollup.NewMinute(minute, depth)
 	start, end := t(minute), t(minute.Add(time.Minute))
 	if err := each(ctx, tx, q.Finished, []any{start, end}, r.ScanFinished); err != nil {
 		return false, err
@@ -60,7 +60,7 @@ func (q MinuteQueries) RollupMinute(ctx context.Context, tx *sql.Tx, t func(time
 	}
 	for _, m := range rows[1:] { // the marker is in
 		if _, err := tx.ExecContext(ctx, q.Insert, start, m.Queue, m.Succeeded, m.Failed, m.Cancelled,
-			m.Retried, m.Lost, m.Depth, driver.FormatWaits(m.Waits)); err != nil {
+			m.Retried, m.Lost, m.Depth, rollup.FormatWaits(m.Waits)); err != nil {
 			return false, err
 		}
 	}
@@ -83,7 +83,7 @@ func ScanJobMinute[T any](at func(T) time.Time) func(Scanner) (fencedtype.JobMin
 		}
 		m.Minute = at(minute)
 		var err error
-		m.Waits, err = driver.ParseWaits(waits)
+		m.Waits, err = rollup.ParseWaits(waits)
 		return m, err
 	}
 }

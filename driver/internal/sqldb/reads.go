@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 
-	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -35,7 +35,7 @@ func ListLeases(ctx context.Context, q Querier, scan func(Scanner) (*fencedtype.
 // CountJobs counts jobs by queue and state with query, whose rows are
 // queue, state, count.
 func CountJobs(ctx context.Context, q Querier, query string) ([]fencedtype.JobCount, error) {
-	counts, err := All(ctx, q, driver.ScanJobCount, query)
+	counts, err := All(ctx, q, reads.ScanJobCount, query)
 	if err != nil {
 		return nil, fmt.Errorf("count jobs: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fenced/fenced/driver/internal/reads"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
@@ -21,7 +22,7 @@ type SlotQueries struct {
 	LastFence, SlotByFence string
 	ScanSlot               func(Scanner) (*fencedtype.Slot, error)
 	Get, List              string
-	ScanRow                func(Scanner) (driver.SemaphoreRow, error)
+	ScanRow                func(Scanner) (reads.SemaphoreRow, error)
 }
 
 // DiagnoseSlot reads, through q, why a write on ref changed nothing: the
@@ -62,7 +63,7 @@ func (sq SlotQueries) GetSemaphore(ctx context.Context, q Querier, name string) 
 	if len(rs) == 0 {
 		return nil, fencedtype.ErrNotFound
 	}
-	return driver.GroupSemaphores(rs)[0], nil
+	return reads.GroupSemaphores(rs)[0], nil
 }
 
 // ListSemaphores reads every semaphore through q.
@@ -71,5 +72,5 @@ func (sq SlotQueries) ListSemaphores(ctx context.Context, q Querier) ([]*fencedt
 	if err != nil {
 		return nil, fmt.Errorf("list semaphores: %w", err)
 	}
-	return driver.GroupSemaphores(rs), nil
+	return reads.GroupSemaphores(rs), nil
 }

@@ -1,6 +1,6 @@
 //go:build !fenced_broken_limits
 
-package driver
+package claimlimit
 
 import (
 	"fmt"
@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// AdmitClaims admits in claim order while each key, kind and the queue stay
+// Admit admits in claim order while each key, kind and the queue stay
 // within their limits, and at most one unblocked job per sequence.
-func TestAdmitClaims(t *testing.T) {
-	cands := []ClaimCandidate{
+func TestAdmit(t *testing.T) {
+	cands := []Candidate{
 		{ID: 1, Kind: "a", ConcurrencyKey: "k", KeyLimit: 2, KeyRunning: 1},
 		{ID: 2, Kind: "a", ConcurrencyKey: "k", KeyLimit: 2, KeyRunning: 1}, // k full after 1
 		{ID: 3, Kind: "a", SequenceKey: "s"},
@@ -22,43 +22,43 @@ func TestAdmitClaims(t *testing.T) {
 		{ID: 8, Kind: "a", ConcurrencyKey: "free"},
 		{ID: 9, Kind: "a"}, // the queue's global limit
 	}
-	load := ClaimLoad{}
+	load := Load{}
 	load.AddGlobal("", 5)
 	load.AddGlobal("slow", 1)
-	if got := AdmitClaims(cands, load, 100); !slices.Equal(got, []int64{1, 3, 6, 8, 9}) {
+	if got := Admit(cands, load, 100); !slices.Equal(got, []int64{1, 3, 6, 8, 9}) {
 		t.Fatalf("admitted %v", got)
 	}
 	load.AddRunning("a", 1)
-	if got := AdmitClaims(cands, load, 100); !slices.Equal(got, []int64{1, 3, 6, 8}) {
+	if got := Admit(cands, load, 100); !slices.Equal(got, []int64{1, 3, 6, 8}) {
 		t.Fatalf("with one running, admitted %v", got)
 	}
-	if got := AdmitClaims(cands, ClaimLoad{}, 2); !slices.Equal(got, []int64{1, 3}) {
+	if got := Admit(cands, Load{}, 2); !slices.Equal(got, []int64{1, 3}) {
 		t.Fatalf("with a claim limit of 2, admitted %v", got)
 	}
 }
 
-// LimitLockNames are distinct and sorted; LimitLockIDs likewise, and never
-// more than LimitLockBuckets however many names.
-func TestLimitLockNames(t *testing.T) {
-	cands := []ClaimCandidate{{ConcurrencyKey: "b", SequenceKey: "x"}, {ConcurrencyKey: "a"}, {ConcurrencyKey: "b"}}
-	names := LimitLockNames("q", cands, true)
+// LockNames are distinct and sorted; LockIDs likewise, and never
+// more than LockBuckets however many names.
+func TestLockNames(t *testing.T) {
+	cands := []Candidate{{ConcurrencyKey: "b", SequenceKey: "x"}, {ConcurrencyKey: "a"}, {ConcurrencyKey: "b"}}
+	names := LockNames("q", cands, true)
 	want := []string{"g\x1fq", "k\x1fq\x1fa", "k\x1fq\x1fb", "s\x1fq\x1fx"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("names = %q, want %q", names, want)
 	}
-	ids := LimitLockIDs(names)
+	ids := LockIDs(names)
 	if len(ids) < 1 || len(ids) > 4 || !slices.IsSorted(ids) {
 		t.Fatalf("ids = %v", ids)
 	}
-	if again := LimitLockIDs(names); !slices.Equal(again, ids) {
+	if again := LockIDs(names); !slices.Equal(again, ids) {
 		t.Fatalf("ids = %v, then %v", ids, again)
 	}
 	many := make([]string, 10000)
 	for i := range many {
 		many[i] = fmt.Sprintf("k\x1fq\x1fcustomer:%d", i)
 	}
-	ids = LimitLockIDs(many)
-	if len(ids) != LimitLockBuckets || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
-		t.Fatalf("10000 names: %d ids (want %d), sorted %v", len(ids), LimitLockBuckets, slices.IsSorted(ids))
+	ids = LockIDs(many)
+	if len(ids) != LockBuckets || !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+		t.Fatalf("10000 names: %d ids (want %d), sorted %v", len(ids), LockBuckets, slices.IsSorted(ids))
 	}
 }

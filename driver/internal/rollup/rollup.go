@@ -1,4 +1,7 @@
-package driver
+// Package rollup is the minute rollup's plumbing every SQL backend shares
+// (docs/design.md §6.12): the wait buckets as SQL, one minute's counts
+// gathered by queue, and the text the wait counts are stored as.
+package rollup
 
 import (
 	"fmt"
@@ -7,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
 )
 
@@ -22,21 +26,21 @@ func WaitBucketSQL(ms string) string {
 	return b.String()
 }
 
-// MinuteRollup gathers one minute's counts by queue as a driver reads
-// them, for RollupJobMinute.
-type MinuteRollup struct {
+// Minute gathers one minute's counts by queue as a driver reads
+// them, for JobDriver.RollupJobMinute.
+type Minute struct {
 	minute  time.Time
 	depth   bool
 	byQueue map[string]*fencedtype.JobMinute
 }
 
-// NewMinuteRollup starts the rollup of minute; depth says whether the
+// NewMinute starts the rollup of minute; depth says whether the
 // queue depths will be added (else each row's Depth is -1).
-func NewMinuteRollup(minute time.Time, depth bool) *MinuteRollup {
-	return &MinuteRollup{minute: minute, depth: depth, byQueue: map[string]*fencedtype.JobMinute{}}
+func NewMinute(minute time.Time, depth bool) *Minute {
+	return &Minute{minute: minute, depth: depth, byQueue: map[string]*fencedtype.JobMinute{}}
 }
 
-func (r *MinuteRollup) row(queue string) *fencedtype.JobMinute {
+func (r *Minute) row(queue string) *fencedtype.JobMinute {
 	m := r.byQueue[queue]
 	if m == nil {
 		m = &fencedtype.JobMinute{Minute: r.minute, Queue: queue,
@@ -51,7 +55,7 @@ func (r *MinuteRollup) row(queue string) *fencedtype.JobMinute {
 
 // AddFinished counts n jobs of queue that finished in state, with their
 // claim wait in bucket (WaitBucketSQL; negative: not counted as a wait).
-func (r *MinuteRollup) AddFinished(queue, state string, bucket int, n int64) {
+func (r *Minute) AddFinished(queue, state string, bucket int, n int64) {
 	m := r.row(queue)
 	switch fencedtype.JobState(state) {
 	case fencedtype.JobSucceeded:
@@ -68,7 +72,7 @@ func (r *MinuteRollup) AddFinished(queue, state string, bucket int, n int64) {
 
 // ScanFinished reads a row of queue, state, wait bucket and count (the
 // minute's finished jobs) into the rollup.
-func (r *MinuteRollup) ScanFinished(row Row) error {
+func (r *Minute) ScanFinished(row driver.Row) error {
 	var queue, state string
 	var bucket int
 	var n int64
@@ -81,7 +85,7 @@ func (r *MinuteRollup) ScanFinished(row Row) error {
 
 // AddAttempts counts n attempts of queue that ended with outcome (retry
 // or lost; others are not counted).
-func (r *MinuteRollup) AddAttempts(queue, outcome string, n int64) {
+func (r *Minute) AddAttempts(queue, outcome string, n int64) {
 	switch outcome {
 	case fencedtype.OutcomeRetry:
 		r.row(queue).Retried += n
@@ -92,7 +96,7 @@ func (r *MinuteRollup) AddAttempts(queue, outcome string, n int64) {
 
 // ScanAttempts reads a row of queue, outcome and count (the minute's
 // retried and lost attempts) into the rollup.
-func (r *MinuteRollup) ScanAttempts(row Row) error {
+func (r *Minute) ScanAttempts(row driver.Row) error {
 	var queue, outcome string
 	var n int64
 	if err := row.Scan(&queue, &outcome, &n); err != nil {
@@ -103,11 +107,11 @@ func (r *MinuteRollup) ScanAttempts(row Row) error {
 }
 
 // AddDepth records n queued jobs in queue.
-func (r *MinuteRollup) AddDepth(queue string, n int64) { r.row(queue).Depth = n }
+func (r *Minute) AddDepth(queue string, n int64) { r.row(queue).Depth = n }
 
 // ScanDepth reads a row of queue and count (its queued jobs) into the
 // rollup.
-func (r *MinuteRollup) ScanDepth(row Row) error {
+func (r *Minute) ScanDepth(row driver.Row) error {
 	var queue string
 	var n int64
 	if err := row.Scan(&queue, &n); err != nil {
@@ -119,7 +123,7 @@ func (r *MinuteRollup) ScanDepth(row Row) error {
 
 // Depth is the total of the queued jobs the rollup counted, -1 when it
 // counts none: the marker row's Depth.
-func (r *MinuteRollup) Depth() int64 {
+func (r *Minute) Depth() int64 {
 	if !r.depth {
 		return -1
 	}
@@ -132,7 +136,7 @@ func (r *MinuteRollup) Depth() int64 {
 
 // Rows returns the minute's rows: its marker (queue "", no counts, the
 // total depth) first, then one per queue by name.
-func (r *MinuteRollup) Rows() []fencedtype.JobMinute {
+func (r *Minute) Rows() []fencedtype.JobMinute {
 	out := []fencedtype.JobMinute{{Minute: r.minute, Depth: r.Depth(),
 		Waits: make([]int64, len(fencedtype.WaitBucketsMS)+1)}}
 	for _, m := range r.byQueue {

@@ -1,0 +1,12 @@
+//go:build fenced_broken_limits
+
+package pgdriver
+
+// A DELIBERATELY BROKEN BUILD, selected only by the build tag
+// fenced_broken_limits (see driver/internal/claimlimit/admit_broken.go):
+// the limited pick filters nothing. Never ship a binary built with this
+// tag.
+const (
+	sequenceFilterSQL = `true`
+	keyFilterSQL      = `true`
+)

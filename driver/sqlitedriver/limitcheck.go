@@ -1,0 +1,12 @@
+//go:build !fenced_broken_limits
+
+package sqlitedriver
+
+// claimableSQL is the limited pick's pre-filter: the job row aliased j is
+// not blocked by its sequence and its key is not full. Read in the write
+// transaction of the claim, it saves picking jobs that cannot be admitted;
+// the admission decides. It is a constant of its own only so that the
+// chaos suite can show its checkers catch a build without it (the build
+// tag fenced_broken_limits, see limitcheck_broken.go).
+const claimableSQL = `NOT ` + sequenceBlockedSQL + `
+    AND ` + keyNotFullSQL
