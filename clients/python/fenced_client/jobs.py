@@ -312,6 +312,12 @@ class Jobs:
         the job already finished."""
         return Job.from_json(self._c.request("POST", "/v1/jobs/%d/cancel" % job_id, {}))
 
+    def retry(self, job_id: int) -> Job:
+        """Queue a failed (dead-lettered) or cancelled job again, to run now
+        with ``max_attempts`` more attempts. :class:`JobStateError` in any
+        other state."""
+        return Job.from_json(self._c.request("POST", "/v1/jobs/%d/retry" % job_id, {}))
+
     def delete(self, job_id: int) -> None:
         """Delete a job, in any state, with its attempt history. A running
         attempt's worker is not told: its next heartbeat, progress or end

@@ -272,6 +272,16 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual(w.stats.cancelled, 1)
         self.assertEqual(self.state(j.id), "cancelled")
 
+    def test_retry_of_a_cancelled_job(self) -> None:
+        j = self.c.jobs.enqueue("k", queue=self.queue, max_attempts=1)
+        with self.assertRaises(JobStateError):
+            self.c.jobs.retry(j.id)  # queued: nothing to retry
+        self.assertEqual(self.c.jobs.cancel(j.id).state, "cancelled")
+        again = self.c.jobs.retry(j.id)
+        # max_attempts more than the attempts made: none was
+        self.assertEqual((again.state, again.max_attempts), ("queued", 1))
+        self.assertEqual([c.id for c in self.c.jobs.claim(self.queue, "w1")], [j.id])
+
     def test_delete(self) -> None:
         j = self.c.jobs.enqueue("k", queue=self.queue)
         claimed = self.c.jobs.claim(self.queue, "w1")

@@ -199,6 +199,8 @@ func jobFilter(q url.Values) (fenced.JobFilter, error) {
 	return f, nil
 }
 
+// cancelRequest is the body of a cancel or a retry: an empty object, or
+// none.
 type cancelRequest struct{}
 
 // cancel: POST /v1/jobs/{id}/cancel → the job: cancelled at once when
@@ -213,6 +215,24 @@ func (s *Server) cancel(r *http.Request) (*reply, error) {
 		return nil, err
 	}
 	j, err := s.c.CancelJob(r.Context(), id)
+	if err != nil {
+		return nil, jobNotFound(id, err)
+	}
+	return ok(jobReply{*j, wire.Time(j.DecidedAt)}, j.DecidedAt), nil
+}
+
+// retry: POST /v1/jobs/{id}/retry → the job, queued to run now with
+// max_attempts more attempts, when it failed or was cancelled. 409 conflict
+// in another state.
+func (s *Server) retry(r *http.Request) (*reply, error) {
+	if err := decodeBody(r, &cancelRequest{}, true); err != nil {
+		return nil, err
+	}
+	id, err := pathJobID(r)
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.c.RetryJob(r.Context(), id)
 	if err != nil {
 		return nil, jobNotFound(id, err)
 	}

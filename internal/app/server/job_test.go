@@ -170,6 +170,30 @@ func TestJobs(t *testing.T) {
 			e.fails(http.StatusBadRequest, codeInvalid, "POST", jobPath(r.ID, "cancel"), `{"force": true}`)
 			e.fails(http.StatusNotFound, codeNotFound, "POST", jobPath(999, "cancel"), nil)
 		})
+		t.Run("RetryFailedOrCancelled", func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, db(t), Config{})
+			q := e.enqueue(map[string]any{"kind": "k", "queue": "r", "max_attempts": 1})
+			running := e.fails(http.StatusConflict, codeConflict, "POST", jobPath(q.ID, "retry"), nil)
+			if running.body["state"] != "queued" || running.body["op"] != "retry" {
+				t.Fatalf("retry of a queued job = %s", running.raw)
+			}
+			c := e.claim("r", map[string]any{"owner": "w"})[0]
+			e.ok("POST", jobPath(q.ID, "fail"), map[string]any{"fence": c.Fence, "error": "boom"})
+			if h := e.job(q.ID); h.Job.State != fenced.JobFailed {
+				t.Fatalf("after its one attempt failed = %+v", h.Job)
+			}
+			var again jobOut
+			e.decode(e.ok("POST", jobPath(q.ID, "retry"), "{}"), &again)
+			if again.State != fenced.JobQueued || again.MaxAttempts != 2 {
+				t.Fatalf("retry of a failed job = %+v; want queued with one more attempt", again)
+			}
+			if jobs := e.claim("r", map[string]any{"owner": "w2"}); len(jobs) != 1 || jobs[0].ID != q.ID || jobs[0].Attempt != 2 {
+				t.Fatalf("claim after the retry = %+v", jobs)
+			}
+			e.fails(http.StatusBadRequest, codeInvalid, "POST", jobPath(q.ID, "retry"), `{"now": true}`)
+			e.fails(http.StatusNotFound, codeNotFound, "POST", jobPath(999, "retry"), nil)
+		})
 		t.Run("ListPagesWithACursor", func(t *testing.T) {
 			t.Parallel()
 			e := setup(t, db(t), Config{})

@@ -149,6 +149,9 @@ func TestOpenAPISession(t *testing.T) {
 		e.decode(c.call(200, "POST", "/v1/queues/slow/claim", obj("owner", "B", "kinds", []string{"report"})), &claimed)
 		c.call(200, "POST", jobPath(k, "fail"), obj("fence", claimed.Jobs[0].Fence, "error", "gave up", "discard", true))
 		c.call(200, "GET", fmt.Sprintf("/v1/jobs/%d", k), nil) // failed, three attempts
+		c.call(200, "POST", jobPath(k, "retry"), nil)          // queued again
+		c.call(409, "POST", jobPath(k, "retry"), obj())        // not failed or cancelled
+		c.call(404, "POST", jobPath(999999, "retry"), nil)
 
 		// Cancel: a queued job at once, a running one asked to stop, a
 		// finished one refused.
