@@ -1,5 +1,5 @@
-"""A client of ``fenced serve``: leases, fenced resources, the job queue
-and a worker. Standard library only.
+"""A client of ``fenced serve``: leases, semaphores, fenced resources, the
+job queue (with its limits and pauses) and a worker. Standard library only.
 
     from fenced_client import Client, Worker
 
@@ -27,6 +27,7 @@ from .errors import (
 from .jobs import Heartbeat, Job, JobAttempt, JobHistory, JobPage, Jobs, JobWrite
 from .leases import Lease, Leases
 from .resources import Resource, Resources, ResourceWrite
+from .semaphores import Semaphore, Semaphores, Slot
 from .worker import Handler, JobContext, JobStopped, Worker, WorkerStats
 
 __version__ = "0.1.0"
@@ -56,6 +57,9 @@ __all__ = [
     "Resource",
     "ResourceWrite",
     "Resources",
+    "Semaphore",
+    "Semaphores",
+    "Slot",
     "StaleError",
     "TooLargeError",
     "UnauthorizedError",

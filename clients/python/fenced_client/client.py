@@ -45,10 +45,12 @@ class Client:
         from .jobs import Jobs
         from .leases import Leases
         from .resources import Resources
+        from .semaphores import Semaphores
 
         self.leases: Leases = Leases(self)
         self.resources: Resources = Resources(self)
         self.jobs: Jobs = Jobs(self)
+        self.semaphores: Semaphores = Semaphores(self)
 
     def __repr__(self) -> str:  # never shows the token
         return "Client(%r)" % self.url

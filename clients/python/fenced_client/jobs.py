@@ -318,6 +318,55 @@ class Jobs:
         other state."""
         return Job.from_json(self._c.request("POST", "/v1/jobs/%d/retry" % job_id, {}))
 
+    def set_limit(self, queue: str, per_key: int = 0, global_: int = 0, kind: str = "", key: str = "") -> Dict[str, Any]:
+        """Declare the limit of ``queue`` (of its jobs of ``kind``, or of its
+        concurrency ``key``, when given), replacing the one it had:
+        ``per_key`` running attempts of one concurrency key at most,
+        ``global_`` running jobs at most; 0 is no limit. Returns the limit
+        as the server stored it."""
+        path = "/v1/queues/%s" % seg(queue)
+        if kind and key:
+            raise ValueError("a limit is of a kind or of a key, not both")
+        if key and global_:
+            raise ValueError("a key's limit is per key only: it has no global part")
+        if kind:
+            path += "/kinds/%s" % seg(kind)
+        elif key:
+            path += "/keys/%s" % seg(key)
+        body: Dict[str, Any] = {"per_key": per_key}
+        if not key:  # a key's limit has no global part
+            body["global"] = global_
+        return self._c.request("PUT", path + "/limit", body)
+
+    def delete_limit(self, queue: str, kind: str = "", key: str = "") -> None:
+        """Delete the limit of ``queue`` (or of its ``kind`` or ``key``).
+        :class:`NotFoundError` when none is declared."""
+        path = "/v1/queues/%s" % seg(queue)
+        if kind:
+            path += "/kinds/%s" % seg(kind)
+        elif key:
+            path += "/keys/%s" % seg(key)
+        self._c.request("DELETE", path + "/limit")
+
+    def limits(self, queue: str = "") -> List[Dict[str, Any]]:
+        """The declared limits, of ``queue`` or of every queue: each
+        ``{queue, kind, concurrency_key, per_key, global}``."""
+        path = "/v1/queues/%s/limits" % seg(queue) if queue else "/v1/limits"
+        return list(self._c.request("GET", path).get("limits") or [])
+
+    def pause(self, queue: str) -> bool:
+        """Pause ``queue``: no job of it is claimed until it is resumed
+        (running ones run on). Returns whether this call changed it."""
+        return bool(self._c.request("POST", "/v1/queues/%s/pause" % seg(queue), {}).get("changed"))
+
+    def resume(self, queue: str) -> bool:
+        """Resume ``queue``. Returns whether this call changed it."""
+        return bool(self._c.request("POST", "/v1/queues/%s/resume" % seg(queue), {}).get("changed"))
+
+    def pauses(self) -> List[str]:
+        """The paused queues."""
+        return [str(p.get("queue")) for p in self._c.request("GET", "/v1/pauses").get("pauses") or []]
+
     def delete(self, job_id: int) -> None:
         """Delete a job, in any state, with its attempt history. A running
         attempt's worker is not told: its next heartbeat, progress or end

@@ -282,6 +282,29 @@ class WorkerTest(unittest.TestCase):
         self.assertEqual((again.state, again.max_attempts), ("queued", 1))
         self.assertEqual([c.id for c in self.c.jobs.claim(self.queue, "w1")], [j.id])
 
+    def test_limits_and_pauses(self) -> None:
+        q = self.queue
+        self.assertEqual(self.c.jobs.set_limit(q, per_key=1, global_=5)["global"], 5)
+        self.c.jobs.set_limit(q, per_key=2, kind="email")
+        self.c.jobs.set_limit(q, per_key=3, key="acct-1")
+        with self.assertRaises(ValueError):
+            self.c.jobs.set_limit(q, global_=1, key="acct-1")
+        got = {(l["kind"], l["concurrency_key"]): l["per_key"] for l in self.c.jobs.limits(q)}
+        self.assertEqual(got, {("", ""): 1, ("email", ""): 2, ("", "acct-1"): 3})
+        self.c.jobs.delete_limit(q, key="acct-1")
+        with self.assertRaises(NotFoundError):
+            self.c.jobs.delete_limit(q, key="acct-1")
+        self.assertEqual(len(self.c.jobs.limits(q)), 2)
+
+        j = self.c.jobs.enqueue("k", queue=q)
+        self.assertTrue(self.c.jobs.pause(q))
+        self.assertFalse(self.c.jobs.pause(q))  # already paused
+        self.assertIn(q, self.c.jobs.pauses())
+        self.assertEqual(self.c.jobs.claim(q, "w1"), [])
+        self.assertTrue(self.c.jobs.resume(q))
+        self.assertNotIn(q, self.c.jobs.pauses())
+        self.assertEqual([c.id for c in self.c.jobs.claim(q, "w1")], [j.id])
+
     def test_delete(self) -> None:
         j = self.c.jobs.enqueue("k", queue=self.queue)
         claimed = self.c.jobs.claim(self.queue, "w1")

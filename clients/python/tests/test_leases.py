@@ -90,3 +90,29 @@ class ResourceTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class SemaphoreTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.c = client()
+
+    def test_slots_fences_and_a_stale_holder(self) -> None:
+        name = unique("sem")
+        a = self.c.semaphores.acquire(name, "a", slots=2, ttl_ms=5000)
+        b = self.c.semaphores.acquire(name, "b", slots=2, ttl_ms=5000)
+        self.assertEqual((a.held, b.held), (True, True))
+        self.assertEqual({a.slot, b.slot}, {0, 1})
+        self.assertGreater(b.fence, a.fence)
+        with self.assertRaises(HeldError):
+            self.c.semaphores.acquire(name, "c", slots=2, ttl_ms=5000)
+        sem = self.c.semaphores.get(name)
+        self.assertEqual((sem.slots, sorted(h.owner for h in sem.holders)), (2, ["a", "b"]))
+        self.assertIn(name, [s.name for s in self.c.semaphores.list()])
+        self.assertEqual(self.c.semaphores.renew(a, ttl_ms=10000).fence, a.fence)
+        self.assertTrue(self.c.semaphores.release(a).released)
+        c = self.c.semaphores.acquire(name, "c", slots=2, ttl_ms=5000)
+        self.assertGreater(c.fence, b.fence)
+        with self.assertRaises(StaleError):
+            self.c.semaphores.renew(a)  # released: a's grant is over
+        with self.assertRaises(NotFoundError):
+            self.c.semaphores.get(unique("never"))
