@@ -1,36 +1,18 @@
 package fenced_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/internal/test/logbuf"
+
 	"github.com/fenced/fenced"
 )
-
-// syncBuffer is a bytes.Buffer safe for the goroutines that log to it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A Worker on a database that was never migrated refuses to start with a
 // *NotMigratedError, and says so on the Client's logger: a program that
@@ -39,7 +21,7 @@ func TestWorkerOnUnmigratedDatabaseLogsItsRefusal(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var out syncBuffer
+	var out logbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&out, nil))
 	c, err := fenced.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "new.db"), fenced.Config{Logger: log})
 	if err != nil {
@@ -67,7 +49,7 @@ func TestWorkerOnUnmigratedDatabaseLogsItsRefusal(t *testing.T) {
 	}
 
 	// A worker given its own logger logs there, not on the Client's.
-	var own syncBuffer
+	var own logbuf.Buffer
 	w2, err := c.NewWorker(fenced.WorkerConfig{Owner: "w2", Logger: slog.New(slog.NewTextHandler(&own, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/internal/test/logbuf"
+
 	"github.com/fenced/fenced"
 )
 
@@ -251,7 +253,7 @@ func TestPanickingHooksDoNotStopTheWorker(t *testing.T) {
 		defer mu.Unlock()
 		ends = append(ends, j.Kind+" "+e.Outcome)
 	}}
-	var logged syncBuffer
+	var logged logbuf.Buffer
 	c := hookClient(t, fenced.Config{Hooks: []fenced.Hooks{after, panicky}, Logger: newTextLogger(&logged)})
 	w, err := c.NewWorker(fenced.WorkerConfig{Owner: "w"})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/internal/test/logbuf"
+
 	"github.com/fenced/fenced/internal/test/testdb"
 )
 
@@ -56,7 +58,7 @@ func workingJob(c cli, args ...string) (*os.Process, func() (int, string)) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	cmd := c.command(ctx, append([]string{"job", "work"}, args...)...)
-	var stderr syncBuf
+	var stderr logbuf.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fenced/fenced/internal/test/logbuf"
 )
 
 // The helpers of the tests that run Python against a real "fenced serve":
@@ -52,7 +54,7 @@ func runInterpreter(t *testing.T, py string, env []string, args ...string) pyRun
 	cmd.Dir = t.TempDir() // no __pycache__ next to the script
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "FENCED_TOKEN=", "FENCED_URL=")
 	cmd.Env = append(cmd.Env, env...)
-	var stderr syncBuf
+	var stderr logbuf.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	var exit *exec.ExitError
@@ -69,7 +71,7 @@ func runInterpreter(t *testing.T, py string, env []string, args ...string) pyRun
 
 // pyProc is a python3 process running in the background.
 type pyProc struct {
-	stdout, stderr *syncBuf
+	stdout, stderr *logbuf.Buffer
 	done           chan struct{} // closed when it exited, with code set
 	code           int
 }
@@ -83,7 +85,7 @@ func startPython(t *testing.T, env []string, args ...string) *pyProc {
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "FENCED_TOKEN=", "FENCED_URL=")
 	cmd.Env = append(cmd.Env, env...)
-	p := &pyProc{stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{})}
+	p := &pyProc{stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("python3 %s: %v", strings.Join(args, " "), err)

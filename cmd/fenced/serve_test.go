@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,10 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fenced/fenced/internal/test/logbuf"
 
 	"github.com/fenced/fenced"
 )
@@ -50,29 +50,11 @@ type served struct {
 	t      *testing.T
 	base   string
 	token  string
-	stdout *syncBuf
-	stderr *syncBuf      // its log
-	done   chan struct{} // closed when the process exited, with err set
+	stdout *logbuf.Buffer
+	stderr *logbuf.Buffer // its log
+	done   chan struct{}  // closed when the process exited, with err set
 	err    error
 	signal func(os.Signal) error
-}
-
-// syncBuf collects a process's output across goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // listeningURL finds the url of the log line that says where fenced
@@ -90,7 +72,7 @@ func (c cli) serve(args ...string) *served {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	s := &served{t: c.t, stdout: &syncBuf{}, stderr: &syncBuf{}, done: make(chan struct{})}
+	s := &served{t: c.t, stdout: &logbuf.Buffer{}, stderr: &logbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout = s.stdout
 	if err := cmd.Start(); err != nil {
 		c.t.Fatal(err)

@@ -1,38 +1,20 @@
 package dashboard_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/fenced/fenced/internal/test/logbuf"
 
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/app/dashboard"
 )
-
-// syncBuffer is a log destination tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // failedJob enqueues a job of kind and fails its only attempt.
 func (e *env) failedJob(kind string) *fenced.Job {
@@ -172,7 +154,7 @@ func TestActionRefusedWithoutCSRF(t *testing.T) {
 // its form, logged, and refused (409) in a state it does not apply to.
 func TestRetryCancelDeleteOneJob(t *testing.T) {
 	t.Parallel()
-	var log syncBuffer
+	var log logbuf.Buffer
 	e := setupWith(t, nil, dashboard.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	ctx := context.Background()
 	j := e.failedJob("one")
@@ -224,7 +206,7 @@ func TestRetryCancelDeleteOneJob(t *testing.T) {
 // jobs, the newest, in the states it applies to, and says so.
 func TestBulkActionIsBounded(t *testing.T) {
 	t.Parallel()
-	var log syncBuffer
+	var log logbuf.Buffer
 	e := setupWith(t, nil, dashboard.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	ctx := context.Background()
 	var ps []fenced.EnqueueParams

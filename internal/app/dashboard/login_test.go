@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/internal/test/logbuf"
+
 	"github.com/fenced/fenced/internal/app/dashboard"
 	"github.com/fenced/fenced/internal/app/server"
 	"github.com/fenced/fenced/internal/test/testdb"
@@ -48,7 +50,7 @@ func (p *person) login(token, next string) page {
 func TestLogin(t *testing.T) {
 	t.Parallel()
 	clock := &fakeClock{t: time.Now()}
-	var log syncBuffer
+	var log logbuf.Buffer
 	e := setupWith(t, []string{testToken}, dashboard.Options{Now: clock.now, SessionTTL: time.Hour,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	p := newPerson(t, e.url)

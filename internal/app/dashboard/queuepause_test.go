@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fenced/fenced/internal/test/logbuf"
+
 	"github.com/fenced/fenced"
 	"github.com/fenced/fenced/internal/app/dashboard"
 )
@@ -18,7 +20,7 @@ import (
 // logged.
 func TestPauseResumeQueue(t *testing.T) {
 	t.Parallel()
-	var log syncBuffer
+	var log logbuf.Buffer
 	e := setupWith(t, nil, dashboard.Options{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	ctx := context.Background()
 	if _, _, err := e.c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "pq"}); err != nil {

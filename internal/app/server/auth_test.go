@@ -1,13 +1,13 @@
 package server
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/fenced/fenced/internal/test/logbuf"
 
 	"github.com/fenced/fenced/internal/test/testdb"
 )
@@ -17,27 +17,9 @@ const (
 	tokenB = "token-b-fedcba9876543210"
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestAuthWithTokens(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logbuf.Buffer
 	e := setup(t, testdb.SQLite(t), Config{Tokens: []string{tokenA, tokenB},
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	acquire := "/v1/leases/x/acquire"
