@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/internal/lib/jsoncheck"
 )
 
 // periodicHelp is what serve's help says of --periodic and --periodic-file.
@@ -66,14 +67,14 @@ func readPeriodicFile(file string) ([]fenced.PeriodicJob, error) {
 	if err != nil {
 		return nil, usage("--periodic-file: %v", err)
 	}
+	if msg := jsoncheck.SyntaxError(b); msg != "" {
+		return nil, usage("--periodic-file %s: %s", file, msg)
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var specs []periodicSpec
 	if err := dec.Decode(&specs); err != nil {
 		return nil, usage("--periodic-file %s: %v", file, err)
-	}
-	if dec.More() {
-		return nil, usage("--periodic-file %s: more than one JSON value", file)
 	}
 	jobs := make([]fenced.PeriodicJob, 0, len(specs))
 	for i, s := range specs {

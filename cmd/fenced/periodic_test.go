@@ -106,7 +106,8 @@ func TestServeRefusesBadPeriodicJobs(t *testing.T) {
 		{[]string{"--periodic-file", write("both.json", `[{"kind": "k", "every": "1h", "cron": "0 9 * * *"}]`)}, "give one"},
 		{[]string{"--periodic-file", write("every.json", `[{"kind": "k", "every": "hourly"}]`)}, "want a duration"},
 		{[]string{"--periodic-file", write("dup.json", `[{"kind": "k", "every": "1h", "args": {"a": 1, "a": 2}}]`)}, `key "a" twice`},
-		{[]string{"--periodic-file", write("two.json", `[] []`)}, "more than one JSON value"},
+		{[]string{"--periodic-file", write("two.json", `[] []`)}, "at line 1, column 4"},
+		{[]string{"--periodic-file", write("broken.json", "[\n  {\"kind\": \"k\",}\n]")}, "at line 2, column 16"},
 	} {
 		cl := newCLI(t, "")
 		r := cl.fails(exitUsage, append([]string{"serve"}, c.args...)...)
