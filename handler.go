@@ -22,7 +22,9 @@ import (
 // Returning nil completes the job (with the output set by SetOutput).
 // Returning Snooze(d) puts it back to run after d without counting the
 // attempt; Discard(err) fails it for good (the dead letter); any other error
-// fails the attempt and retries after the worker's backoff until MaxAttempts.
+// fails the attempt and retries after the retry policy's delay (the job's,
+// the kind's or the worker's backoff) until MaxAttempts. With a timeout
+// (KindOptions.Timeout), the context also ends at it, cause ErrJobTimeout.
 // A panic is recorded as a failed attempt.
 type Handler func(ctx context.Context, j *JobRun) error
 
@@ -36,6 +38,8 @@ type JobRun struct {
 	open      []*runTx   // the handler's Tx transactions in progress
 	completed completion // what became of its CompleteTx calls (the furthest)
 	txErr     error      // why a Tx that completed the job did not commit
+
+	policy attemptPolicy // the attempt's timeout, retry and max attempts
 }
 
 // runTx is one of the handler's Tx transactions.
@@ -162,6 +166,10 @@ var (
 	ErrJobLost = errors.New("job lease lost")
 	// ErrWorkerStopping: the worker is stopping and its grace period ended.
 	ErrWorkerStopping = errors.New("worker stopping")
+	// ErrJobTimeout: the attempt's timeout passed (EnqueueParams.Timeout,
+	// KindOptions.Timeout, WorkerConfig.Timeout). The attempt fails with an
+	// error matching it ("job timed out after 5s") and is retried.
+	ErrJobTimeout = errors.New("job timed out")
 )
 
 // HandleArgs adapts a handler of typed arguments: the job's JSON args are
@@ -235,9 +243,9 @@ func (w *Worker) outcome(ctx context.Context, r *JobRun, err error, lost bool) (
 			return end, true
 		}
 		end.Kind, end.Error = EndFail, err.Error()
-		end.Discard = errors.As(err, &discard) || d != nil && d.Discard
-		b := w.cfg.Backoff
-		end.Backoff = &b // the database computes this attempt's delay
+		end.Discard = errors.As(err, &discard) || d != nil && d.Discard ||
+			r.Attempt >= r.policy.maxAttempts && r.policy.maxAttempts < r.MaxAttempts // the kind's is lower
+		w.retryEnd(ctx, &end, r, err)
 	}
 	return end, true
 }

@@ -128,6 +128,18 @@ type EnqueueParams struct {
 	// object, of at most MaxMetadataBytes, held to Args' rules of
 	// storable JSON. Nil means none (Job.Metadata nil).
 	Metadata any
+	// Timeout bounds each attempt of this job: the handler's context ends
+	// at it (cause ErrJobTimeout) and the attempt fails and is retried as
+	// any failure. It overrides the kind's and the worker's (see
+	// KindOptions.Timeout). Zero means none of its own; otherwise 1ms to
+	// MaxJobTimeout. Stored with the job (Job.Timeout).
+	Timeout time.Duration
+	// Retry is this job's retry backoff after a failed attempt, computed
+	// by the database as the failure is recorded; it overrides the kind's
+	// retry policy and the worker's Backoff. Nil means none of its own.
+	// Zero fields take DefaultBackoff's (Backoff.WithDefaults); stored so
+	// (Job.Retry).
+	Retry *Backoff
 }
 
 // MaxMetadataBytes is the most bytes of JSON a job's metadata may take.
@@ -252,6 +264,15 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 			return out, err
 		}
 	}
+	if err := validTimeout("timeout", p.Timeout); err != nil {
+		return out, err
+	}
+	var retry *Backoff
+	if p.Retry != nil {
+		b := p.Retry.WithDefaults()
+		retry = &b
+	}
+	out.Policy = driver.EncodeJobPolicy(p.Timeout, retry)
 	return out, nil
 }
 

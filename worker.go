@@ -42,6 +42,17 @@ type WorkerConfig struct {
 	// database from the job's attempt number as the failure is recorded
 	// (JobEnd.Backoff). Default DefaultBackoff.
 	Backoff Backoff
+	// Timeout bounds each attempt of a kind or job without a timeout of
+	// its own (KindOptions.Timeout, EnqueueParams.Timeout). Default none;
+	// otherwise 1ms to MaxJobTimeout.
+	Timeout time.Duration
+	// TimeoutGrace is how long after an attempt's timeout the worker waits
+	// for a handler that ignores its context. Then it records the attempt
+	// failed itself, through the attempt's fence (so the handler's later
+	// writes are refused as stale), stops renewing its lease, frees its
+	// slot and leaves the handler's goroutine to return when it does.
+	// Default DefaultTimeoutGrace.
+	TimeoutGrace time.Duration
 	// Logger receives the worker's own errors. Default the Client's
 	// (Config.Logger).
 	Logger *slog.Logger
@@ -80,8 +91,9 @@ type WorkerStats struct {
 type Worker struct {
 	c        *Client
 	cfg      WorkerConfig
-	handlers map[string]Handler // each inside its kind's, the Worker's and the Client's work middleware
-	kinds    []string           // the kinds of handlers, set by Start: the claims' filter
+	handlers map[string]Handler     // each inside its kind's, the Worker's and the Client's work middleware
+	kindOpts map[string]KindOptions // each kind's policies (HandleWith)
+	kinds    []string               // the kinds of handlers, set by Start: the claims' filter
 	log      *slog.Logger
 	hooks    attemptHooks // the Client's, then the Worker's
 
@@ -150,8 +162,14 @@ func (c *Client) NewWorker(cfg WorkerConfig) (*Worker, error) {
 		cfg.PollInterval = time.Second
 	}
 	cfg.Backoff = cfg.Backoff.WithDefaults()
+	if err := validTimeout("timeout", cfg.Timeout); err != nil {
+		return nil, err
+	}
+	if cfg.TimeoutGrace <= 0 {
+		cfg.TimeoutGrace = DefaultTimeoutGrace
+	}
 	log := c.orLogger(cfg.Logger)
-	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, log: log,
+	return &Worker{c: c, cfg: cfg, handlers: map[string]Handler{}, kindOpts: map[string]KindOptions{}, log: log,
 		hooks:  attemptHooks{hooks: slices.Concat(c.hooks, cfg.Hooks), log: log},
 		active: map[int64]*activeJob{}}, nil
 }
@@ -171,14 +189,14 @@ func (w *Worker) Owner() string { return w.cfg.Owner }
 // middleware, the first outermost, inside the Client's and the Worker's;
 // see Hooks). Call it before Start. The worker claims only jobs of the
 // kinds it has handlers for: a job of another kind stays queued for a
-// worker that runs it.
+// worker that runs it. HandleWith also sets the kind's policies.
 func (w *Worker) Handle(kind string, h Handler, mw ...WorkMiddleware) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started {
 		panic("fenced: Handle after Start")
 	}
-	w.handlers[kind] = wrapHandler(h, slices.Concat(w.c.workMW, w.cfg.WorkMiddleware, mw)...)
+	w.register(kind, h, KindOptions{Middleware: mw})
 }
 
 // Stats returns what the worker did so far.

@@ -110,13 +110,27 @@ func (w *Worker) run(j *Job, a *activeJob) {
 		w.mu.Unlock()
 	}()
 
-	r := &JobRun{Job: j, c: w.c}
+	r := &JobRun{Job: j, c: w.c, policy: w.policyOf(j)}
 	ctx = w.hooks.begin(ctx, r)
 	begun := time.Now()
 	var err error
-	if h == nil { // only from a driver that ignores the claim's kind filter
+	switch t := r.policy.timeout; {
+	case h == nil: // only from a driver that ignores the claim's kind filter
 		err = fmt.Errorf("no handler registered for kind %q on worker %s", j.Kind, w.cfg.Owner)
-	} else {
+	case t > 0:
+		hctx, cancel := context.WithTimeoutCause(ctx, t, ErrJobTimeout)
+		c := w.callTimed(hctx, h, r)
+		err = c.err
+		if c.timedOut {
+			// Whatever the handler returned (a completion that committed
+			// before the deadline still stands: settle sees it first).
+			err = timedOut(t)
+			if c.abandoned {
+				err = fmt.Errorf("%w; the handler had not returned %s later and was abandoned", err, w.cfg.TimeoutGrace)
+			}
+		}
+		cancel()
+	default:
 		err = callHandler(ctx, h, r)
 	}
 	e := w.settle(ctx, r, a, err)

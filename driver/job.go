@@ -142,6 +142,10 @@ type EnqueueParams struct {
 	// Metadata is a JSON object stored with the job (column metadata,
 	// NULL when nil) and returned with every read of it.
 	Metadata []byte
+	// Policy is the job's own timeout and retry backoff, as
+	// EncodeJobPolicy writes it (column policy, NULL when nil); a read
+	// hands it back to DecodeJobPolicy.
+	Policy []byte
 }
 
 // ClaimJobsParams are the inputs of ClaimJobs.

@@ -1,6 +1,9 @@
 package fencedtype
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
 // Backoff is an exponential retry delay with jitter: attempt n waits
 // min(Max, Base·2^(n−1)), scaled by a random factor in [1−Jitter, 1].
@@ -48,4 +51,25 @@ func (b Backoff) WithDefaults() Backoff {
 		b.Jitter = 1
 	}
 	return b
+}
+
+// NextRetry is the delay after attempt j.Attempt fails, as the database
+// computes it for a Backoff: min(Max, Base·2^(n−1)) scaled by a random
+// factor in [1−Jitter, 1], after WithDefaults. It makes a Backoff a retry
+// policy (fenced.RetryPolicy); a worker given a Backoff does not call it
+// but hands the Backoff to the database (JobEnd.Backoff), which computes
+// the same delay in the statement that records the failure.
+func (b Backoff) NextRetry(j *Job, _ error) time.Duration {
+	b = b.WithDefaults()
+	n := 1
+	if j != nil && j.Attempt > 1 {
+		n = j.Attempt
+	}
+	d := b.Max
+	if n-1 < 62 {
+		if e := b.Base << (n - 1); e > 0 && e>>(n-1) == b.Base && e < b.Max {
+			d = e
+		}
+	}
+	return time.Duration(float64(d) * (1 - b.Jitter*rand.Float64()))
 }

@@ -79,6 +79,15 @@ type Job struct {
 	// DecidedAt is the database clock reading of the statement that
 	// returned this job (the claim, enqueue, cancel or read).
 	DecidedAt time.Time `json:"-"`
+	// Timeout is the job's own attempt timeout, given at enqueue
+	// (EnqueueParams.Timeout); 0 when none. A worker uses it before its
+	// kind's and its own (JSON: timeout_ms, null when none).
+	Timeout time.Duration `json:"-"`
+	// Retry is the job's own retry backoff, given at enqueue
+	// (EnqueueParams.Retry); nil when none. A worker uses it before its
+	// kind's retry policy and its own Backoff (JSON: retry, an object of
+	// base_ms, max_ms and jitter, null when none).
+	Retry *Backoff `json:"-"`
 }
 
 // Ref is the job's current attempt, as its worker passes it to guarded writes.

@@ -59,13 +59,38 @@ func (j Job) MarshalJSON() ([]byte, error) {
 	type fields Job // the same fields, without this method
 	return marshal(struct {
 		fields
-		RunAt          jsonTime  `json:"run_at"`
-		LeaseExpiresAt *jsonTime `json:"lease_expires_at"`
-		CreatedAt      jsonTime  `json:"created_at"`
-		AttemptedAt    *jsonTime `json:"attempted_at"`
-		FinishedAt     *jsonTime `json:"finished_at"`
+		RunAt          jsonTime     `json:"run_at"`
+		LeaseExpiresAt *jsonTime    `json:"lease_expires_at"`
+		CreatedAt      jsonTime     `json:"created_at"`
+		AttemptedAt    *jsonTime    `json:"attempted_at"`
+		FinishedAt     *jsonTime    `json:"finished_at"`
+		TimeoutMs      *int64       `json:"timeout_ms"`
+		Retry          *jsonBackoff `json:"retry"`
 	}{fields(j), jsonTime(j.RunAt), (*jsonTime)(j.LeaseExpiresAt), jsonTime(j.CreatedAt),
-		(*jsonTime)(j.AttemptedAt), (*jsonTime)(j.FinishedAt)})
+		(*jsonTime)(j.AttemptedAt), (*jsonTime)(j.FinishedAt), timeoutMs(j.Timeout), backoffJSON(j.Retry)})
+}
+
+// jsonBackoff is a job's retry backoff as JSON: durations in whole
+// milliseconds (rounded down), as every duration of the HTTP service.
+type jsonBackoff struct {
+	BaseMs int64   `json:"base_ms"`
+	MaxMs  int64   `json:"max_ms"`
+	Jitter float64 `json:"jitter"`
+}
+
+func backoffJSON(b *Backoff) *jsonBackoff {
+	if b == nil {
+		return nil
+	}
+	return &jsonBackoff{BaseMs: b.Base.Milliseconds(), MaxMs: b.Max.Milliseconds(), Jitter: b.Jitter}
+}
+
+func timeoutMs(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	ms := d.Milliseconds()
+	return &ms
 }
 
 // MarshalJSON encodes the attempt by its field tags, with its times in

@@ -21,7 +21,8 @@ var _ driver.JobDriver = (*Driver)(nil)
 const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attempt, j.max_attempts, j.fence,
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
-	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata, ` + now
+	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata, ` + now + `,
+	j.policy`
 
 const (
 	getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
@@ -35,6 +36,7 @@ type jobScan struct {
 	j                                                fencedtype.Job
 	state                                            string
 	runAt, expires, created, attempted, finished, at dbTime
+	policy                                           []byte
 }
 
 func (s *jobScan) dest() []any {
@@ -42,11 +44,17 @@ func (s *jobScan) dest() []any {
 	return []any{&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &s.state, &j.Attempt, &j.MaxAttempts, &j.Fence,
 		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
 		(*[]byte)(&j.Progress), &j.IdempotencyKey, &s.created, &s.attempted, &s.finished,
-		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &s.at}
+		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &s.at,
+		&s.policy}
 }
 
+// row is the job scanned; a policy column that does not decode (which
+// its check and the writers rule out) reads as none.
 func (s *jobScan) row() *fencedtype.Job {
 	j := s.j
+	if driver.DecodeJobPolicy(s.policy, &j) != nil {
+		j.Timeout, j.Retry = 0, nil
+	}
 	j.State = fencedtype.JobState(s.state)
 	j.RunAt, j.CreatedAt, j.DecidedAt = s.runAt.Time, s.created.Time, s.at.Time
 	j.LeaseExpiresAt, j.AttemptedAt, j.FinishedAt = s.expires.ptr(), s.attempted.ptr(), s.finished.ptr()

@@ -14,14 +14,16 @@ import (
 // enqueueSQL enqueues jobs, one VALUES row each (jobInsertRow).
 // Parameters per row: kind, queue, args, priority, run_at or NULL,
 // delay_us, max_attempts, idempotency key, concurrency key, sequence key
-// (NULL for none), sequence_continue_on_failed, metadata (NULL for none).
+// (NULL for none), sequence_continue_on_failed, metadata (NULL for none),
+// policy (NULL for none).
 const (
 	enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
+    policy)
 VALUES `
 	jobInsertValues = `?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ?, ?, ?, ?, ` +
-		now + `, ` + now
+		now + `, ` + now + `, ?`
 	jobInsertRow = `(` + jobInsertValues + `)`
 )
 
@@ -37,7 +39,8 @@ VALUES `
 // enqueuers is retried as the driver's own transactions are.
 const enqueueKeyedSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
+    policy)
 SELECT ` + jobInsertValues + ` FROM DUAL
 WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = ?)`
 
@@ -166,8 +169,13 @@ func insertArgs(p driver.EnqueueParams) []any {
 	if p.Metadata != nil {
 		meta = string(p.Metadata)
 	}
+	var policy any // NULL
+	if p.Policy != nil {
+		policy = string(p.Policy)
+	}
 	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, key,
-		nullIfEmpty(p.ConcurrencyKey), nullIfEmpty(p.SequenceKey), p.SequenceContinueOnFailed, meta}
+		nullIfEmpty(p.ConcurrencyKey), nullIfEmpty(p.SequenceKey), p.SequenceContinueOnFailed, meta,
+		policy}
 }
 
 // one inserts jobs[i], or finds the job holding its idempotency key.

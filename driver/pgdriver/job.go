@@ -19,7 +19,8 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata,
-	clock_timestamp()`
+	clock_timestamp(),
+	j.policy`
 
 func scanJob(row pgx.Row) (*fencedtype.Job, error) {
 	return newJobScanner().scan(row)
@@ -30,8 +31,9 @@ func scanJob(row pgx.Row) (*fencedtype.Job, error) {
 // batch allocates the jobs, not a slice of destinations per job. Make it
 // with newJobScanner.
 type jobScanner struct {
-	dest  []any
-	state string
+	dest   []any
+	state  string
+	policy []byte
 }
 
 // newJobScanner scans jobColumns, then the extra destinations given.
@@ -40,7 +42,7 @@ func newJobScanner(extra ...any) *jobScanner {
 }
 
 // jobColumnCount is the number of jobColumns.
-const jobColumnCount = 25
+const jobColumnCount = 26
 
 func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	j := new(fencedtype.Job)
@@ -50,8 +52,12 @@ func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	d[12], d[13], d[14], d[15], d[16] = &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError, (*[]byte)(&j.Progress), &j.IdempotencyKey
 	d[17], d[18], d[19], d[20], d[21] = &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.ConcurrencyKey, &j.SequenceKey
 	d[22], d[23], d[24] = &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &j.DecidedAt
+	d[25] = &s.policy
 	err := row.Scan(d...)
 	j.State = fencedtype.JobState(s.state)
+	if err == nil {
+		err = driver.DecodeJobPolicy(s.policy, j)
+	}
 	return j, err
 }
 

@@ -20,17 +20,20 @@ import (
 // (docs/design.md §10, measurements).
 const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
+    policy)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
     i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
-    clock_timestamp(), clock_timestamp()
+    clock_timestamp(), clock_timestamp(),
+    i.policy
 FROM %s
 ORDER BY i.ord%s`
 
 const enqueueInput = `unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
-        $9::text[], $10::text[], $11::bool[], $12::jsonb[])
-    WITH ORDINALITY AS %s(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, ord)`
+        $9::text[], $10::text[], $11::bool[], $12::jsonb[],
+        $13::jsonb[])
+    WITH ORDINALITY AS %s(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, policy, ord)`
 
 // enqueueKeyedRows drops, before the insert, a row whose key exists already
 // and each repeat of a key within the batch after its first: a row that
@@ -133,11 +136,16 @@ func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
 	prios, maxes, delays := make([]int32, n), make([]int32, n), make([]int64, n)
 	runAts := make([]*time.Time, n)
 	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
-	metas := make([]*string, n) // nil: NULL, no metadata
+	metas := make([]*string, n)    // nil: NULL, no metadata
+	policies := make([]*string, n) // nil: NULL, no policy of its own
 	for i, j := range jobs {
 		if j.Metadata != nil {
 			m := string(j.Metadata)
 			metas[i] = &m
+		}
+		if j.Policy != nil {
+			p := string(j.Policy)
+			policies[i] = &p
 		}
 		kinds[i], queues[i], jargs[i], keys[i] = j.Kind, j.Queue, string(j.Args), j.IdempotencyKey
 		keyed = keyed || j.IdempotencyKey != ""
@@ -148,5 +156,5 @@ func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
 			runAts[i] = &t
 		}
 	}
-	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts, metas}, keyed
+	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts, metas, policies}, keyed
 }

@@ -21,12 +21,14 @@ import (
 // ?2 queue, ?3 args, ?4 priority, ?5 run_at_us or NULL, ?6 delay_us,
 // ?7 max_attempts, ?8 idempotency key (empty for none), ?9 concurrency key
 // and ?10 sequence key (empty for none), ?11 sequence_continue_on_failed,
-// ?12 metadata or NULL.
+// ?12 metadata or NULL, ?13 policy or NULL.
 const enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
-    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us)
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us,
+    policy)
 SELECT ?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
-    NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `
+    NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `,
+    ?13
 WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = NULLIF(?8, ''))
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
@@ -73,9 +75,14 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([
 		if in.Metadata != nil {
 			meta = string(in.Metadata)
 		}
+		var policy any // NULL
+		if in.Policy != nil {
+			policy = string(in.Policy)
+		}
 		j, err := scanJob(stmt.QueryRowContext(ctx, in.Kind, in.Queue, string(in.Args), in.Priority,
 			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
-			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta))
+			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta,
+			policy))
 		if err == nil {
 			out[i].Job = j
 			continue
