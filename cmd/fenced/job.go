@@ -62,6 +62,10 @@ type enqueueFlags struct {
 	concurrency string
 	sequence    string
 	continueSeq bool
+	timeout     time.Duration
+	retryBase   time.Duration
+	retryMax    time.Duration
+	retryJitter float64
 }
 
 func newJobEnqueueCmd(a *app) *cobra.Command {
@@ -98,11 +102,17 @@ whatever its kind and arguments, and still exits 0.
 With --concurrency-key, the job's attempts count against the limit declared
 for that key (fenced job limit); with --sequence-key, it runs only after the
 jobs enqueued before it under the same sequence key of its queue, one at a
-time.`,
+time.
+
+With --timeout, each attempt of the job is ended at that time (a worker
+fails it with "job timed out after …" and retries it); --retry-base,
+--retry-max and --retry-jitter give the job a retry backoff of its own.
+Both come before the kind's and the worker's.`,
 		Example: `  fenced job enqueue send-email --args '{"to": "ann@example.com"}'
   fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
   fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id
-  jq -n '{to: "ann@example.com"}' | fenced job enqueue send-email --args-file -`,
+  jq -n '{to: "ann@example.com"}' | fenced job enqueue send-email --args-file -
+  fenced job enqueue resize --timeout 5m --retry-base 1s --retry-max 1h`,
 		Args: exactArgs("KIND"),
 	})
 	fl := cmd.Flags()
@@ -119,6 +129,10 @@ time.`,
 	fl.StringVar(&f.sequence, "sequence-key", "", "run the job after the earlier jobs of this sequence of its queue, one at a time")
 	fl.BoolVar(&f.continueSeq, "sequence-continue-on-failed", false,
 		"if the job fails for good, let the later jobs of its sequence run (default: they wait until it is retried)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "end each attempt after this long; it fails and is retried (default none: the kind's or the worker's)")
+	fl.DurationVar(&f.retryBase, "retry-base", 0, "the job's own retry backoff: the first delay (default 1s when a --retry flag is given)")
+	fl.DurationVar(&f.retryMax, "retry-max", 0, "the job's own retry backoff: the longest delay (default 1h when a --retry flag is given)")
+	fl.Float64Var(&f.retryJitter, "retry-jitter", 0.5, "the job's own retry backoff: the fraction of each delay that is random, 0 to 1")
 	return cmd
 }
 
@@ -130,8 +144,24 @@ time.`,
 func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueueParams, error) {
 	p := fenced.EnqueueParams{Kind: kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
 		Delay: f.delay, MaxAttempts: f.maxAttempts, IdempotencyKey: f.key,
-		ConcurrencyKey: f.concurrency, SequenceKey: f.sequence, SequenceContinueOnFailed: f.continueSeq}
+		ConcurrencyKey: f.concurrency, SequenceKey: f.sequence, SequenceContinueOnFailed: f.continueSeq,
+		Timeout: f.timeout}
 	fl := cmd.Flags()
+	if fl.Changed("retry-base") || fl.Changed("retry-max") || fl.Changed("retry-jitter") {
+		switch {
+		case fl.Changed("retry-base") && f.retryBase <= 0:
+			return p, invalid("retry base", "%s is not positive", f.retryBase)
+		case fl.Changed("retry-max") && f.retryMax <= 0:
+			return p, invalid("retry max", "%s is not positive", f.retryMax)
+		case !(f.retryJitter >= 0 && f.retryJitter <= 1):
+			return p, invalid("retry jitter", "%g is outside 0 to 1", f.retryJitter)
+		}
+		b := fenced.Backoff{Base: f.retryBase, Max: f.retryMax, Jitter: f.retryJitter}
+		if b.Jitter == 0 {
+			b.Jitter = -1 // none: the library's zero is the default
+		}
+		p.Retry = &b
+	}
 	if fl.Changed("run-at") && fl.Changed("delay") {
 		return p, usage("--run-at and --delay cannot be used together")
 	}

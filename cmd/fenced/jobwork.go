@@ -25,6 +25,7 @@ type workParams struct {
 	grace       time.Duration
 	shutdown    time.Duration
 	maxJobs     int
+	timeout     time.Duration
 }
 
 func newJobWorkCmd(a *app) *cobra.Command {
@@ -71,6 +72,10 @@ longer current (and an end written before fenced noticed the loss is
 refused by the fence). COMMAND runs in a process group of its own, and a
 signal reaches the whole group.
 
+With --timeout, or a job's own timeout (job enqueue --timeout), COMMAND
+gets SIGTERM at that time (SIGKILL after --grace) and the attempt fails
+with "job timed out after …", retried as any failure.
+
 SIGINT or SIGTERM stops the worker gracefully: it claims no more jobs,
 waits up to --shutdown-timeout for the running commands, then sends them
 SIGTERM (SIGKILL after --grace) and gives their attempts back to run again
@@ -98,6 +103,7 @@ still finish). fenced then prints what it did to stderr and exits 0.`,
 	f.DurationVar(&p.grace, "grace", 10*time.Second, "time a command has to exit after SIGTERM before SIGKILL")
 	f.DurationVar(&p.shutdown, "shutdown-timeout", 30*time.Second, "on SIGINT or SIGTERM, how long running commands may go on")
 	f.IntVar(&p.maxJobs, "max-jobs", 0, "stop after this many attempts have ended (0: no limit)")
+	f.DurationVar(&p.timeout, "timeout", 0, "end each attempt of a job without a timeout of its own after this long (SIGTERM, then SIGKILL after --grace); it fails and is retried (default none)")
 	return cmd
 }
 
@@ -129,6 +135,8 @@ func (p *workParams) parse(cmd *cobra.Command, args []string) error {
 		return usage("--shutdown-timeout %s is negative", p.shutdown)
 	case p.maxJobs < 0:
 		return usage("--max-jobs %d is negative", p.maxJobs)
+	case p.timeout != 0 && (p.timeout < time.Millisecond || p.timeout > fenced.MaxJobTimeout):
+		return usage("--timeout %s is outside 1ms to %s", p.timeout, fenced.MaxJobTimeout)
 	}
 	if !cmd.Flags().Changed("owner") {
 		p.owner = fenced.DefaultOwner()
@@ -152,7 +160,10 @@ func (a *app) work(ctx context.Context, p workParams) error {
 	}
 	defer c.Close()
 	w, err := c.NewWorker(fenced.WorkerConfig{Owner: p.owner, Queues: map[string]int{p.queue: p.concurrency},
-		LeaseTTL: p.ttl, Logger: newLog(a.stderr)})
+		LeaseTTL: p.ttl, Logger: newLog(a.stderr),
+		// A timed-out command gets SIGTERM, then SIGKILL after --grace:
+		// the worker waits for that before it abandons the attempt.
+		Timeout: p.timeout, TimeoutGrace: p.grace + 5*time.Second})
 	if err != nil {
 		return err
 	}

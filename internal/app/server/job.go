@@ -28,6 +28,46 @@ type enqueueRequest struct {
 	// Metadata is a JSON object stored with the job (trace context
 	// carried from the producer to the worker); absent or null is none.
 	Metadata json.RawMessage `json:"metadata"`
+	// TimeoutMs bounds each attempt (fenced.EnqueueParams.Timeout); absent,
+	// null or 0 is none.
+	TimeoutMs *int64 `json:"timeout_ms"`
+	// Retry is the job's retry backoff (fenced.EnqueueParams.Retry);
+	// absent or null is none.
+	Retry *retryRequest `json:"retry"`
+}
+
+// retryRequest is a job's retry backoff: attempt n waits min(max_ms,
+// base_ms·2^(n−1)), scaled by a random factor in [1−jitter, 1]. An absent
+// field takes fenced.DefaultBackoff's; jitter 0 is none.
+type retryRequest struct {
+	BaseMs *int64   `json:"base_ms"`
+	MaxMs  *int64   `json:"max_ms"`
+	Jitter *float64 `json:"jitter"`
+}
+
+// backoff is the library's form of r.
+func (r *retryRequest) backoff() (*fenced.Backoff, error) {
+	if r == nil {
+		return nil, nil
+	}
+	var b fenced.Backoff
+	var err error
+	if b.Base, err = millis("retry.base_ms", r.BaseMs, 0, time.Millisecond, fenced.MaxRetryDelay); err != nil {
+		return nil, err
+	}
+	if b.Max, err = millis("retry.max_ms", r.MaxMs, 0, time.Millisecond, fenced.MaxRetryDelay); err != nil {
+		return nil, err
+	}
+	if r.Jitter != nil {
+		if j := *r.Jitter; !(j >= 0 && j <= 1) {
+			return nil, invalid("retry.jitter", "is outside 0 to 1")
+		}
+		b.Jitter = *r.Jitter
+		if b.Jitter == 0 {
+			b.Jitter = -1 // none; the library's zero is the default
+		}
+	}
+	return &b, nil
 }
 
 // enqueueReply is the enqueued job, or the existing one its idempotency
@@ -76,6 +116,12 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	}
 	var err error
 	if p.Delay, err = millis("delay_ms", req.DelayMs, 0, 0, maxDelay); err != nil {
+		return nil, err
+	}
+	if p.Timeout, err = millis("timeout_ms", req.TimeoutMs, 0, 0, fenced.MaxJobTimeout); err != nil {
+		return nil, err
+	}
+	if p.Retry, err = req.Retry.backoff(); err != nil {
 		return nil, err
 	}
 	j, existing, err := s.c.Enqueue(r.Context(), p)
