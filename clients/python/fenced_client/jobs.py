@@ -32,7 +32,10 @@ class Job:
     every write of that attempt must carry. ``existing`` is set on an
     enqueue that matched an earlier job's idempotency key. ``metadata`` is
     the JSON object given with the job at enqueue (a producer's trace
-    context under ``"traceparent"``), None when none was given."""
+    context under ``"traceparent"``), None when none was given.
+    ``timeout_ms`` and ``retry`` (a dict of ``base_ms``, ``max_ms`` and
+    ``jitter``) are the job's own attempt timeout and retry backoff given at
+    enqueue, None when none was given."""
 
     id: int
     kind: str
@@ -61,6 +64,8 @@ class Job:
     existing: bool = False
     db_time: Optional[datetime] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    timeout_ms: Optional[int] = None
+    retry: Optional[Dict[str, Any]] = None
 
     @classmethod
     def from_json(cls, b: Mapping[str, Any]) -> "Job":
@@ -92,6 +97,8 @@ class Job:
             existing=bool(b.get("existing", False)),
             db_time=db_time(b),
             raw=dict(b),
+            timeout_ms=None if b.get("timeout_ms") is None else int(b["timeout_ms"]),
+            retry=b.get("retry"),
         )
 
 
@@ -185,6 +192,8 @@ class Jobs:
         sequence_key: Optional[str] = None,
         sequence_continue_on_failed: bool = False,
         metadata: Optional[Mapping[str, Any]] = None,
+        timeout_ms: Optional[int] = None,
+        retry: Optional[Mapping[str, Any]] = None,
     ) -> Job:
         """Enqueue a job of ``kind`` with ``args`` (any JSON value; None is
         ``{}``) in ``queue`` (default ``"default"``). ``priority`` 0 runs
@@ -196,8 +205,16 @@ class Jobs:
         ``metadata`` is a JSON object stored with the job and returned with
         it to every worker, in any language: pass the caller's trace context
         as ``{"traceparent": ..., "tracestate": ...}`` (W3C Trace Context) to
-        continue its trace in the worker."""
+        continue its trace in the worker. ``timeout_ms`` bounds each attempt
+        (a worker ends it then, and the attempt fails and is retried);
+        ``retry`` is the job's own retry backoff, a dict of ``base_ms``,
+        ``max_ms`` and ``jitter`` (0 to 1; 0 is none), each optional. Both
+        come before a worker's own."""
         body: Dict[str, Any] = {"kind": kind, "args": {} if args is None else args}
+        if timeout_ms is not None:
+            body["timeout_ms"] = timeout_ms
+        if retry is not None:
+            body["retry"] = dict(retry)
         if run_at is not None:
             body["run_at"] = format_time(run_at)
         for k, v in (("queue", queue), ("priority", priority), ("delay_ms", delay_ms),

@@ -75,6 +75,35 @@ def _not_json(value: Any) -> Optional[str]:
     return None
 
 
+def _duration(ms: int) -> str:
+    """ms written as Go writes a time.Duration ("300ms", "1.5s", "5m0s"), so
+    a timeout's error reads the same from every worker."""
+    if ms < 1000:
+        return "%dms" % ms
+    h, rest = divmod(ms, 3600000)
+    m, rest = divmod(rest, 60000)
+    s = ("%d.%03d" % divmod(rest, 1000)).rstrip("0").rstrip(".")
+    if h:
+        return "%dh%dm%ss" % (h, m, s)
+    if m:
+        return "%dm%ss" % (m, s)
+    return "%ss" % s
+
+
+def _retry_in_ms(job: Job) -> Optional[int]:
+    """The delay before a failed attempt of job runs again, from the job's
+    own retry backoff (attempt n waits min(max, base·2^(n−1)) scaled by a
+    random factor in [1−jitter, 1]); None, the server's backoff, when the
+    job has none. The server adds it to the database's now in the statement
+    that records the failure."""
+    r = job.retry
+    if not r:
+        return None
+    base, top, jitter = int(r.get("base_ms") or 1000), int(r.get("max_ms") or 3600000), float(r.get("jitter") or 0)
+    d = top if job.attempt - 1 >= 62 else min(top, base << max(job.attempt - 1, 0))
+    return int(d * (1 - jitter * secrets.SystemRandom().random()))
+
+
 class JobStopped(Exception):
     """Raised by :meth:`JobContext.raise_if_stopped` once the attempt is
     stale or cancelled; a handler may let it propagate."""
@@ -90,7 +119,11 @@ class JobContext:
     to cancel; the worker ends it cancelled when the handler returns) or
     ``"stopping"`` (the worker's :meth:`Worker.stop` deadline passed: the
     worker has given the attempt back already, and drops whatever the
-    handler returns)."""
+    handler returns) or ``"timeout"`` (the job's ``timeout_ms`` passed: the
+    attempt fails with "job timed out after ..." whatever the handler
+    returns, and is retried; the lease is renewed until the handler
+    returns, so a handler must watch ``stopped``: a thread cannot be
+    stopped from outside)."""
 
     def __init__(self, client: Client, job: Job) -> None:
         self.client = client
@@ -102,6 +135,7 @@ class JobContext:
         # "running" until the handler returned ("ending": the worker writes
         # its outcome) or the worker gave the attempt back ("released").
         self._state = "running"
+        self._returned = False  # the handler returned: a timeout after it is none
 
     def _leave(self, state: str) -> bool:
         """Move from running to state; False when already left."""
@@ -138,6 +172,16 @@ class JobContext:
         continue the producer's trace in the handler; None when none."""
         v = (self.job.metadata or {}).get("traceparent")
         return v if isinstance(v, str) else None
+
+    def _time_out(self) -> None:
+        """The job's timeout passed: stop the attempt, unless its handler
+        returned before."""
+        with self._lock:
+            if self._returned:
+                return
+            if self.stop_reason is None:
+                self.stop_reason = "timeout"
+        self.stopped.set()
 
     def stop(self, reason: str) -> None:
         """Set ``stopped`` with ``reason`` (the first reason stays)."""
@@ -407,6 +451,11 @@ class Worker:
             output: Any = None
             err: Optional[str] = None
             discard = False
+            timer: Optional[threading.Timer] = None
+            if ctx.job.timeout_ms:
+                timer = threading.Timer(ctx.job.timeout_ms / 1000.0, ctx._time_out)
+                timer.daemon = True
+                timer.start()
             try:
                 if fn is None:  # the claim names the kinds: only a server that ignored them sends another
                     raise LookupError("no handler for kind %r (this worker runs %s)" % (ctx.kind, self.kinds))
@@ -415,6 +464,15 @@ class Worker:
                 err = "".join(traceback.format_exception_only(type(e), e)).strip()
                 if not isinstance(e, JobStopped):
                     self.log.info("job %d (%s) failed: %s", ctx.id, ctx.kind, err)
+            finally:
+                if timer is not None:
+                    timer.cancel()
+                with ctx._lock:
+                    ctx._returned = True
+                    timed_out = ctx.stop_reason == "timeout"
+            if timed_out:  # whatever the handler returned
+                output, err = None, "job timed out after %s" % _duration(ctx.job.timeout_ms or 0)
+                self.log.info("job %d (%s): %s", ctx.id, ctx.kind, err)
             if err is None and ctx.stop_reason != "cancelled":
                 why = _not_json(output)
                 if why is not None:
@@ -458,7 +516,9 @@ class Worker:
                 self._count("completed")
             else:
                 fail_err = err
-                self._write_end(ctx, what, lambda: jobs.fail(ctx.id, ctx.fence, fail_err, discard=discard))
+                retry_in = _retry_in_ms(ctx.job)
+                self._write_end(ctx, what, lambda: jobs.fail(ctx.id, ctx.fence, fail_err, retry_in_ms=retry_in,
+                                                             discard=discard))
                 self._count("failed")
         except StaleError as e:
             self.log.warning("job %d: %s refused as stale (%s): your fence %d, current fence %d, owner %r",

@@ -148,6 +148,33 @@ class WorkerTest(unittest.TestCase):
         self.run_until(w, "both jobs run", lambda: len(seen) == 2)
         self.assertEqual(seen, {j.id: tp, plain.id: None})
 
+    def test_timeout_fails_the_attempt_and_it_is_retried(self) -> None:
+        j = self.c.jobs.enqueue("slow", queue=self.queue, timeout_ms=300,
+                                retry={"base_ms": 1, "max_ms": 1, "jitter": 0})
+        self.assertEqual((j.timeout_ms, j.retry), (300, {"base_ms": 1, "max_ms": 1, "jitter": 0}))
+        plain = self.c.jobs.enqueue("other", queue=self.queue)
+        self.assertEqual((plain.timeout_ms, plain.retry), (None, None))
+        w = Worker(self.c, self.queue, owner="py-timeout", concurrency=1, lease_ms=5000, wait_ms=500)
+        reasons: Dict[int, Optional[str]] = {}
+
+        @w.handler("slow")
+        def slow(ctx: JobContext) -> Any:
+            if ctx.job.attempt == 1:
+                ctx.stopped.wait(30)
+                reasons[ctx.job.attempt] = ctx.stop_reason
+                return {"too": "late"}  # after the timeout: not a completion
+            return None
+
+        @w.handler("other")
+        def other(ctx: JobContext) -> Any:
+            return None
+
+        self.run_until(w, "the retry succeeds", lambda: self.state(j.id) == "succeeded")
+        h = self.c.jobs.get(j.id)
+        self.assertEqual([a.outcome for a in h.attempts], ["retry", "succeeded"])
+        self.assertEqual(h.attempts[0].error, "job timed out after 300ms")
+        self.assertEqual(reasons, {1: "timeout"})
+
     def test_two_kinds_and_not_a_third(self) -> None:
         w = Worker(self.c, self.queue, owner="py-two-kinds", concurrency=3, lease_ms=5000, wait_ms=500)
         seen: List[str] = []
