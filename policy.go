@@ -30,7 +30,7 @@ const DefaultTimeoutGrace = 10 * time.Second
 // delay is computed in Go from the attempt number the fenced claim
 // returned, and the same statement sets run_at to the database's now plus
 // that delay: the clock is always the database's; only the length of the
-// wait is the policy's (docs/design.md §6.4).
+// wait is the policy's (docs/design.md §6.15).
 type RetryPolicy interface {
 	NextRetry(j *Job, err error) time.Duration
 }

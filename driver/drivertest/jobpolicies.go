@@ -46,7 +46,7 @@ func handleWith(t *testing.T, w *fenced.Worker, kind string, h fenced.Handler, o
 // retry policy's delay is what the failure's statement adds to the
 // database's now; a kind's MaxAttempts dead-letters at the lower of the
 // job's and the kind's; a job's own policies override its kind's
-// (docs/design.md §6.4).
+// (docs/design.md §6.15).
 func runJobPolicies(t *testing.T, b Backend) {
 	t.Run("StoredByEveryEnqueueAndReadBack", func(t *testing.T) {
 		t.Parallel()

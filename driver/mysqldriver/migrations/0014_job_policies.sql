@@ -1,4 +1,4 @@
--- A job's own policies (docs/design.md §6.2): the attempt timeout and retry
+-- A job's own policies (docs/design.md §6.15): the attempt timeout and retry
 -- backoff given at enqueue, a JSON object {"timeout_us", "retry": {"base_us",
 -- "max_us", "jitter"}} whose absent keys are unset. NULL when none was
 -- given, so a job without policies costs nothing.
