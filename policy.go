@@ -62,8 +62,10 @@ type KindOptions struct {
 	Retry RetryPolicy
 	// MaxAttempts caps the attempts of the kind's jobs: an attempt whose
 	// number reaches the lower of the job's MaxAttempts and this one ends
-	// in the dead letter when it fails (the lower wins). Zero means the
-	// job's alone; otherwise 1 to MaxAttemptsLimit.
+	// in the dead letter when it fails (the lower wins). The attempt
+	// number counts snoozed attempts too (a snooze raises only the job's
+	// own MaxAttempts). Zero means the job's alone; otherwise 1 to
+	// MaxAttemptsLimit.
 	MaxAttempts int
 	// Middleware wraps the kind's handler, the first outermost, inside the
 	// Client's and the Worker's work middleware (see Hooks).
@@ -132,11 +134,9 @@ type attemptPolicy struct {
 	maxAttempts int         // the lower of the job's and the kind's
 }
 
-// policyOf resolves the policies of an attempt of j.
-func (w *Worker) policyOf(j *Job) attemptPolicy {
-	w.mu.Lock()
-	o := w.kindOpts[j.Kind]
-	w.mu.Unlock()
+// policyOf resolves the policies of an attempt of j, whose kind's options
+// are o.
+func (w *Worker) policyOf(j *Job, o KindOptions) attemptPolicy {
 	p := attemptPolicy{timeout: w.cfg.Timeout, retry: w.cfg.Backoff, maxAttempts: j.MaxAttempts}
 	switch {
 	case j.Timeout > 0:

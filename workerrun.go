@@ -100,7 +100,7 @@ func (w *Worker) run(j *Job, a *activeJob) {
 	ctx := a.ctx
 	defer a.cancel(nil)
 	w.mu.Lock()
-	h := w.handlers[j.Kind]
+	h, o := w.handlers[j.Kind], w.kindOpts[j.Kind]
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -110,7 +110,7 @@ func (w *Worker) run(j *Job, a *activeJob) {
 		w.mu.Unlock()
 	}()
 
-	r := &JobRun{Job: j, c: w.c, policy: w.policyOf(j)}
+	r := &JobRun{Job: j, c: w.c, policy: w.policyOf(j, o)}
 	ctx = w.hooks.begin(ctx, r)
 	begun := time.Now()
 	var err error

@@ -41,13 +41,16 @@ func TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck(t *testing.T) {
 	if _, err := d.MigrateTo(ctx, beforeRebuild); err != nil {
 		t.Fatalf("migrate to %d: %v", beforeRebuild, err)
 	}
-	// The driver of today reads and writes the column a later migration
-	// adds (metadata, migration 11): it is added here for the jobs to be
-	// written, NULL in every row as on a real database of version 9. The
-	// rebuild copies the columns of version 9 and migration 11 adds it
-	// again, so every row compares equal below.
-	if _, err := d.DB().ExecContext(ctx, `ALTER TABLE fenced_jobs ADD COLUMN metadata TEXT`); err != nil {
-		t.Fatalf("add the later column: %v", err)
+	// The driver of today reads and writes the columns later migrations
+	// add (metadata, migration 11; policy, migration 14): they are added
+	// here for the jobs to be written, NULL in every row as on a real
+	// database of version 9. The rebuild copies the columns of version 9
+	// and the later migrations add them again, so every row compares equal
+	// below.
+	for _, col := range []string{"metadata", "policy"} {
+		if _, err := d.DB().ExecContext(ctx, `ALTER TABLE fenced_jobs ADD COLUMN `+col+` TEXT`); err != nil {
+			t.Fatalf("add the later column %s: %v", col, err)
+		}
 	}
 	jobsInEveryState(t, d)
 	before := schemaAndRows(t, d.DB())
