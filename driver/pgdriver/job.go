@@ -19,8 +19,8 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata,
-	clock_timestamp(),
-	j.policy`
+	j.policy,
+	clock_timestamp()`
 
 func scanJob(row pgx.Row) (*fencedtype.Job, error) {
 	return newJobScanner().scan(row)
@@ -51,8 +51,9 @@ func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	d[6], d[7], d[8], d[9], d[10], d[11] = &j.Attempt, &j.MaxAttempts, &j.Fence, &j.Owner, &j.RunAt, &j.LeaseExpiresAt
 	d[12], d[13], d[14], d[15], d[16] = &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError, (*[]byte)(&j.Progress), &j.IdempotencyKey
 	d[17], d[18], d[19], d[20], d[21] = &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.ConcurrencyKey, &j.SequenceKey
-	d[22], d[23], d[24] = &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &j.DecidedAt
-	d[25] = &s.policy
+	d[22], d[23] = &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata)
+	d[24] = &s.policy
+	d[25] = &j.DecidedAt
 	err := row.Scan(d...)
 	j.State = fencedtype.JobState(s.state)
 	if err == nil {

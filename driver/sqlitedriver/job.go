@@ -21,8 +21,8 @@ var _ driver.JobDriver = (*Driver)(nil)
 const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempts, fence,
 	COALESCE(owner, ''), run_at_us, lease_expires_us, cancel_requested, output, COALESCE(last_error, ''),
 	progress, COALESCE(idempotency_key, ''), created_us, attempted_us, finished_us,
-	COALESCE(concurrency_key, ''), COALESCE(sequence_key, ''), sequence_continue_on_failed, metadata, ` + nowUS + `,
-	policy`
+	COALESCE(concurrency_key, ''), COALESCE(sequence_key, ''), sequence_continue_on_failed, metadata,
+	policy, ` + nowUS
 
 const getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
 
@@ -35,8 +35,8 @@ func scanJob(row sqldb.Scanner) (*fencedtype.Job, error) {
 	err := row.Scan(&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
 		&j.Owner, &runAt, &expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
 		(*[]byte)(&j.Progress), &j.IdempotencyKey, &created, &attempted, &finished,
-		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &now,
-		&policy)
+		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata),
+		&policy, &now)
 	if err != nil {
 		return nil, err
 	}
