@@ -136,6 +136,24 @@ func TestRequireInserted(t *testing.T) {
 // Work runs one attempt through a real worker: a success completes the job
 // at its fence with the output, a failure is retried, a panic is recorded,
 // and the client's middleware runs around the handler.
+// A worker given its kind's policies runs the attempt under them: the
+// kind's timeout ends it, and it is retried after the kind's policy.
+func TestWorkerWithKindOptions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := backends["SQLite"](t)
+	w := fencedtest.NewWorker(t, c, "slow", func(ctx context.Context, j *fenced.JobRun) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}, fenced.WorkerConfig{}).WithKindOptions(fenced.KindOptions{Timeout: 100 * time.Millisecond,
+		Retry: fenced.RetryFunc(func(*fenced.Job, error) time.Duration { return time.Hour })})
+	r := w.Work(ctx, t, fenced.EnqueueParams{})
+	if r.End.Outcome != fenced.OutcomeRetry || !errors.Is(r.End.Err, fenced.ErrJobTimeout) ||
+		r.Job.LastError != "job timed out after 100ms" || r.Job.RunAt.Sub(*r.Job.AttemptedAt) < time.Hour {
+		t.Fatalf("timed out: %+v, job %+v", r.End, r.Job)
+	}
+}
+
 func TestWorkerRunsOneJobThroughTheRealPath(t *testing.T) {
 	t.Parallel()
 	for name, newClient := range backends {

@@ -17,6 +17,7 @@ type Worker struct {
 	kind string
 	h    fenced.Handler
 	cfg  fenced.WorkerConfig
+	opts fenced.KindOptions // the kind's policies (WithKindOptions)
 }
 
 // Result is what became of the one attempt Work ran.
@@ -38,6 +39,14 @@ func NewWorker(t testing.TB, c *fenced.Client, kind string, h fenced.Handler, cf
 		t.Fatalf("fencedtest: NewWorker needs a kind and a handler")
 	}
 	return &Worker{c: c, kind: kind, h: h, cfg: cfg}
+}
+
+// WithKindOptions registers the worker's handler with the kind's policies
+// o (fenced.Worker.HandleWith: a timeout, a retry policy, max attempts,
+// middleware) and returns w.
+func (w *Worker) WithKindOptions(o fenced.KindOptions) *Worker {
+	w.opts = o
+	return w
 }
 
 // Work enqueues a job of the worker's kind with p (its Kind is set; with
@@ -91,7 +100,9 @@ func (w *Worker) WorkJob(ctx context.Context, t testing.TB, j *fenced.Job) *Resu
 	if err != nil {
 		t.Fatalf("fencedtest: worker: %v", err)
 	}
-	fw.Handle(w.kind, w.h)
+	if err := fw.HandleWith(w.kind, w.h, w.opts); err != nil {
+		t.Fatalf("fencedtest: register the %s handler: %v", w.kind, err)
+	}
 	if err := fw.Start(ctx); err != nil {
 		t.Fatalf("fencedtest: start the worker: %v", err)
 	}
