@@ -82,6 +82,7 @@ type Worker struct {
 	cfg      WorkerConfig
 	handlers map[string]Handler // each inside its kind's, the Worker's and the Client's work middleware
 	kinds    []string           // the kinds of handlers, set by Start: the claims' filter
+	regErr   error              // the first refused registration, reported by Start
 	log      *slog.Logger
 	hooks    attemptHooks // the Client's, then the Worker's
 
@@ -171,14 +172,42 @@ func (w *Worker) Owner() string { return w.cfg.Owner }
 // middleware, the first outermost, inside the Client's and the Worker's;
 // see Hooks). Call it before Start. The worker claims only jobs of the
 // kinds it has handlers for: a job of another kind stays queued for a
-// worker that runs it.
-func (w *Worker) Handle(kind string, h Handler, mw ...WorkMiddleware) {
+// worker that runs it. An invalid kind, a nil handler, a kind registered
+// already (by Handle or HandleKind) and a call after Start are errors: the
+// registration is not made, and Start refuses to start with the first
+// such error, so one a caller dropped is not lost.
+func (w *Worker) Handle(kind string, h Handler, mw ...WorkMiddleware) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.started {
-		panic("fenced: Handle after Start")
+	var err error
+	switch {
+	case w.started:
+		err = fmt.Errorf("fenced: Handle(%q) after Start", kind)
+	case validName("kind", kind) != nil:
+		err = fmt.Errorf("fenced: Handle: %w", validName("kind", kind))
+	case h == nil:
+		err = fmt.Errorf("fenced: the handler of kind %q is nil", kind)
+	case w.handlers[kind] != nil:
+		err = fmt.Errorf("fenced: kind %q has a handler already: registering it twice would replace one silently", kind)
+	}
+	if err != nil {
+		if w.regErr == nil && !w.started {
+			w.regErr = err
+		}
+		return err
 	}
 	w.handlers[kind] = wrapHandler(h, slices.Concat(w.c.workMW, w.cfg.WorkMiddleware, mw)...)
+	return nil
+}
+
+// recordErr keeps err as the registration error Start reports, unless one
+// was kept already.
+func (w *Worker) recordErr(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.regErr == nil && !w.started {
+		w.regErr = err
+	}
 }
 
 // Stats returns what the worker did so far.
@@ -203,6 +232,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	defer w.mu.Unlock()
 	if w.started {
 		return errors.New("fenced: worker already started")
+	}
+	if w.regErr != nil {
+		return w.refuse(ctx, fmt.Errorf("fenced: the worker's handlers: %w", w.regErr))
 	}
 	kinds, err := claimKinds(slices.Collect(maps.Keys(w.handlers)))
 	if err != nil {

@@ -91,7 +91,9 @@ func (w *Worker) WorkJob(ctx context.Context, t testing.TB, j *fenced.Job) *Resu
 	if err != nil {
 		t.Fatalf("fencedtest: worker: %v", err)
 	}
-	fw.Handle(w.kind, w.h)
+	if err := fw.Handle(w.kind, w.h); err != nil {
+		t.Fatalf("fencedtest: handler: %v", err)
+	}
 	if err := fw.Start(ctx); err != nil {
 		t.Fatalf("fencedtest: start the worker: %v", err)
 	}
