@@ -82,9 +82,9 @@ func TestServeExportsSpansThroughOTLP(t *testing.T) {
 
 // An exporter or protocol "fenced serve" does not have is refused before
 // it listens.
-func TestServeRefusesAnUnknownTraceExporter(t *testing.T) {
+func TestServeRefusesAnUnknownExporter(t *testing.T) {
 	t.Parallel()
-	for _, env := range []string{"OTEL_TRACES_EXPORTER=zipkin", "OTEL_TRACES_EXPORTER=otlp OTEL_EXPORTER_OTLP_PROTOCOL=http/json"} {
+	for _, env := range []string{"OTEL_TRACES_EXPORTER=zipkin", "OTEL_METRICS_EXPORTER=prometheus", "OTEL_TRACES_EXPORTER=otlp OTEL_EXPORTER_OTLP_PROTOCOL=http/json", "OTEL_METRICS_EXPORTER=otlp OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json"} {
 		c := newCLI(t, testdb.SQLite(t))
 		c.env = append(c.env, strings.Fields(env)...)
 		r := c.fails(exitUsage, "serve")
