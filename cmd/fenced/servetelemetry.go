@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 
@@ -36,7 +37,7 @@ func (a *app) serveTelemetry(ctx context.Context, cfg fenced.Config, log *slog.L
 	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "fenced")),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
-		return cfg, nil, errors.New("OpenTelemetry resource: " + err.Error())
+		return cfg, nil, fmt.Errorf("OpenTelemetry resource: %w", err)
 	}
 	ocfg := fencedotel.Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
 	var stops []func(context.Context) error
