@@ -2,7 +2,6 @@ package fenced
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -96,24 +95,32 @@ func validTimeout(field string, d time.Duration) error {
 }
 
 // HandleWith registers the handler of a kind with the kind's policies (see
-// KindOptions); Handle(kind, h, mw...) is HandleWith(kind, h,
-// KindOptions{Middleware: mw}). Call it before Start. It refuses an
-// invalid kind name, a nil handler or invalid options with an
-// *InvalidError, and a call after Start with an error.
+// KindOptions), as Handle does: call it before Start; an invalid kind, a
+// nil handler, a kind registered already, invalid options (an
+// *InvalidError naming the field) and a call after Start are errors, the
+// registration is not made, and Start refuses to start with the first such
+// error.
 func (w *Worker) HandleWith(kind string, h Handler, o KindOptions) error {
-	if err := validName("kind", kind); err != nil {
-		return err
-	}
-	if h == nil {
-		return fencedtype.Invalid("handler", "is nil for kind %q", kind)
-	}
-	if err := o.validate(); err != nil {
-		return err
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.started {
-		return errors.New("fenced: HandleWith after Start")
+	var err error
+	switch {
+	case w.started:
+		err = fmt.Errorf("fenced: Handle(%q) after Start", kind)
+	case validName("kind", kind) != nil:
+		err = fmt.Errorf("fenced: Handle: %w", validName("kind", kind))
+	case h == nil:
+		err = fmt.Errorf("fenced: the handler of kind %q is nil", kind)
+	case w.handlers[kind] != nil:
+		err = fmt.Errorf("fenced: kind %q has a handler already: registering it twice would replace one silently", kind)
+	case o.validate() != nil:
+		err = fmt.Errorf("fenced: the options of kind %q: %w", kind, o.validate())
+	}
+	if err != nil {
+		if w.regErr == nil && !w.started {
+			w.regErr = err
+		}
+		return err
 	}
 	w.register(kind, h, o)
 	return nil

@@ -11,9 +11,10 @@ import (
 	"github.com/fenced/fenced/internal/test/testdb"
 )
 
-// HandleWith refuses an invalid kind, a nil handler and options out of
-// range with an *InvalidError naming the field, and any registration after
-// Start; a valid registration is what Start claims for.
+// HandleWith refuses an invalid kind and options out of range with an
+// *InvalidError naming the field, a nil handler, and any registration
+// after Start; Start then refuses to start with the first refusal. A valid
+// registration is what Start claims for.
 func TestHandleWithRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -25,7 +26,7 @@ func TestHandleWithRefusesBadInput(t *testing.T) {
 	if _, err := c.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w, err := c.NewWorker(fenced.WorkerConfig{})
+	bad, err := c.NewWorker(fenced.WorkerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestHandleWithRefusesBadInput(t *testing.T) {
 		field string
 	}{
 		"an empty kind":         {"", ok, fenced.KindOptions{}, "kind"},
-		"a nil handler":         {"k", nil, fenced.KindOptions{}, "handler"},
+		"a nil handler":         {"k", nil, fenced.KindOptions{}, ""},
 		"a timeout under 1ms":   {"k", ok, fenced.KindOptions{Timeout: time.Microsecond}, "timeout"},
 		"a negative timeout":    {"k", ok, fenced.KindOptions{Timeout: -time.Second}, "timeout"},
 		"negative max attempts": {"k", ok, fenced.KindOptions{MaxAttempts: -1}, "max_attempts"},
@@ -45,9 +46,36 @@ func TestHandleWithRefusesBadInput(t *testing.T) {
 		"a nil *Backoff":        {"k", ok, fenced.KindOptions{Retry: (*fenced.Backoff)(nil)}, "retry"},
 	} {
 		var inv *fenced.InvalidError
-		if err := w.HandleWith(tc.kind, tc.h, tc.o); !errors.As(err, &inv) || inv.Field != tc.field {
+		err := bad.HandleWith(tc.kind, tc.h, tc.o)
+		if err == nil || tc.field != "" && (!errors.As(err, &inv) || inv.Field != tc.field) {
 			t.Errorf("%s: %v, want an *InvalidError of %s", name, err, tc.field)
 		}
+	}
+	if err := bad.HandleWith("k", ok, fenced.KindOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.HandleWith("k", ok, fenced.KindOptions{}); err == nil {
+		t.Fatal("a second handler of one kind was accepted")
+	}
+	if err := bad.Start(ctx); err == nil {
+		bad.Stop(ctx)
+		t.Fatal("Start ignored the refused registrations")
+	}
+	w, err := c.NewWorker(fenced.WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fenced.HandleKindWith(w, func(context.Context, *fenced.JobRun, policyArgs) error { return nil },
+		fenced.KindOptions{MaxAttempts: 1001}); err == nil {
+		t.Fatal("HandleKindWith accepted invalid options")
+	}
+	w, err = c.NewWorker(fenced.WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fenced.HandleKindWith(w, func(context.Context, *fenced.JobRun, policyArgs) error { return nil },
+		fenced.KindOptions{Timeout: time.Second}); err != nil {
+		t.Fatal(err)
 	}
 	if err := w.HandleWith("k", ok, fenced.KindOptions{Timeout: time.Minute, MaxAttempts: 3,
 		Retry: fenced.RetryFunc(func(*fenced.Job, error) time.Duration { return time.Second })}); err != nil {
@@ -117,6 +145,10 @@ func TestJobPoliciesInJSON(t *testing.T) {
 		}
 	}
 }
+
+type policyArgs struct{}
+
+func (policyArgs) Kind() string { return "policy-args" }
 
 func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)

@@ -94,6 +94,7 @@ type Worker struct {
 	handlers map[string]Handler     // each inside its kind's, the Worker's and the Client's work middleware
 	kindOpts map[string]KindOptions // each kind's policies (HandleWith)
 	kinds    []string               // the kinds of handlers, set by Start: the claims' filter
+	regErr   error                  // the first refused registration, reported by Start
 	log      *slog.Logger
 	hooks    attemptHooks // the Client's, then the Worker's
 
@@ -189,14 +190,23 @@ func (w *Worker) Owner() string { return w.cfg.Owner }
 // middleware, the first outermost, inside the Client's and the Worker's;
 // see Hooks). Call it before Start. The worker claims only jobs of the
 // kinds it has handlers for: a job of another kind stays queued for a
-// worker that runs it. HandleWith also sets the kind's policies.
-func (w *Worker) Handle(kind string, h Handler, mw ...WorkMiddleware) {
+// worker that runs it. An invalid kind, a nil handler, a kind registered
+// already (by Handle, HandleWith or HandleKind) and a call after Start are
+// errors: the registration is not made, and Start refuses to start with the
+// first such error, so one a caller dropped is not lost. Handle(kind, h,
+// mw...) is HandleWith(kind, h, KindOptions{Middleware: mw}).
+func (w *Worker) Handle(kind string, h Handler, mw ...WorkMiddleware) error {
+	return w.HandleWith(kind, h, KindOptions{Middleware: mw})
+}
+
+// recordErr keeps err as the registration error Start reports, unless one
+// was kept already.
+func (w *Worker) recordErr(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.started {
-		panic("fenced: Handle after Start")
+	if w.regErr == nil && !w.started {
+		w.regErr = err
 	}
-	w.register(kind, h, KindOptions{Middleware: mw})
 }
 
 // Stats returns what the worker did so far.
@@ -221,6 +231,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	defer w.mu.Unlock()
 	if w.started {
 		return errors.New("fenced: worker already started")
+	}
+	if w.regErr != nil {
+		return w.refuse(ctx, fmt.Errorf("fenced: the worker's handlers: %w", w.regErr))
 	}
 	kinds, err := claimKinds(slices.Collect(maps.Keys(w.handlers)))
 	if err != nil {

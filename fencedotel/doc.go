@@ -7,7 +7,8 @@
 // operation), and the span's context is written into each job's metadata
 // (W3C Trace Context: "traceparent", "tracestate"), so it travels with the
 // job through the database to whichever worker claims it, in any language
-// (the HTTP API carries metadata as it is). Each attempt a Worker runs is a
+// (the HTTP API carries metadata as it is, and takes a W3C traceparent
+// header into it). Each attempt a Worker runs is a
 // consumer span ("process" operation), a child of the producer's span and
 // linked to it, that ends once the attempt's fenced outcome write is
 // settled: its attributes are the messaging semantic conventions'

@@ -39,6 +39,7 @@ type Middleware struct {
 	prop   propagation.TextMapPropagator
 	w3c    bool     // prop reads only traceparent, tracestate and baggage
 	sets   sync.Map // attrKey → metric.MeasurementOption, the metrics' attribute sets
+	kinds  sync.Map // attrKey without outcome → *queueKindInfo
 
 	enqueued metric.Int64Counter
 	attempts metric.Int64Counter
@@ -123,7 +124,8 @@ func (m *Middleware) Enqueue(ctx context.Context, b *fenced.EnqueueBatch, next f
 			queue = b.Jobs[0].Queue
 		}
 	}
-	attrs := []attribute.KeyValue{system, opSend, attribute.String("messaging.operation.name", "enqueue"), destination(queue), keyKind.String(kind)}
+	qk := m.queueKind(queue, kind)
+	attrs := []attribute.KeyValue{system, opSend, opEnqueueName, qk.destination, qk.kind}
 	if len(b.Jobs) != 1 {
 		attrs = append(attrs, attribute.Int("messaging.batch.message_count", len(b.Jobs)))
 	}
@@ -138,7 +140,7 @@ func (m *Middleware) Enqueue(ctx context.Context, b *fenced.EnqueueBatch, next f
 			ctx = m.prop.Extract(ctx, c)
 		}
 	}
-	ctx, span := m.tracer.Start(ctx, "send "+queue, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+	ctx, span := m.tracer.Start(ctx, qk.send, producer, trace.WithAttributes(attrs...))
 	defer span.End()
 	if err := m.inject(ctx, b.Jobs); err != nil {
 		span.RecordError(err)
@@ -192,6 +194,12 @@ func (m *Middleware) inject(ctx context.Context, jobs []fenced.EnqueueParams) er
 // countEnqueued counts the jobs inserted, by queue and kind.
 func (m *Middleware) countEnqueued(ctx context.Context, b *fenced.EnqueueBatch, out fenced.Enqueued) {
 	type key struct{ queue, kind string }
+	if len(out.Results) == 1 { // one job: no map to count in
+		if r := out.Results[0]; !r.Existing && r.Job != nil {
+			m.enqueued.Add(ctx, 1, m.queueKind(r.Job.Queue, r.Job.Kind).metric)
+		}
+		return
+	}
 	counts := map[key]int64{}
 	if out.Results == nil { // bulk: only the total is known; spread by the batch
 		if out.Inserted == len(b.Jobs) {
@@ -208,7 +216,7 @@ func (m *Middleware) countEnqueued(ctx context.Context, b *fenced.EnqueueBatch, 
 		}
 	}
 	for k, n := range counts {
-		m.enqueued.Add(ctx, n, m.attrs(k.queue, k.kind, ""))
+		m.enqueued.Add(ctx, n, m.queueKind(k.queue, k.kind).metric)
 	}
 }
 
@@ -246,6 +254,28 @@ func (m *Middleware) attrs(queue, kind, outcome string) metric.MeasurementOption
 	}
 	o, _ := m.sets.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
 	return o.(metric.MeasurementOption)
+}
+
+// queueKindInfo is what every attempt of one kind in one queue shares,
+// made once: its span's name, its span attributes and its metrics'
+// attribute set.
+type queueKindInfo struct {
+	process     string // the consumer span's name
+	send        string // the producer span's name
+	destination attribute.KeyValue
+	kind        attribute.KeyValue
+	metric      metric.MeasurementOption // attrs(queue, kind, "")
+}
+
+// queueKind is the queueKindInfo of a queue and a kind.
+func (m *Middleware) queueKind(queue, kind string) *queueKindInfo {
+	k := attrKey{queue: queue, kind: kind}
+	if qk, ok := m.kinds.Load(k); ok {
+		return qk.(*queueKindInfo)
+	}
+	qk, _ := m.kinds.LoadOrStore(k, &queueKindInfo{process: "process " + queue, send: "send " + queue, destination: destination(queue),
+		kind: keyKind.String(kind), metric: m.attrs(queue, kind, "")})
+	return qk.(*queueKindInfo)
 }
 
 func queueOf(p fenced.EnqueueParams) string {

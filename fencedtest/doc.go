@@ -4,7 +4,9 @@
 // it committed), run one job of a kind through the real handler path of a
 // fenced.Worker — claim, fence, heartbeats, the fenced outcome write — and
 // get its outcome (Worker), and give a test a fresh migrated database on
-// each backend (NewSQLite, NewPostgres, NewMySQL).
+// each backend (NewSQLite, NewPostgres, NewMySQL). For typed kinds
+// (fenced.JobArgs), RequireInsertedArgs and NewKindWorker take the kind
+// from the args' type.
 //
 // It is for tests only: its functions fail the test they are given
 // (testing.TB's Fatalf) instead of returning errors.

@@ -101,7 +101,7 @@ func (w *Worker) WorkJob(ctx context.Context, t testing.TB, j *fenced.Job) *Resu
 		t.Fatalf("fencedtest: worker: %v", err)
 	}
 	if err := fw.HandleWith(w.kind, w.h, w.opts); err != nil {
-		t.Fatalf("fencedtest: register the %s handler: %v", w.kind, err)
+		t.Fatalf("fencedtest: handler: %v", err)
 	}
 	if err := fw.Start(ctx); err != nil {
 		t.Fatalf("fencedtest: start the worker: %v", err)

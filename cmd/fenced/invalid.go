@@ -26,6 +26,8 @@ var fieldFlags = map[string][]string{
 	"operation id":    {"op"},
 	"advance":         {"by"},
 	"value":           {"value", "value-file"},
+	"args":            {"args", "args-file"},
+	"metadata":        {"metadata", "metadata-file"},
 }
 
 // flagNamed makes an invalid-input error about a field that cmd took from a

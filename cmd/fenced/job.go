@@ -53,6 +53,8 @@ state forbids it. A job that does not exist exits 5.`,
 type enqueueFlags struct {
 	args        string
 	argsFile    string
+	metadata    string
+	metaFile    string
 	queue       string
 	priority    int
 	runAt       string
@@ -104,6 +106,10 @@ for that key (fenced job limit); with --sequence-key, it runs only after the
 jobs enqueued before it under the same sequence key of its queue, one at a
 time.
 
+--metadata (or --metadata-file) is a JSON object stored with the job and
+given to every attempt: a "traceparent" (and "tracestate") member in it is
+the W3C trace context a worker's span continues.
+
 With --timeout, each attempt of the job is ended at that time (a worker
 fails it with "job timed out after …" and retries it); --retry-base,
 --retry-max and --retry-jitter give the job a retry backoff of its own.
@@ -112,12 +118,15 @@ Both come before the kind's and the worker's.`,
   fenced job enqueue report --queue nightly --priority 5 --run-at 2030-01-02T03:00:00Z
   fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id
   jq -n '{to: "ann@example.com"}' | fenced job enqueue send-email --args-file -
+  fenced job enqueue report --metadata "{\"traceparent\": \"$TRACEPARENT\"}"
   fenced job enqueue resize --timeout 5m --retry-base 1s --retry-max 1h`,
 		Args: exactArgs("KIND"),
 	})
 	fl := cmd.Flags()
 	fl.StringVar(&f.args, "args", "{}", "the job's arguments, as JSON")
 	fl.StringVar(&f.argsFile, "args-file", "", "read the job's arguments, as JSON, from this file (- for stdin)")
+	fl.StringVar(&f.metadata, "metadata", "", "a JSON object stored with the job and read by its workers (trace context: traceparent, tracestate)")
+	fl.StringVar(&f.metaFile, "metadata-file", "", "read the job's metadata, a JSON object, from this file (- for stdin)")
 	fl.StringVar(&f.queue, "queue", fenced.DefaultQueue, "queue to join")
 	fl.IntVar(&f.priority, "priority", 0, fmt.Sprintf("0 runs first, up to %d", fenced.MaxPriority))
 	fl.StringVar(&f.runAt, "run-at", "", "when to run, RFC 3339 (default now)")
@@ -169,11 +178,25 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 		if fl.Changed("args") {
 			return p, usage("--args and --args-file cannot be used together")
 		}
-		b, err := readArgsFile(cmd, f.argsFile)
+		b, err := readJSONFile(cmd, "--args-file", f.argsFile, fenced.MaxArgsBytes)
 		if err != nil {
 			return p, err
 		}
 		p.Args = json.RawMessage(b)
+	}
+	switch {
+	case fl.Changed("metadata") && fl.Changed("metadata-file"):
+		return p, usage("--metadata and --metadata-file cannot be used together")
+	case fl.Changed("metadata-file") && f.metaFile == "-" && f.argsFile == "-" && fl.Changed("args-file"):
+		return p, usage("--args-file - and --metadata-file - cannot both read stdin")
+	case fl.Changed("metadata"):
+		p.Metadata = json.RawMessage(f.metadata)
+	case fl.Changed("metadata-file"):
+		b, err := readJSONFile(cmd, "--metadata-file", f.metaFile, fenced.MaxMetadataBytes)
+		if err != nil {
+			return p, err
+		}
+		p.Metadata = json.RawMessage(b)
 	}
 	if fl.Changed("run-at") {
 		t, err := time.Parse(time.RFC3339, f.runAt)
@@ -197,22 +220,22 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 	return p, nil
 }
 
-// readArgsFile reads --args-file, stdin for "-", up to one byte past
-// MaxArgsBytes, so that an oversized file is refused as too large by the
-// library without being read whole.
-func readArgsFile(cmd *cobra.Command, name string) ([]byte, error) {
+// readJSONFile reads the file of a flag (--args-file, --metadata-file),
+// stdin for "-", up to one byte past limit, so that an oversized file is
+// refused as too large by the library without being read whole.
+func readJSONFile(cmd *cobra.Command, flag, name string, limit int) ([]byte, error) {
 	r := cmd.InOrStdin()
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, usage("--args-file: %v", err)
+			return nil, usage("%s: %v", flag, err)
 		}
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, fenced.MaxArgsBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
-		return nil, usage("--args-file %s: %v", name, err)
+		return nil, usage("%s %s: %v", flag, name, err)
 	}
 	return b, nil
 }

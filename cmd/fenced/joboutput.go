@@ -53,6 +53,7 @@ func writeJob(w io.Writer, j *fenced.Job) error {
 		line("sequence_continue_on_failed", "true")
 	}
 	line("args", jsonText(j.Args))
+	optional("metadata", jsonText(j.Metadata))
 	optional("progress", jsonText(j.Progress))
 	optional("output", jsonText(j.Output))
 	optional("error", errorText(j.LastError))

@@ -241,17 +241,17 @@ func newLog(w io.Writer) *slog.Logger {
 // the address taken) is the command's error line, as for every command.
 func (a *app) serve(ctx context.Context, o serveOptions) error {
 	log := newLog(a.stderr)
-	ccfg, stopTracing, err := a.serveTracing(ctx, fenced.Config{Logger: log}, log)
+	ccfg, stopTelemetry, err := a.serveTelemetry(ctx, fenced.Config{Logger: log}, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		// Flush the spans still batched, within a bound: a collector gone
-		// must not hold the shutdown.
+		// Flush the spans still batched and the last metrics, within a
+		// bound: a collector gone must not hold the shutdown.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if err := stopTracing(fctx); err != nil {
-			log.Warn("tracing: flushing the last spans failed", "err", err)
+		if err := stopTelemetry(fctx); err != nil {
+			log.Warn("telemetry: flushing the last spans and metrics failed", "err", err)
 		}
 	}()
 	c, err := a.openWith(ctx, ccfg)

@@ -99,6 +99,9 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	if len(req.Args) > 0 && string(req.Args) != "null" {
 		p.Args = req.Args // Enqueue checks a backend can store it
 	}
+	// The traceparent and tracestate headers join the metadata unless it
+	// has a traceparent of its own (withTraceHeaders).
+	req.Metadata = withTraceHeaders(r.Header, req.Metadata)
 	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
 		p.Metadata = req.Metadata // Enqueue checks it is an object a backend can store
 	}
