@@ -45,6 +45,8 @@ type EnqueueOptions struct {
 	SequenceKey              string
 	SequenceContinueOnFailed bool
 	Metadata                 any
+	Timeout                  time.Duration
+	Retry                    *Backoff
 }
 
 // override returns o with every non-zero field of by in place of its own.
@@ -79,6 +81,12 @@ func (o EnqueueOptions) override(by EnqueueOptions) EnqueueOptions {
 	if by.Metadata != nil {
 		o.Metadata = by.Metadata
 	}
+	if by.Timeout != 0 {
+		o.Timeout = by.Timeout
+	}
+	if by.Retry != nil {
+		o.Retry = by.Retry
+	}
 	return o
 }
 
@@ -101,7 +109,8 @@ func ArgsParams(args JobArgs, opts *EnqueueOptions) (EnqueueParams, error) {
 	return EnqueueParams{Kind: args.Kind(), Args: args, Queue: o.Queue, Priority: o.Priority,
 		RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts, IdempotencyKey: o.IdempotencyKey,
 		ConcurrencyKey: o.ConcurrencyKey, SequenceKey: o.SequenceKey,
-		SequenceContinueOnFailed: o.SequenceContinueOnFailed, Metadata: o.Metadata}, nil
+		SequenceContinueOnFailed: o.SequenceContinueOnFailed, Metadata: o.Metadata,
+		Timeout: o.Timeout, Retry: o.Retry}, nil
 }
 
 // EnqueueArgs enqueues a typed job (see ArgsParams for how its options are

@@ -150,6 +150,25 @@ type policyArgs struct{}
 
 func (policyArgs) Kind() string { return "policy-args" }
 
+func (policyArgs) EnqueueOptions() fenced.EnqueueOptions {
+	return fenced.EnqueueOptions{Timeout: time.Minute, Retry: &fenced.Backoff{Base: time.Second}}
+}
+
+// A typed kind's default options carry a job's own timeout and retry
+// backoff, and the options given to the enqueue override them.
+func TestArgsParamsCarryPolicies(t *testing.T) {
+	t.Parallel()
+	p, err := fenced.ArgsParams(policyArgs{}, nil)
+	if err != nil || p.Timeout != time.Minute || p.Retry == nil || p.Retry.Base != time.Second {
+		t.Fatalf("defaults: %+v, %v", p, err)
+	}
+	b := &fenced.Backoff{Base: time.Millisecond}
+	p, err = fenced.ArgsParams(policyArgs{}, &fenced.EnqueueOptions{Timeout: time.Hour, Retry: b})
+	if err != nil || p.Timeout != time.Hour || p.Retry != b {
+		t.Fatalf("overridden: %+v, %v", p, err)
+	}
+}
+
 func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
