@@ -54,6 +54,12 @@ func writeJob(w io.Writer, j *fenced.Job) error {
 	}
 	line("args", jsonText(j.Args))
 	optional("metadata", jsonText(j.Metadata))
+	if j.Timeout > 0 {
+		line("timeout", j.Timeout.String())
+	}
+	if r := j.Retry; r != nil {
+		line("retry", fmt.Sprintf("base %s, max %s, jitter %g", r.Base, r.Max, r.Jitter))
+	}
 	optional("progress", jsonText(j.Progress))
 	optional("output", jsonText(j.Output))
 	optional("error", errorText(j.LastError))

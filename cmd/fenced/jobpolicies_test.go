@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fenced/fenced/internal/test/testdb"
@@ -29,6 +30,10 @@ func TestJobWorkTimeouts(t *testing.T) {
 	if err := json.Unmarshal(shown.Job.Retry, &retry); err != nil || shown.Job.TimeoutMs == nil || *shown.Job.TimeoutMs != 300 ||
 		!reflect.DeepEqual(retry, map[string]any{"base_ms": 1.0, "max_ms": 2.0, "jitter": 0.0}) {
 		t.Fatalf("job show: timeout_ms %v, retry %s; want 300 and the backoff given", shown.Job.TimeoutMs, shown.Job.Retry)
+	}
+	if r := c.run("job", "show", fmt.Sprint(own)); r.code != 0 || !strings.Contains(r.stdout, "timeout:") ||
+		!strings.Contains(r.stdout, "300ms") || !strings.Contains(r.stdout, "base 1ms, max 2ms, jitter 0") {
+		t.Fatalf("job show: exit %d\n%s", r.code, r.stdout)
 	}
 	script := `[ "$FENCED_ATTEMPT" = 1 ] && exec sleep 60; exit 0`
 	r := c.run("job", "work", "slow", "--timeout", "400ms", "--grace", "100ms", "--max-jobs", "4", "--", "sh", "-c", script)
