@@ -97,8 +97,21 @@ INSERT INTO fenced_ready (slot, queue, priority, seq, job_id, attempt, max_attem
 SELECT (SELECT g.slot FROM fenced_ring g ORDER BY g.generation DESC LIMIT 1),
        k.queue, k.priority, nextval('fenced_ready_seq'), k.id, 1, k.max_attempts
 FROM (SELECT * FROM j ORDER BY id) k`,
-	claim: `/*proto:claim*/ SELECT id, fence, attempt, kind, args, lease_expires_at FROM fenced_claim($1, 0, $2, $3, $4)`,
+	claim:    `/*proto:claim*/ SELECT id, fence, attempt, kind, args, lease_expires_at FROM fenced_claim($1, 0, $2, $3, $4)`,
 	complete: `/*proto:complete*/ SELECT * FROM fenced_complete($1, $2, $3)`,
 	fenceCol: 1,
 	tables:   "fenced_%",
 }
+
+//go:embed closing.sql
+var closingSchema string
+
+// appendOnlyClosing is appendOnly whose end also marks the receipt closed
+// (closing.sql): the variant docs/storage.md proposes.
+var appendOnlyClosing = func() layout {
+	l := appendOnly
+	l.name = "append-only+close"
+	l.schema = appendOnlySchema + "\n" + closingSchema
+	l.complete = `/*proto:complete*/ SELECT * FROM fenced_complete_closing($1, $2, $3)`
+	return l
+}()

@@ -26,7 +26,7 @@ func main() {
 	jobs := flag.Int("jobs", 50000, "jobs claimed and completed in each run (the backlog)")
 	batch := flag.Int("batch", 10, "jobs per claim")
 	window := flag.Int("window", 1000, "jobs per measurement window")
-	layouts := flag.String("layouts", "today,append-only", "layouts to run, in order")
+	layouts := flag.String("layouts", "today,append-only", "layouts to run, in order (today, append-only, append-only+close)")
 	modes := flag.String("modes", "pinned,unpinned", "runs of each layout: pinned, unpinned")
 	at := flag.String("at", "0,10000,25000,50000", "jobs claimed since the pin at which the summary reports the window")
 	flag.Parse()
@@ -44,7 +44,7 @@ func main() {
 	ctx := context.Background()
 	var results []*result
 	for _, name := range strings.Split(*layouts, ",") {
-		l, ok := map[string]layout{"today": today, "append-only": appendOnly}[name]
+		l, ok := map[string]layout{"today": today, "append-only": appendOnly, "append-only+close": appendOnlyClosing}[name]
 		if !ok {
 			log.Fatalf("no layout %q", name)
 		}

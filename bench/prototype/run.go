@@ -61,7 +61,7 @@ func readStmt(ctx context.Context, c *pgx.Conn, marker string) (stmt, error) {
 
 func run(ctx context.Context, base string, l layout, pinned bool, cfg config) (*result, error) {
 	mode := map[bool]string{true: "pinned", false: "unpinned"}[pinned]
-	db := "proto_" + strings.ReplaceAll(l.name, "-", "_") + "_" + mode
+	db := "proto_" + strings.NewReplacer("-", "_", "+", "_").Replace(l.name) + "_" + mode
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
 		return nil, err
@@ -214,7 +214,7 @@ func run(ctx context.Context, base string, l layout, pinned bool, cfg config) (*
 		return nil, err
 	}
 	r.tables = diffTables(before, after)
-	if l.name == appendOnly.name {
+	if l.schema != todaySchema {
 		r.reclaim, err = reclaimSlot(ctx, c)
 		if err != nil {
 			return nil, fmt.Errorf("reclaim: %w", err)
