@@ -15,7 +15,10 @@ type layout struct {
 	claim    string // $1 queue, $2 owner, $3 limit, $4 ttl_us
 	fenceCol int    // the claim's column of the fence (the id is the first)
 	complete string // $1 ids, $2 fences, $3 outputs
-	tables   string // LIKE pattern of the tables to report
+	// heartbeat extends the leases of claimed attempts ($1 ids, $2
+	// fences, $3 ttl_us), or is "" when the layout has none.
+	heartbeat string
+	tables    string // LIKE pattern of the tables to report
 }
 
 //go:embed today.sql
@@ -71,6 +74,17 @@ WITH n AS (
     RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at
 )
 SELECT id, fence, ord, at FROM j`,
+	heartbeat: `/*proto:heartbeat*/
+WITH locked AS (
+    SELECT j.id FROM fenced_jobs j
+    JOIN unnest($1::bigint[], $2::bigint[]) AS h(id, fence) ON j.id = h.id AND j.fence = h.fence
+    WHERE j.state = (SELECT 'running') AND j.lease_expires_at > clock_timestamp()
+    ORDER BY j.id
+    FOR NO KEY UPDATE OF j SKIP LOCKED
+)
+UPDATE fenced_jobs j SET lease_expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond'
+FROM locked WHERE j.id = locked.id AND j.state = (SELECT 'running') AND j.lease_expires_at > clock_timestamp()
+RETURNING j.id, j.cancel_requested, j.lease_expires_at`,
 	fenceCol: 8,
 	tables:   "fenced_job%",
 }
@@ -113,5 +127,6 @@ var appendOnlyClosing = func() layout {
 	l.name = "append-only+close"
 	l.schema = appendOnlySchema + "\n" + closingSchema
 	l.complete = `/*proto:complete*/ SELECT * FROM fenced_complete_closing($1, $2, $3)`
+	l.heartbeat = `/*proto:heartbeat*/ SELECT * FROM fenced_heartbeat($1, $2, $3)`
 	return l
 }()

@@ -29,6 +29,7 @@ func main() {
 	layouts := flag.String("layouts", "today,append-only", "layouts to run, in order (today, append-only, append-only+close)")
 	modes := flag.String("modes", "pinned,unpinned", "runs of each layout: pinned, unpinned")
 	at := flag.String("at", "0,10000,25000,50000", "jobs claimed since the pin at which the summary reports the window")
+	heartbeat := flag.Bool("heartbeat", false, "heartbeat each claimed batch once before completing it (layouts that have one)")
 	flag.Parse()
 	if *url == "" || *jobs < *window || *batch < 1 || *window < *batch || *window%*batch != 0 {
 		log.Fatal("need -url, and -window a multiple of -batch, at most -jobs")
@@ -52,7 +53,7 @@ func main() {
 			if mode != "pinned" && mode != "unpinned" {
 				log.Fatalf("no mode %q", mode)
 			}
-			r, err := run(ctx, *url, l, mode == "pinned", config{jobs: *jobs, batch: *batch, window: *window})
+			r, err := run(ctx, *url, l, mode == "pinned", config{jobs: *jobs, batch: *batch, window: *window, heartbeat: *heartbeat})
 			if err != nil {
 				log.Fatalf("%s %s: %v", name, mode, err)
 			}

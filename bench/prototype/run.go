@@ -11,7 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-type config struct{ jobs, batch, window int }
+type config struct {
+	jobs, batch, window int
+	heartbeat           bool // heartbeat every claimed batch once before it completes
+}
 
 // window is what the claims of one window of jobs cost.
 type window struct {
@@ -38,6 +41,8 @@ type result struct {
 	enqueueWAL  float64 // WAL bytes per job enqueued (commit records included)
 	claimWAL    float64 // WAL bytes per job of the claim statements
 	endWAL      float64 // WAL bytes per job of the completion statements
+	beatWAL     float64 // WAL bytes per job of the heartbeats (-1: none run)
+	beatBuffers float64 // shared buffers per heartbeat statement
 	tables      []tableStats
 	reclaim     string
 	totalClient time.Duration
@@ -178,6 +183,15 @@ func run(ctx context.Context, base string, l layout, pinned bool, cfg config) (*
 		if len(ids) == 0 {
 			return nil, fmt.Errorf("claim found nothing after %d jobs", claimed)
 		}
+		if cfg.heartbeat && l.heartbeat != "" {
+			tag, err := c.Exec(ctx, l.heartbeat, ids, fences, ttlUS)
+			if err != nil {
+				return nil, fmt.Errorf("heartbeat: %w", err)
+			}
+			if int(tag.RowsAffected()) != len(ids) {
+				return nil, fmt.Errorf("heartbeat extended %d of %d", tag.RowsAffected(), len(ids))
+			}
+		}
 		tag, err := c.Exec(ctx, l.complete, ids, fences, outputs)
 		if err != nil {
 			return nil, fmt.Errorf("complete: %w", err)
@@ -209,6 +223,15 @@ func run(ctx context.Context, base string, l layout, pinned bool, cfg config) (*
 	r.totalClient = time.Since(started)
 	r.claimWAL = float64(last.wal) / float64(claimed)
 	r.endWAL = float64(lastEnd.wal) / float64(claimed)
+	r.beatWAL = -1
+	if cfg.heartbeat && l.heartbeat != "" {
+		b, err := readStmt(ctx, c, "heartbeat")
+		if err != nil {
+			return nil, err
+		}
+		r.beatWAL = float64(b.wal) / float64(claimed)
+		r.beatBuffers = float64(b.buffers) / float64(b.calls)
+	}
 	after, err := readTables(ctx, c, l.tables)
 	if err != nil {
 		return nil, err

@@ -67,6 +67,9 @@ func printTables(r *result) {
 		n := float64(r.jobs)
 		fmt.Printf("%-28s %10.2f %10.2f %10.2f %10d %10d\n", t.name, float64(t.ins)/n, float64(t.upd)/n, float64(t.hot)/n, t.dead, t.sizeKB)
 	}
+	if r.beatWAL >= 0 {
+		fmt.Printf("heartbeat: %.0f WAL bytes a job, %.1f buffers a statement\n", r.beatWAL, r.beatBuffers)
+	}
 	if r.reclaim != "" {
 		fmt.Println(r.reclaim)
 	}
@@ -134,11 +137,15 @@ func summarize(w io.Writer, results []*result, points []int) {
 		fmt.Fprintf(w, "| %s | %s | %s |\n", r.layout, map[bool]string{true: "pinned", false: "none"}[r.pinned], strings.Join(cells, " | "))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| layout | pin | WAL B/job enqueue | claim | complete | claim+complete |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| layout | pin | WAL B/job enqueue | claim | complete | claim+complete | heartbeat |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %.0f |\n", r.layout, map[bool]string{true: "pinned", false: "none"}[r.pinned],
-			r.enqueueWAL, r.claimWAL, r.endWAL, r.claimWAL+r.endWAL)
+		beat := "-"
+		if r.beatWAL >= 0 {
+			beat = fmt.Sprintf("%.0f", r.beatWAL)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %s |\n", r.layout, map[bool]string{true: "pinned", false: "none"}[r.pinned],
+			r.enqueueWAL, r.claimWAL, r.endWAL, r.claimWAL+r.endWAL, beat)
 	}
 }
 
