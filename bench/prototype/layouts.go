@@ -2,6 +2,7 @@ package main
 
 import (
 	_ "embed"
+	"strings"
 )
 
 // layout is one storage design under test: its schema and the statements
@@ -128,5 +129,20 @@ var appendOnlyClosing = func() layout {
 	l.schema = appendOnlySchema + "\n" + closingSchema
 	l.complete = `/*proto:complete*/ SELECT * FROM fenced_complete_closing($1, $2, $3)`
 	l.heartbeat = `/*proto:heartbeat*/ SELECT * FROM fenced_heartbeat($1, $2, $3)`
+	return l
+}()
+
+//go:embed shards.sql
+var shardsSchema string
+
+// appendOnlySharded is appendOnlyClosing with its lane split into 4 shards
+// (shards.sql).
+var appendOnlySharded = func() layout {
+	l := appendOnlyClosing
+	l.name = "append-only+shards"
+	l.schema = appendOnlyClosing.schema + "\n" + shardsSchema
+	l.lock = `SELECT count(pg_advisory_xact_lock(hashtextextended('default/' || s, 0))) FROM generate_series(0, 3) s`
+	l.enqueue = strings.Replace(appendOnly.enqueue, "k.queue, k.priority, nextval", "k.queue, (k.id % 4)::integer, nextval", 1)
+	l.claim = `/*proto:claim*/ SELECT id, fence, attempt, kind, args, lease_expires_at FROM fenced_claim_sharded($1, 4, $2, $3, $4)`
 	return l
 }()

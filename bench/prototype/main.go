@@ -26,10 +26,11 @@ func main() {
 	jobs := flag.Int("jobs", 50000, "jobs claimed and completed in each run (the backlog)")
 	batch := flag.Int("batch", 10, "jobs per claim")
 	window := flag.Int("window", 1000, "jobs per measurement window")
-	layouts := flag.String("layouts", "today,append-only", "layouts to run, in order (today, append-only, append-only+close)")
+	layouts := flag.String("layouts", "today,append-only", "layouts to run, in order (today, append-only, append-only+close, append-only+shards)")
 	modes := flag.String("modes", "pinned,unpinned", "runs of each layout: pinned, unpinned")
 	at := flag.String("at", "0,10000,25000,50000", "jobs claimed since the pin at which the summary reports the window")
 	heartbeat := flag.Bool("heartbeat", false, "heartbeat each claimed batch once before completing it (layouts that have one)")
+	workers := flag.Int("workers", 1, "claimers racing on connections of their own (more than 1: throughput only)")
 	flag.Parse()
 	if *url == "" || *jobs < *window || *batch < 1 || *window < *batch || *window%*batch != 0 {
 		log.Fatal("need -url, and -window a multiple of -batch, at most -jobs")
@@ -45,7 +46,7 @@ func main() {
 	ctx := context.Background()
 	var results []*result
 	for _, name := range strings.Split(*layouts, ",") {
-		l, ok := map[string]layout{"today": today, "append-only": appendOnly, "append-only+close": appendOnlyClosing}[name]
+		l, ok := map[string]layout{"today": today, "append-only": appendOnly, "append-only+close": appendOnlyClosing, "append-only+shards": appendOnlySharded}[name]
 		if !ok {
 			log.Fatalf("no layout %q", name)
 		}
@@ -53,7 +54,7 @@ func main() {
 			if mode != "pinned" && mode != "unpinned" {
 				log.Fatalf("no mode %q", mode)
 			}
-			r, err := run(ctx, *url, l, mode == "pinned", config{jobs: *jobs, batch: *batch, window: *window, heartbeat: *heartbeat})
+			r, err := run(ctx, *url, l, mode == "pinned", config{jobs: *jobs, batch: *batch, window: *window, heartbeat: *heartbeat, workers: *workers})
 			if err != nil {
 				log.Fatalf("%s %s: %v", name, mode, err)
 			}
@@ -61,5 +62,13 @@ func main() {
 		}
 	}
 	fmt.Println()
+	if *workers > 1 {
+		for _, r := range results {
+			c := r.concurrent
+			fmt.Printf("| %s | %s | %d | %.0f | %.1f | %.3f | %d |\n", r.layout, map[bool]string{true: "pinned", false: "none"}[r.pinned],
+				c.workers, c.jobsPerS, c.buffers, c.serverMs, c.emptyTake)
+		}
+		return
+	}
 	summarize(os.Stdout, results, points)
 }

@@ -14,6 +14,7 @@ import (
 type config struct {
 	jobs, batch, window int
 	heartbeat           bool // heartbeat every claimed batch once before it completes
+	workers             int  // claimers racing (more than 1: throughput only, no windows)
 }
 
 // window is what the claims of one window of jobs cost.
@@ -45,6 +46,7 @@ type result struct {
 	beatBuffers float64 // shared buffers per heartbeat statement
 	tables      []tableStats
 	reclaim     string
+	concurrent  *concurrent // with more than one worker
 	totalClient time.Duration
 }
 
@@ -146,6 +148,21 @@ func run(ctx context.Context, base string, l layout, pinned bool, cfg config) (*
 		}
 	}
 
+	if cfg.workers > 1 {
+		cc, err := claimConcurrently(ctx, u.String(), l, cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.concurrent = cc
+		fmt.Printf("--- %s, %s: %d jobs, %d a claim, %d claimers: %.0f jobs/s, %d claims (%d empty), %.1f buffers and %.3f ms a claim\n",
+			l.name, mode, cfg.jobs, cfg.batch, cc.workers, cc.jobsPerS, cc.claims, cc.emptyTake, cc.buffers, cc.serverMs)
+		if pin != nil {
+			if err := pin.Rollback(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return r, nil
+	}
 	fmt.Printf("--- %s, %s: %d jobs, %d a claim\n", l.name, mode, cfg.jobs, cfg.batch)
 	fmt.Printf("%8s %8s %10s %10s %10s %10s %10s\n", "claimed", "claims", "buf/claim", "srv ms", "p50 ms", "p99 ms", "buf/end")
 	const ttlUS = int64(5 * time.Minute / time.Microsecond)
