@@ -2,7 +2,7 @@
 -- 0002, 0006, 0008, 0010, 0012 and 0016, columns, indexes and fillfactor as
 -- they stand, without the triggers, history and rollup tables a claim and a
 -- completion do not touch. The claim and completion statements are in
--- today.go (copied from driver/pgdriver/job.go and jobend.go).
+-- layouts.go (copied from driver/pgdriver/job.go and jobend.go).
 
 CREATE TABLE fenced_jobs (
     id               bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
