@@ -1,6 +1,11 @@
 // Package fenced provides leases, and writes that a stale lease holder can
 // never complete.
 //
+// The data types (Lease, Job, Resource, Backoff, StaleError and the rest)
+// are defined in package fencedtype and aliased here, so a driver can use
+// them without importing this package; their fields are documented there:
+// go doc ./fencedtype Lease.
+//
 // # The problem
 //
 // A worker holding a lease can pause — a GC pause, a VM freeze, a partition —

@@ -248,9 +248,19 @@ func TestJobShowAttempts(t *testing.T) {
 		contains(t, "show", out, "ATTEMPT")
 		contains(t, "show", out, "smtp: timeout")
 		contains(t, "show", out, "worker-2")
+		if !showLine(out, "owner", "worker-2") || showLine(out, "last_owner", "") || !showLine(out, "run_at", "") {
+			t.Errorf("show while running: want its owner and run_at:\n%s", out)
+		}
 
 		if err := lib.CompleteJob(ctx, second.Ref(), map[string]int{"sent": 1}); err != nil {
 			t.Fatalf("complete: %v", err)
+		}
+		// Finished: the owner is the last attempt's, and the run time, a
+		// schedule no attempt follows, is left out (as on the dashboard).
+		out = c.ok("job", "show", strconv.FormatInt(j.ID, 10))
+		if !showLine(out, "last_owner", "worker-2") || showLine(out, "owner", "") || showLine(out, "run_at", "") ||
+			!showLine(out, "attempted_at", "") || !showLine(out, "finished_at", "") {
+			t.Errorf("show after success: want last_owner, attempted_at and finished_at, no owner or run_at:\n%s", out)
 		}
 		s = showJob(c, j.ID)
 		if s.Job.State != "succeeded" || s.Job.Attempt != 2 || s.Job.FinishedAt == nil {
@@ -608,4 +618,16 @@ func TestEnqueueArgsNotJSONSaysWhere(t *testing.T) {
 	r = c.fails(2, "job", "enqueue", "k", "--args", `{"to": [1, 2}`)
 	contains(t, "refusal", r.stderr, "is not valid JSON: invalid character '}' after array element at line 1, column 13")
 	contains(t, "job ls after the refusals", c.fails(1, "job", "ls").stderr, "does not exist")
+}
+
+// showLine reports whether "job show" output has the line "field: value"
+// (any value when value is "").
+func showLine(out, field, value string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		f, v, ok := strings.Cut(l, ":")
+		if ok && f == field && (value == "" || strings.TrimSpace(v) == value) {
+			return true
+		}
+	}
+	return false
 }

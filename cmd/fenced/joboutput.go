@@ -24,7 +24,12 @@ func jobStateText(j *fenced.Job) string {
 }
 
 // writeJob prints a job as aligned "field: value" lines; absent optional
-// fields are left out.
+// fields are left out. As on the dashboard's job page, the owner of a job
+// that is not running is labelled last_owner (it is the last attempt's,
+// not a holder's), and a finished job has no run_at: its run time was a
+// schedule no attempt follows (a dead letter's is the retry it did not
+// get, after finished_at), so it shows when its last attempt started and
+// when it finished.
 func writeJob(w io.Writer, j *fenced.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	line := func(field, value string) { fmt.Fprintf(tw, "%s:\t%s\n", field, value) }
@@ -40,8 +45,14 @@ func writeJob(w io.Writer, j *fenced.Job) error {
 	line("priority", fmt.Sprint(j.Priority))
 	line("attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	line("fence", fmt.Sprint(j.Fence))
-	optional("owner", nameOrEmpty(j.Owner))
-	line("run_at", fencedtype.FormatTime(j.RunAt))
+	if j.State == fenced.JobRunning {
+		optional("owner", nameOrEmpty(j.Owner))
+	} else {
+		optional("last_owner", nameOrEmpty(j.Owner))
+	}
+	if j.FinishedAt == nil {
+		line("run_at", fencedtype.FormatTime(j.RunAt))
+	}
 	optional("lease_expires_at", timeText(j.LeaseExpiresAt))
 	line("created_at", fencedtype.FormatTime(j.CreatedAt))
 	optional("attempted_at", timeText(j.AttemptedAt))

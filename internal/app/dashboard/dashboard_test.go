@@ -52,6 +52,15 @@ func TestPages(t *testing.T) {
 			!strings.Contains(body, "<dt>Finished</dt>") {
 			t.Fatalf("dead job's page:\n%s", body)
 		}
+		// Its owner is its last attempt's, not a holder's.
+		if strings.Contains(body, "<dt>Owner</dt>") || !strings.Contains(body, "<dt>Last owner</dt><dd>worker-c</dd>") {
+			t.Fatalf("dead job's page labels its owner as a holder:\n%s", body)
+		}
+		// A running job (the quiet worker's, just after it) has an owner.
+		_, _, body = get(t, fmt.Sprintf("%s/jobs/%d", e.url, bad+1))
+		if !strings.Contains(body, "<dt>Owner</dt><dd>worker-gone</dd>") || strings.Contains(body, "<dt>Last owner</dt>") {
+			t.Fatalf("running job's page:\n%s", body)
+		}
 		// A queued job (the mail job enqueued just before) still shows when it runs.
 		_, _, body = get(t, fmt.Sprintf("%s/jobs/%d", e.url, bad-1))
 		if !strings.Contains(body, "<dt>Run at</dt>") || strings.Contains(body, "<dt>Finished</dt>") {
