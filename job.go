@@ -47,6 +47,14 @@ var (
 // it matches ErrJobFinished (cancel) or ErrJobNotFinished (retry).
 type JobStateError = fencedtype.JobStateError
 
+// ErrUniqueConflict matches every *UniqueConflictError.
+var ErrUniqueConflict = fencedtype.ErrUniqueConflict
+
+// UniqueConflictError refuses a retry that would put a unique job back
+// into its unique states while another job holds its slot; it names that
+// job.
+type UniqueConflictError = fencedtype.UniqueConflictError
+
 // Job is a job as stored, read in the statement that returned it.
 type Job = fencedtype.Job
 
@@ -128,6 +136,11 @@ type EnqueueParams struct {
 	// object, of at most MaxMetadataBytes, held to Args' rules of
 	// storable JSON. Nil means none (Job.Metadata nil).
 	Metadata any
+	// Unique, when set, makes the job unique: while a job of the same
+	// unique key (the kind, and as chosen the args, queue and window of
+	// RunAt) is in one of the unique states, an enqueue returns that job
+	// (existing) instead of a new one. See UniqueOptions.
+	Unique *UniqueOptions
 }
 
 // MaxMetadataBytes is the most bytes of JSON a job's metadata may take.
@@ -241,6 +254,11 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 	out.Args = args
 	if err != nil {
 		return out, err
+	}
+	if p.Unique != nil {
+		if err := p.Unique.fill(&out); err != nil {
+			return out, err
+		}
 	}
 	if p.Metadata != nil {
 		if out.Metadata, err = encodeJSON("metadata", p.Metadata); err != nil {

@@ -147,6 +147,7 @@ var groups = []group{
 	{name: "Enqueue", run: runEnqueue, needs: jobs},
 	{name: "EnqueueBulk", run: runEnqueueBulk, needs: jobs},
 	{name: "JobMetadata", run: runJobMetadata, needs: jobs},
+	{name: "UniqueJobs", run: runUniqueJobs, needs: jobs, sql: true},
 	{name: "ClaimJobs", run: runClaimJobs, needs: jobs},
 	{name: "ClaimJobsByKind", run: runClaimJobsByKind, needs: jobs},
 	{name: "HeartbeatJobs", run: runHeartbeatJobs, needs: jobs},

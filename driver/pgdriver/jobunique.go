@@ -1,0 +1,182 @@
+package pgdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// uniqueHeld is the predicate of the partial index fenced_jobs_unique
+// (migration 18) on the row aliased %[1]s: a unique job holds its slot
+// while its state is one of its own unique states. A query states it as
+// the index does, so the planner proves the index usable.
+const uniqueHeld = `%[1]s.unique_key IS NOT NULL AND (%[1]s.unique_states & CASE %[1]s.state WHEN 'queued' THEN 1 WHEN 'running' THEN 2
+        WHEN 'succeeded' THEN 4 WHEN 'failed' THEN 8 WHEN 'cancelled' THEN 16 ELSE 0 END) <> 0`
+
+// enqueueUniqueSQL enqueues one job of a batch holding a unique job, and
+// returns it, or the job holding its slot (or its idempotency key), with a
+// last column saying which (true: existing). b computes run_at once, by the
+// database clock when none is given, and the bucket from it. The NOT
+// EXISTS lookups skip a job whose slot or key is held before it draws an
+// id; ON CONFLICT DO NOTHING (every unique index its arbiter, the partial
+// one included) skips one that a concurrent enqueuer took since, after
+// waiting for that enqueuer's transaction. The second branch reads the
+// holder in the statement's snapshot: one committed since is not in it,
+// and the caller runs the statement again (in a new snapshot under READ
+// COMMITTED), where the lookup sees it, or, if it left the slot
+// meanwhile, the insert takes the slot. Parameters are enqueueSQL's
+// columns ($1-$12, one job) then $13 unique key (NULL for none), $14
+// period in seconds, $15 unique states.
+var enqueueUniqueSQL = `
+WITH b AS MATERIALIZED (
+    SELECT v.at, CASE WHEN $14::bigint > 0 THEN floor(extract(epoch FROM v.at) / $14::bigint)::bigint ELSE 0 END AS bucket
+    FROM (SELECT COALESCE($5::timestamptz, clock_timestamp() + $6::bigint * interval '1 microsecond') AS at) v),
+ins AS (
+    INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
+        concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
+        unique_key, unique_bucket, unique_states)
+    SELECT $1::text, $2::text, $3::jsonb, $4::int, b.at, $7::int, NULLIF($8::text, ''), NULLIF($9::text, ''), NULLIF($10::text, ''),
+        $11::bool, $12::jsonb, clock_timestamp(), clock_timestamp(), $13::bytea, CASE WHEN $13::bytea IS NULL THEN NULL ELSE b.bucket END,
+        CASE WHEN $13::bytea IS NULL THEN NULL ELSE $15::int END
+    FROM b
+    WHERE ($13::bytea IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
+            WHERE e.unique_key = $13::bytea AND e.unique_bucket = b.bucket AND ` + fmt.Sprintf(uniqueHeld, "e") + `))
+        AND ($8::text = '' OR NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = $8::text))
+    ON CONFLICT DO NOTHING
+    RETURNING ` + jobColumns + `, false)
+SELECT * FROM ins
+UNION ALL
+(SELECT ` + jobColumns + `, true FROM fenced_jobs j, b
+WHERE NOT EXISTS (SELECT 1 FROM ins) AND (
+    (j.unique_key = $13::bytea AND j.unique_bucket = b.bucket AND ` + fmt.Sprintf(uniqueHeld, "j") + `)
+    OR j.idempotency_key = NULLIF($8::text, ''))
+LIMIT 1)`
+
+// uniqueTries bounds the runs of enqueueUniqueSQL for one job: each run
+// that returns nothing saw a holder that a concurrent transaction
+// committed, or one that left the slot, since its snapshot.
+const uniqueTries = 8
+
+// hasUnique tells whether a job of the batch is unique.
+func hasUnique(jobs []driver.EnqueueParams) bool {
+	for i := range jobs {
+		if jobs[i].UniqueKey != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// enqueueUnique is Enqueue of a batch holding a unique job: one statement
+// per job, in input order, in tx or else in a transaction of its own (a
+// single job: the statement alone). A deadlock between two such batches
+// (their slots taken in different orders) retries the whole batch when the
+// transaction is its own.
+func (d *Driver) enqueueUnique(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
+	if tx != nil {
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return nil, err
+		}
+		return insertUnique(ctx, ptx, jobs)
+	}
+	if len(jobs) == 1 {
+		return insertUnique(ctx, d.pool, jobs)
+	}
+	for try := 0; ; try++ {
+		var out []fencedtype.EnqueueResult
+		err := d.pool.inTx(ctx, func(tx pgx.Tx) (err error) {
+			out, err = insertUnique(ctx, tx, jobs)
+			return err
+		})
+		var pe *pgconn.PgError
+		if try < 3 && errors.As(err, &pe) && pe.Code == "40P01" {
+			continue
+		}
+		return out, err
+	}
+}
+
+func insertUnique(ctx context.Context, q querier, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
+	all, _ := enqueueArgs(jobs)
+	out := make([]fencedtype.EnqueueResult, len(jobs))
+	for i, p := range jobs {
+		args := make([]any, 0, 15)
+		for _, col := range all {
+			args = append(args, element(col, i))
+		}
+		var key []byte // nil: NULL
+		if p.UniqueKey != nil {
+			key = p.UniqueKey
+		}
+		args = append(args, key, p.UniquePeriod, p.UniqueStates)
+		var err error
+		for try := 0; try < uniqueTries; try++ {
+			var existing bool
+			var j *fencedtype.Job
+			j, err = newJobScanner(&existing).scan(q.QueryRow(ctx, enqueueUniqueSQL, args...))
+			if err == nil {
+				out[i] = fencedtype.EnqueueResult{Job: j, Existing: existing}
+				break
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return nil, fmt.Errorf("enqueue: %w", notMigrated(err))
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("enqueue: job %d of %d: its unique slot or key stayed held by jobs that kept leaving it", i+1, len(jobs))
+		}
+	}
+	return out, nil
+}
+
+// element is the i-th element of one of enqueueArgs' slices.
+func element(col any, i int) any {
+	switch c := col.(type) {
+	case []string:
+		return c[i]
+	case []int32:
+		return c[i]
+	case []int64:
+		return c[i]
+	case []bool:
+		return c[i]
+	case []*time.Time:
+		if c[i] == nil {
+			return nil
+		}
+		return *c[i]
+	case []*string:
+		if c[i] == nil {
+			return nil
+		}
+		return *c[i]
+	}
+	panic(fmt.Sprintf("pgdriver: enqueue argument of type %T", col))
+}
+
+// uniqueHolderSQL finds the job holding the unique slot of job $1.
+var uniqueHolderSQL = `SELECT e.id FROM fenced_jobs r JOIN fenced_jobs e ON e.unique_key = r.unique_key
+    AND e.unique_bucket = r.unique_bucket AND e.id <> r.id AND ` + fmt.Sprintf(uniqueHeld, "e") + `
+WHERE r.id = $1 LIMIT 1`
+
+// uniqueConflict turns a state change of job id refused by the unique
+// index into a *fencedtype.UniqueConflictError naming the holder, or
+// returns nil for any other error.
+func (d *Driver) uniqueConflict(ctx context.Context, op string, id int64, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23505" || pe.ConstraintName != "fenced_jobs_unique" {
+		return nil
+	}
+	e := &fencedtype.UniqueConflictError{Op: op, ID: id}
+	if rerr := d.pool.QueryRow(ctx, uniqueHolderSQL, id).Scan(&e.ExistingID); rerr != nil && !errors.Is(rerr, pgx.ErrNoRows) {
+		return fmt.Errorf("%s job %d: %w (and reading the holder of its unique slot: %v)", op, id, fencedtype.ErrUniqueConflict, rerr)
+	}
+	return e
+}
