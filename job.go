@@ -311,8 +311,9 @@ func checkJSONArg(field string, b []byte) error {
 	return validJSON(field, b)
 }
 
-// Enqueue adds one job. With an idempotency key that exists already, the
-// existing job is returned with existing = true.
+// Enqueue adds one job. With an idempotency key that exists already, or
+// unique options whose slot another job holds, that job is returned with
+// existing = true.
 func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (job *Job, existing bool, err error) {
 	res, err := c.EnqueueMany(ctx, nil, []EnqueueParams{p})
 	if err != nil {

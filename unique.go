@@ -23,7 +23,7 @@ import (
 // enqueue). Every backend enforces it with a unique index, in the
 // statement that inserts the job, so two racing enqueues give one job,
 // inside a caller's transaction (EnqueueTx) and within a batch
-// (EnqueueMany, EnqueueBulk) too. See docs/design.md §6.8.
+// (EnqueueMany, EnqueueBulk) too. See docs/design.md §6.15.
 //
 // Unlike IdempotencyKey, which lasts while its job exists, the slot is
 // freed by the state changes that leave ByState (with the default states,

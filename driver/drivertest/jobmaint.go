@@ -95,7 +95,7 @@ func runRecoverJobs(t *testing.T, b Backend) {
 }
 
 // runDeleteFinishedJobs: retention deletes finished jobs past their age and
-// nothing else (docs/design.md §6.8).
+// nothing else (docs/design.md §6.15).
 func runDeleteFinishedJobs(t *testing.T, b Backend) {
 	t.Run("RetentionDeletesOnlyOldFinishedJobs", func(t *testing.T) {
 		t.Parallel()
@@ -129,7 +129,7 @@ func runDeleteFinishedJobs(t *testing.T, b Backend) {
 
 // runMaintainer: maintainers recover and enqueue periodic jobs once per
 // period between them, reading the period from the database clock every
-// round (docs/design.md §6.8).
+// round (docs/design.md §6.15).
 func runMaintainer(t *testing.T, b Backend) {
 	t.Run("PeriodicJobsFollowTheDatabaseClockEveryRound", func(t *testing.T) {
 		t.Parallel()

@@ -16,7 +16,7 @@ import (
 // key is the kind and the parts chosen (args, some args keys, queue, the
 // window of run_at); the state changes that leave its unique states free
 // it, and a retry that would collide is refused, naming the holder
-// (docs/design.md §6.8).
+// (docs/design.md §6.15).
 func runUniqueJobs(t *testing.T, b Backend) {
 	byArgs := &fenced.UniqueOptions{ByArgs: true}
 	t.Run("RacingEnqueuesGiveOneJob", func(t *testing.T) {

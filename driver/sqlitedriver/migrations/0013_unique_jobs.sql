@@ -1,4 +1,4 @@
--- Unique jobs (docs/design.md §6.8): a unique job stores the key the
+-- Unique jobs (docs/design.md §6.15): a unique job stores the key the
 -- client computed (sha256 of its kind and chosen parts), the window of its
 -- run_at (the bucket; 0 without a period) and the bitmask of its unique
 -- states (queued 1, running 2, succeeded 4, failed 8, cancelled 16). The
