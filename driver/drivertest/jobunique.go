@@ -80,6 +80,39 @@ func runUniqueJobs(t *testing.T, b Backend) {
 			t.Fatalf("%d plain jobs exist, want %d", got, n/3)
 		}
 	})
+	t.Run("RacingBulkEnqueuesGiveOneJobPerSlot", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		clients := []*fenced.Client{e.c, e.b.open(t, e.url, fenced.Config{})}
+		u := func(a int) fenced.EnqueueParams {
+			return fenced.EnqueueParams{Kind: "u", Args: map[string]int{"a": a}, Unique: byArgs}
+		}
+		const n = 6
+		inserted := make([]int, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				batch := []fenced.EnqueueParams{u(1), u(2), {Kind: "plain"}}
+				if i%2 == 1 { // the slots in the other order
+					batch[0], batch[1] = batch[1], batch[0]
+				}
+				var err error
+				if inserted[i], err = clients[i%2].EnqueueBulk(ctx(t), nil, batch); err != nil {
+					t.Errorf("bulk %d: %v", i, err)
+				}
+			}()
+		}
+		wg.Wait()
+		total := 0
+		for _, k := range inserted {
+			total += k
+		}
+		if got := e.countKind(t, "u"); got != 2 || total != 2+n {
+			t.Fatalf("%d unique jobs exist, %d jobs counted inserted (%v); want 2 and %d", got, total, inserted, 2+n)
+		}
+	})
 	t.Run("RepeatsWithinABatch", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -180,3 +180,84 @@ func (d *Driver) uniqueConflict(ctx context.Context, op string, id int64, err er
 	}
 	return e
 }
+
+// enqueueUniqueBulkSQL is EnqueueBulk's one statement for a batch holding
+// unique jobs and no idempotency key: enqueueSQL's input with three more
+// arrays ($13 unique keys, NULL for a job that is not unique; $14 periods;
+// $15 states). i computes each job's run_at once and its bucket from it; a
+// unique job is skipped, before it draws an id, when a job holds its slot
+// or an earlier job of the batch has it (row_number), and ON CONFLICT DO
+// NOTHING skips one whose slot a concurrent enqueuer took since. Nothing is
+// read back: the count of rows is the count of jobs inserted.
+var enqueueUniqueBulkSQL = `
+WITH i AS MATERIALIZED (
+    SELECT v.*, CASE WHEN v.uperiod > 0 THEN floor(extract(epoch FROM v.at) / v.uperiod)::bigint ELSE 0 END AS bucket
+    FROM (SELECT u.*, COALESCE(u.run_at, clock_timestamp() + u.delay_us * interval '1 microsecond') AS at
+        FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
+            $9::text[], $10::text[], $11::bool[], $12::jsonb[], $13::bytea[], $14::bigint[], $15::int[])
+        WITH ORDINALITY AS u(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta,
+            ukey, uperiod, ustates, ord)) v),
+f AS (SELECT i.*, row_number() OVER (PARTITION BY i.ukey, i.bucket ORDER BY i.ord) AS nth FROM i)
+INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
+    unique_key, unique_bucket, unique_states)
+SELECT f.kind, f.queue, f.args, f.priority, f.at, f.max_attempts, NULL, NULLIF(f.ckey, ''), NULLIF(f.skey, ''), f.scont, f.meta,
+    clock_timestamp(), clock_timestamp(), f.ukey, CASE WHEN f.ukey IS NULL THEN NULL ELSE f.bucket END,
+    CASE WHEN f.ukey IS NULL THEN NULL ELSE f.ustates END
+FROM f
+WHERE f.ukey IS NULL OR (f.nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e
+    WHERE e.unique_key = f.ukey AND e.unique_bucket = f.bucket AND ` + fmt.Sprintf(uniqueHeld, "e") + `))
+ORDER BY f.ord
+ON CONFLICT DO NOTHING`
+
+// bulkUnique tells whether EnqueueBulk can insert jobs with
+// enqueueUniqueBulkSQL: a unique job among them, and no idempotency key.
+func bulkUnique(jobs []driver.EnqueueParams) bool {
+	unique := false
+	for i := range jobs {
+		if jobs[i].IdempotencyKey != "" {
+			return false
+		}
+		unique = unique || jobs[i].UniqueKey != nil
+	}
+	return unique
+}
+
+// uniqueBulkArgs are enqueueUniqueBulkSQL's arguments.
+func uniqueBulkArgs(jobs []driver.EnqueueParams) []any {
+	args, _ := enqueueArgs(jobs)
+	keys, periods, states := make([][]byte, len(jobs)), make([]int64, len(jobs)), make([]int32, len(jobs))
+	for i, j := range jobs {
+		keys[i], periods[i], states[i] = j.UniqueKey, j.UniquePeriod, int32(j.UniqueStates)
+	}
+	return append(args, keys, periods, states)
+}
+
+// enqueueUniqueBulk runs enqueueUniqueBulkSQL in tx, or alone, retried
+// when it deadlocked with another batch taking the same slots in another
+// order.
+func (d *Driver) enqueueUniqueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
+	args := uniqueBulkArgs(jobs)
+	if tx != nil {
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return 0, err
+		}
+		tag, err := ptx.Exec(ctx, enqueueUniqueBulkSQL, args...)
+		if err != nil {
+			return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
+		}
+		return int(tag.RowsAffected()), nil
+	}
+	for try := 0; ; try++ {
+		tag, err := d.pool.Exec(ctx, enqueueUniqueBulkSQL, args...)
+		var pe *pgconn.PgError
+		if try < 3 && errors.As(err, &pe) && pe.Code == "40P01" {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
+		}
+		return int(tag.RowsAffected()), nil
+	}
+}
