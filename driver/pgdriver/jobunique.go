@@ -207,7 +207,15 @@ SELECT f.kind, f.queue, f.args, f.priority, f.at, f.max_attempts, NULL, NULLIF(f
 FROM f
 WHERE f.ukey IS NULL OR (f.nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e
     WHERE e.unique_key = f.ukey AND e.unique_bucket = f.bucket AND ` + fmt.Sprintf(uniqueHeld, "e") + `))
-ORDER BY f.ord
+ORDER BY f.ord`
+
+// uniqueBulkOnConflict makes enqueueUniqueBulkSQL skip a job whose slot a
+// concurrent enqueuer took since its lookup, inside a caller's
+// transaction, which a unique violation would abort. Alone, the statement
+// goes without it (a speculative insertion per row costs more than the
+// rare rerun): a violation undoes the whole statement, which then runs
+// again, its lookups seeing the slot's holder committed.
+const uniqueBulkOnConflict = `
 ON CONFLICT DO NOTHING`
 
 // bulkUnique tells whether EnqueueBulk can insert jobs with
@@ -233,9 +241,10 @@ func uniqueBulkArgs(jobs []driver.EnqueueParams) []any {
 	return append(args, keys, periods, states)
 }
 
-// enqueueUniqueBulk runs enqueueUniqueBulkSQL in tx, or alone, retried
-// when it deadlocked with another batch taking the same slots in another
-// order.
+// enqueueUniqueBulk runs enqueueUniqueBulkSQL in tx (with
+// uniqueBulkOnConflict), or alone, run again when it met a slot a
+// concurrent enqueuer took since its lookups, or deadlocked with another
+// batch taking the same slots in another order.
 func (d *Driver) enqueueUniqueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
 	args := uniqueBulkArgs(jobs)
 	if tx != nil {
@@ -243,7 +252,7 @@ func (d *Driver) enqueueUniqueBulk(ctx context.Context, tx driver.Tx, jobs []dri
 		if err != nil {
 			return 0, err
 		}
-		tag, err := ptx.Exec(ctx, enqueueUniqueBulkSQL, args...)
+		tag, err := ptx.Exec(ctx, enqueueUniqueBulkSQL+uniqueBulkOnConflict, args...)
 		if err != nil {
 			return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
 		}
@@ -252,7 +261,7 @@ func (d *Driver) enqueueUniqueBulk(ctx context.Context, tx driver.Tx, jobs []dri
 	for try := 0; ; try++ {
 		tag, err := d.pool.Exec(ctx, enqueueUniqueBulkSQL, args...)
 		var pe *pgconn.PgError
-		if try < 3 && errors.As(err, &pe) && pe.Code == "40P01" {
+		if try < uniqueTries && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "23505" && pe.ConstraintName == "fenced_jobs_unique") {
 			continue
 		}
 		if err != nil {
