@@ -218,6 +218,50 @@ ORDER BY f.ord`
 const uniqueBulkOnConflict = `
 ON CONFLICT DO NOTHING`
 
+// enqueueUniqueFlatSQL is enqueueUniqueBulkSQL for a batch without
+// periods, whose repeats the caller dropped (flatUnique): every bucket is
+// 0, known before the statement, so it needs no CTE and no window over
+// the slots.
+var enqueueUniqueFlatSQL = `
+INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
+    concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
+    unique_key, unique_bucket, unique_states)
+SELECT i.kind, i.queue, i.args, i.priority,
+    COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
+    i.max_attempts, NULL, NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
+    clock_timestamp(), clock_timestamp(), i.ukey, CASE WHEN i.ukey IS NULL THEN NULL ELSE 0 END,
+    CASE WHEN i.ukey IS NULL THEN NULL ELSE i.ustates END
+FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
+        $9::text[], $10::text[], $11::bool[], $12::jsonb[], $13::bytea[], $14::bigint[], $15::int[])
+    WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta,
+        ukey, uperiod, ustates, ord)
+WHERE i.ukey IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
+    WHERE e.unique_key = i.ukey AND e.unique_bucket = 0 AND ` + fmt.Sprintf(uniqueHeld, "e") + `)
+ORDER BY i.ord`
+
+// flatUnique returns jobs without the repeats of a slot after its first,
+// and enqueueUniqueFlatSQL for them, when no job has a period; else jobs
+// as they are and enqueueUniqueBulkSQL.
+func flatUnique(jobs []driver.EnqueueParams) ([]driver.EnqueueParams, string) {
+	for i := range jobs {
+		if jobs[i].UniquePeriod != 0 {
+			return jobs, enqueueUniqueBulkSQL
+		}
+	}
+	seen := make(map[string]bool, len(jobs))
+	out := make([]driver.EnqueueParams, 0, len(jobs))
+	for _, j := range jobs {
+		if j.UniqueKey != nil {
+			if seen[string(j.UniqueKey)] {
+				continue
+			}
+			seen[string(j.UniqueKey)] = true
+		}
+		out = append(out, j)
+	}
+	return out, enqueueUniqueFlatSQL
+}
+
 // bulkUnique tells whether EnqueueBulk can insert jobs with
 // enqueueUniqueBulkSQL: a unique job among them, and no idempotency key.
 func bulkUnique(jobs []driver.EnqueueParams) bool {
@@ -246,20 +290,21 @@ func uniqueBulkArgs(jobs []driver.EnqueueParams) []any {
 // concurrent enqueuer took since its lookups, or deadlocked with another
 // batch taking the same slots in another order.
 func (d *Driver) enqueueUniqueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
+	jobs, query := flatUnique(jobs)
 	args := uniqueBulkArgs(jobs)
 	if tx != nil {
 		ptx, err := pgxOf(tx)
 		if err != nil {
 			return 0, err
 		}
-		tag, err := ptx.Exec(ctx, enqueueUniqueBulkSQL+uniqueBulkOnConflict, args...)
+		tag, err := ptx.Exec(ctx, query+uniqueBulkOnConflict, args...)
 		if err != nil {
 			return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
 		}
 		return int(tag.RowsAffected()), nil
 	}
 	for try := 0; ; try++ {
-		tag, err := d.pool.Exec(ctx, enqueueUniqueBulkSQL, args...)
+		tag, err := d.pool.Exec(ctx, query, args...)
 		var pe *pgconn.PgError
 		if try < uniqueTries && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "23505" && pe.ConstraintName == "fenced_jobs_unique") {
 			continue
