@@ -47,6 +47,14 @@ var (
 // it matches ErrJobFinished (cancel) or ErrJobNotFinished (retry).
 type JobStateError = fencedtype.JobStateError
 
+// ErrUniqueConflict matches every *UniqueConflictError.
+var ErrUniqueConflict = fencedtype.ErrUniqueConflict
+
+// UniqueConflictError refuses a retry that would put a unique job back
+// into its unique states while another job holds its slot; it names that
+// job.
+type UniqueConflictError = fencedtype.UniqueConflictError
+
 // Job is a job as stored, read in the statement that returned it.
 type Job = fencedtype.Job
 
@@ -140,6 +148,11 @@ type EnqueueParams struct {
 	// Zero fields take DefaultBackoff's (Backoff.WithDefaults); stored so
 	// (Job.Retry).
 	Retry *Backoff
+	// Unique, when set, makes the job unique: while a job of the same
+	// unique key (the kind, and as chosen the args, queue and window of
+	// RunAt) is in one of the unique states, an enqueue returns that job
+	// (existing) instead of a new one. See UniqueOptions.
+	Unique *UniqueOptions
 }
 
 // MaxMetadataBytes is the most bytes of JSON a job's metadata may take.
@@ -254,6 +267,11 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 	if err != nil {
 		return out, err
 	}
+	if p.Unique != nil {
+		if err := p.Unique.fill(&out); err != nil {
+			return out, err
+		}
+	}
 	if p.Metadata != nil {
 		if out.Metadata, err = encodeJSON("metadata", p.Metadata); err != nil {
 			return out, err
@@ -314,8 +332,9 @@ func checkJSONArg(field string, b []byte) error {
 	return validJSON(field, b)
 }
 
-// Enqueue adds one job. With an idempotency key that exists already, the
-// existing job is returned with existing = true.
+// Enqueue adds one job. With an idempotency key that exists already, or
+// unique options whose slot another job holds, that job is returned with
+// existing = true.
 func (c *Client) Enqueue(ctx context.Context, p EnqueueParams) (job *Job, existing bool, err error) {
 	res, err := c.EnqueueMany(ctx, nil, []EnqueueParams{p})
 	if err != nil {

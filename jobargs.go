@@ -47,6 +47,7 @@ type EnqueueOptions struct {
 	Metadata                 any
 	Timeout                  time.Duration
 	Retry                    *Backoff
+	Unique                   *UniqueOptions
 }
 
 // override returns o with every non-zero field of by in place of its own.
@@ -87,6 +88,9 @@ func (o EnqueueOptions) override(by EnqueueOptions) EnqueueOptions {
 	if by.Retry != nil {
 		o.Retry = by.Retry
 	}
+	if by.Unique != nil {
+		o.Unique = by.Unique
+	}
 	return o
 }
 
@@ -110,7 +114,7 @@ func ArgsParams(args JobArgs, opts *EnqueueOptions) (EnqueueParams, error) {
 		RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts, IdempotencyKey: o.IdempotencyKey,
 		ConcurrencyKey: o.ConcurrencyKey, SequenceKey: o.SequenceKey,
 		SequenceContinueOnFailed: o.SequenceContinueOnFailed, Metadata: o.Metadata,
-		Timeout: o.Timeout, Retry: o.Retry}, nil
+		Timeout: o.Timeout, Retry: o.Retry, Unique: o.Unique}, nil
 }
 
 // EnqueueArgs enqueues a typed job (see ArgsParams for how its options are

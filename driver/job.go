@@ -146,6 +146,38 @@ type EnqueueParams struct {
 	// EncodeJobPolicy writes it (column policy, NULL when nil); a read
 	// hands it back to DecodeJobPolicy.
 	Policy []byte
+	// UniqueKey, when not nil, makes the job unique (32 bytes, the sha256
+	// the client computed from the kind and the options' parts): no two
+	// jobs of one key and bucket are at once in a state of their own
+	// UniqueStates. The statement stores the key, the bucket of run_at
+	// (floor of its epoch seconds, by the database clock when computed
+	// there, over UniquePeriod; 0 without a period) and UniqueStates, and
+	// an enqueue that meets a job holding the slot returns that job,
+	// Existing.
+	UniqueKey []byte
+	// UniquePeriod is the window of run_at in whole seconds; 0: none.
+	UniquePeriod int64
+	// UniqueStates is the bitmask (UniqueStateBit) of the states in which
+	// the job holds its slot.
+	UniqueStates int
+}
+
+// UniqueStateBit is the bit of a state in EnqueueParams.UniqueStates, as
+// each backend's SQL spells it (CASE state WHEN 'queued' THEN 1 ...).
+func UniqueStateBit(s fencedtype.JobState) int {
+	switch s {
+	case fencedtype.JobQueued:
+		return 1
+	case fencedtype.JobRunning:
+		return 2
+	case fencedtype.JobSucceeded:
+		return 4
+	case fencedtype.JobFailed:
+		return 8
+	case fencedtype.JobCancelled:
+		return 16
+	}
+	return 0
 }
 
 // ClaimJobsParams are the inputs of ClaimJobs.

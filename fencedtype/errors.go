@@ -254,3 +254,28 @@ func (e *UnknownOutcomeError) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrUnknownOutcome) true.
 func (e *UnknownOutcomeError) Is(target error) bool { return target == ErrUnknownOutcome }
+
+// ErrUniqueConflict matches every *UniqueConflictError.
+var ErrUniqueConflict = errors.New("unique job conflict")
+
+// UniqueConflictError is returned when a state change would put a unique
+// job back into one of its unique states while another job holds its
+// unique slot: a retry of a failed or cancelled job whose unique states
+// leave out failed or cancelled, after a newer job of the same kind, args
+// and window was enqueued. Nothing changed. It matches ErrUniqueConflict.
+type UniqueConflictError struct {
+	Op         string // "retry"
+	ID         int64  // the job refused
+	ExistingID int64  // the job holding the slot; 0 when it left it since
+}
+
+func (e *UniqueConflictError) Error() string {
+	if e.ExistingID == 0 {
+		return fmt.Sprintf("cannot %s job %d: another job holds its unique slot", e.Op, e.ID)
+	}
+	return fmt.Sprintf("cannot %s job %d: job %d holds its unique slot (same unique key and window, in one of its unique states)",
+		e.Op, e.ID, e.ExistingID)
+}
+
+// Is matches ErrUniqueConflict.
+func (e *UniqueConflictError) Is(target error) bool { return target == ErrUniqueConflict }

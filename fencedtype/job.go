@@ -227,6 +227,7 @@ type JobFilter struct {
 type EnqueueResult struct {
 	Job *Job
 	// Existing is true when the idempotency key matched an existing job,
-	// which is returned instead of a new one.
+	// or another job held the unique slot (EnqueueParams.Unique), and that
+	// job is returned instead of a new one.
 	Existing bool
 }

@@ -22,12 +22,16 @@ func invalid(field, format string, args ...any) error {
 // they are not the field's own name with '_' and ' ' read as '-'; the first
 // one given wins.
 var fieldFlags = map[string][]string{
-	"idempotency key": {"key"},
-	"operation id":    {"op"},
-	"advance":         {"by"},
-	"value":           {"value", "value-file"},
-	"args":            {"args", "args-file"},
-	"metadata":        {"metadata", "metadata-file"},
+	"idempotency key":  {"key"},
+	"unique by period": {"unique-period"},
+	"unique states":    {"unique-states"},
+	"unique args key":  {"unique-args-keys"},
+	"unique args keys": {"unique-args-keys"},
+	"operation id":     {"op"},
+	"advance":          {"by"},
+	"value":            {"value", "value-file"},
+	"args":             {"args", "args-file"},
+	"metadata":         {"metadata", "metadata-file"},
 }
 
 // flagNamed makes an invalid-input error about a field that cmd took from a

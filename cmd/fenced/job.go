@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -68,6 +69,18 @@ type enqueueFlags struct {
 	retryBase   time.Duration
 	retryMax    time.Duration
 	retryJitter float64
+	unique      uniqueFlags
+}
+
+// uniqueFlags are enqueue's --unique* flags: any of them makes the job
+// unique (fenced.UniqueOptions).
+type uniqueFlags struct {
+	kind     bool
+	byArgs   bool
+	argsKeys []string
+	period   time.Duration
+	byQueue  bool
+	states   []string
 }
 
 func newJobEnqueueCmd(a *app) *cobra.Command {
@@ -101,6 +114,12 @@ With --key, a second enqueue under the same idempotency key adds nothing: it
 says the job the key names already exists ("existing": true with --json),
 whatever its kind and arguments, and still exits 0.
 
+With --unique, or any --unique-* flag, the job is unique: while a job of the
+same kind (and, as the flags choose, the same args, args keys, queue and
+window of its run time) is in one of the --unique-states (default queued,
+running, succeeded), an enqueue adds nothing and says the existing job holds
+the slot ("existing": true with --json), and still exits 0.
+
 With --concurrency-key, the job's attempts count against the limit declared
 for that key (fenced job limit); with --sequence-key, it runs only after the
 jobs enqueued before it under the same sequence key of its queue, one at a
@@ -119,7 +138,8 @@ Both come before the kind's and the worker's.`,
   fenced job enqueue invoice --args '{"id": 42}' --key invoice-42 --delay 10m --json | jq .id
   jq -n '{to: "ann@example.com"}' | fenced job enqueue send-email --args-file -
   fenced job enqueue report --metadata "{\"traceparent\": \"$TRACEPARENT\"}"
-  fenced job enqueue resize --timeout 5m --retry-base 1s --retry-max 1h`,
+  fenced job enqueue resize --timeout 5m --retry-base 1s --retry-max 1h
+  fenced job enqueue sync-user --args '{"user": 7, "n": 1}' --unique-args-keys user --unique-period 1h`,
 		Args: exactArgs("KIND"),
 	})
 	fl := cmd.Flags()
@@ -142,7 +162,36 @@ Both come before the kind's and the worker's.`,
 	fl.DurationVar(&f.retryBase, "retry-base", 0, "the job's own retry backoff: the first delay (default 1s when a --retry flag is given)")
 	fl.DurationVar(&f.retryMax, "retry-max", 0, "the job's own retry backoff: the longest delay (default 1h when a --retry flag is given)")
 	fl.Float64Var(&f.retryJitter, "retry-jitter", 0.5, "the job's own retry backoff: the fraction of each delay that is random, 0 to 1")
+	fl.BoolVar(&f.unique.kind, "unique", false, "make the job unique by its kind (the --unique-* flags add parts and imply it)")
+	fl.BoolVar(&f.unique.byArgs, "unique-by-args", false, "unique by all the job's args")
+	fl.StringSliceVar(&f.unique.argsKeys, "unique-args-keys", nil, "unique by these top-level keys of the args (comma-separated)")
+	fl.DurationVar(&f.unique.period, "unique-period", 0, "unique within each window of this length of the run time (whole seconds)")
+	fl.BoolVar(&f.unique.byQueue, "unique-by-queue", false, "unique within the job's queue")
+	fl.StringSliceVar(&f.unique.states, "unique-states", nil,
+		"the states in which the job holds its unique slot, comma-separated; must include queued and running (default queued,running,succeeded)")
 	return cmd
+}
+
+// options are the unique options the flags give, or nil when none is set.
+func (u *uniqueFlags) options(cmd *cobra.Command) (*fenced.UniqueOptions, error) {
+	given := false
+	for _, n := range []string{"unique", "unique-by-args", "unique-args-keys", "unique-period", "unique-by-queue", "unique-states"} {
+		given = given || cmd.Flags().Changed(n)
+	}
+	if !given {
+		return nil, nil
+	}
+	if cmd.Flags().Changed("unique-period") && u.period == 0 {
+		return nil, invalid("unique by period", "0s is not a whole number of seconds from 1s to %s", fenced.MaxUniquePeriod)
+	}
+	if cmd.Flags().Changed("unique-states") && len(u.states) == 0 {
+		return nil, invalid("unique states", "must not be empty")
+	}
+	o := &fenced.UniqueOptions{ByArgs: u.byArgs, ArgsKeys: u.argsKeys, ByPeriod: u.period, ByQueue: u.byQueue}
+	for _, s := range u.states {
+		o.ByState = append(o.ByState, fenced.JobState(strings.TrimSpace(s)))
+	}
+	return o, o.Validate()
 }
 
 // params checks what the library would not (a --run-at that is not RFC
@@ -217,7 +266,9 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 	case f.maxAttempts == 0:
 		return p, invalid("max_attempts", "%d is outside 1 to %d", f.maxAttempts, fenced.MaxAttemptsLimit)
 	}
-	return p, nil
+	u, err := f.unique.options(cmd)
+	p.Unique = u
+	return p, err
 }
 
 // readJSONFile reads the file of a flag (--args-file, --metadata-file),
@@ -246,10 +297,13 @@ func writeEnqueued(w io.Writer, e wire.Enqueued) error {
 	details := fmt.Sprintf("kind %s, queue %s, priority %d, state %s, run_at %s",
 		display.Quote(j.Kind), display.Quote(j.Queue), j.Priority, jobStateText(j), fencedtype.FormatTime(j.RunAt))
 	var err error
-	if e.Existing {
+	switch {
+	case e.Existing && j.IdempotencyKey == "":
+		_, err = fmt.Fprintf(w, "job %d already exists and holds the unique slot; nothing enqueued (%s)\n", j.ID, details)
+	case e.Existing:
 		_, err = fmt.Fprintf(w, "job %d already exists with idempotency key %s; nothing enqueued (%s)\n",
 			j.ID, display.Quote(j.IdempotencyKey), details)
-	} else {
+	default:
 		_, err = fmt.Fprintf(w, "enqueued job %d: %s\n", j.ID, details)
 	}
 	return err

@@ -163,6 +163,39 @@ func TestJobEnqueue(t *testing.T) {
 				t.Errorf("enqueue under a used key printed %q, want it to start %q", out, want)
 			}
 		})
+		t.Run("Unique", func(t *testing.T) {
+			first := enqueue(c, "sync", "--args", `{"user": 7, "n": 1}`, "--unique-args-keys", "user", "--unique-period", "1h")
+			again := enqueue(c, "sync", "--args", `{"user": 7, "n": 2}`, "--unique-args-keys", "user", "--unique-period", "1h")
+			other := enqueue(c, "sync", "--args", `{"user": 8}`, "--unique-args-keys", "user", "--unique-period", "1h")
+			if *first.Existing || !*again.Existing || again.ID != first.ID || *other.Existing || other.ID == first.ID {
+				t.Errorf("unique by args keys: first %+v, again %+v, other %+v", first, again, other)
+			}
+			out := c.ok("job", "enqueue", "sync", "--args", `{"user": 7}`, "--unique-args-keys", "user", "--unique-period", "1h")
+			want := fmt.Sprintf("job %d already exists and holds the unique slot; nothing enqueued (", first.ID)
+			if !strings.HasPrefix(out, want) {
+				t.Errorf("a unique repeat printed %q, want it to start %q", out, want)
+			}
+			// Unique by kind alone, by queue: another queue is another slot.
+			a := enqueue(c, "tidy", "--unique", "--unique-by-queue", "--queue", "q1")
+			b := enqueue(c, "tidy", "--unique", "--unique-by-queue", "--queue", "q2")
+			if *a.Existing || *b.Existing || a.ID == b.ID {
+				t.Errorf("unique by queue: %+v, %+v", a, b)
+			}
+			// A retry that would collide with a newer job fails, naming it.
+			lib := library(t, c)
+			u := []string{"--unique-by-args", "--unique-states", "queued,running", "--queue", "uniq"}
+			old := enqueue(c, "pay", u...)
+			j := claim(t, lib, "uniq", "w")
+			if err := lib.FailJob(context.Background(), j.Ref(), "boom", 0, true); err != nil {
+				t.Fatal(err)
+			}
+			newer := enqueue(c, "pay", u...)
+			if *newer.Existing || newer.ID == old.ID {
+				t.Fatalf("the failed job held its slot: %+v", newer)
+			}
+			contains(t, "retry", c.fails(1, "job", "retry", strconv.FormatInt(old.ID, 10)).stderr,
+				fmt.Sprintf("job %d holds its unique slot", newer.ID))
+		})
 		t.Run("ArgsFromAFileOrStdin", func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "args.json")
 			if err := os.WriteFile(file, []byte(`{"to": "bob", "n": [1, 2]}`), 0o600); err != nil {
@@ -547,6 +580,11 @@ func TestJobBadInputExit2(t *testing.T) {
 		{"ZeroMaxAttempts", []string{"job", "enqueue", "email", "--max-attempts", "0"}, "max-attempts"},
 		{"NegativeMaxAttempts", []string{"job", "enqueue", "email", "--max-attempts", "-3"}, "--max-attempts"},
 		{"EmptyKey", []string{"job", "enqueue", "email", "--key", ""}, "--key"},
+		{"UniquePeriodTooShort", []string{"job", "enqueue", "email", "--unique-period", "100ms"}, "--unique-period"},
+		{"UniquePeriodZero", []string{"job", "enqueue", "email", "--unique-period", "0s"}, "--unique-period"},
+		{"UniqueStatesWithoutRunning", []string{"job", "enqueue", "email", "--unique-states", "queued"}, "--unique-states: must include queued and running"},
+		{"UniqueStatesUnknown", []string{"job", "enqueue", "email", "--unique-states", "queued,running,done"}, "--unique-states"},
+		{"UniqueArgsKeyEmpty", []string{"job", "enqueue", "email", "--unique-args-keys", "a,,b"}, "--unique-args-keys"},
 		{"EmptyKind", []string{"job", "enqueue", ""}, "kind"},
 		{"MissingKind", []string{"job", "enqueue"}, "KIND"},
 		{"TwoKinds", []string{"job", "enqueue", "a", "b"}, "KIND"},

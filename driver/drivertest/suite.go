@@ -149,6 +149,7 @@ var groups = []group{
 	{name: "JobMetadata", run: runJobMetadata, needs: jobs},
 	{name: "TypedKinds", run: runTypedKinds, needs: jobs},
 	{name: "JobPolicies", run: runJobPolicies, needs: jobs},
+	{name: "UniqueJobs", run: runUniqueJobs, needs: jobs, sql: true},
 	{name: "ClaimJobs", run: runClaimJobs, needs: jobs},
 	{name: "ClaimJobsByKind", run: runClaimJobsByKind, needs: jobs},
 	{name: "HeartbeatJobs", run: runHeartbeatJobs, needs: jobs},

@@ -3,6 +3,7 @@ package mysqldriver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"github.com/fenced/fenced/driver/internal/reads"
 	"strings"
@@ -50,6 +51,9 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 	changed := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
 		n, err := execCount(ctx, tx, query, id)
+		if ue := uniqueConflict(ctx, tx, op, id, err); ue != nil {
+			return ue
+		}
 		if err != nil {
 			return err
 		}
@@ -57,7 +61,10 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 		j, err = readJob(ctx, tx, jobLockSQL, id)
 		return err
 	})
+	var ue *fencedtype.UniqueConflictError
 	switch {
+	case errors.As(err, &ue):
+		return nil, ue
 	case err != nil:
 		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
 	case j == nil:

@@ -14,7 +14,8 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 // transaction or the caller's, without reading the jobs back. Runs of jobs
 // without an idempotency key go in one multiple-row INSERT each, whatever
 // innodb_autoinc_lock_mode (no id is needed); a job with a key goes alone
-// and is not counted when its key exists (the failed statement undoes only
+// and is not counted when its key exists, as a unique job is when its
+// slot is held (the failed statement undoes only
 // itself, so the transaction goes on).
 func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
 	var n int
@@ -45,8 +46,8 @@ func insertBulk(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) (i
 		query, args := insertSQL(jobs, i, end)
 		res, err := tx.ExecContext(ctx, query, args...)
 		switch {
-		case err != nil && jobs[i].IdempotencyKey != "" && isDuplicate(err):
-			// the key's job exists: skipped
+		case err != nil && (jobs[i].IdempotencyKey != "" || jobs[i].UniqueKey != nil) && isDuplicate(err):
+			// the key's job, or the unique slot's holder, exists: skipped
 		case err != nil:
 			return 0, err
 		default:

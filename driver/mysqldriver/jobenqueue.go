@@ -127,11 +127,11 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams, co
 // limits, or after jobs[start] alone when it has a key.
 func runEnd(jobs []driver.EnqueueParams, start int) int {
 	end := start + 1
-	if jobs[start].IdempotencyKey != "" {
+	if jobs[start].IdempotencyKey != "" || jobs[start].UniqueKey != nil {
 		return end
 	}
 	size := len(jobs[start].Args) + len(jobs[start].Metadata)
-	for end < len(jobs) && jobs[end].IdempotencyKey == "" && end-start < insertRunJobs && size < insertRunBytes {
+	for end < len(jobs) && jobs[end].IdempotencyKey == "" && jobs[end].UniqueKey == nil && end-start < insertRunJobs && size < insertRunBytes {
 		size += len(jobs[end].Args) + len(jobs[end].Metadata)
 		end++
 	}
@@ -142,6 +142,9 @@ func runEnd(jobs []driver.EnqueueParams, start int) int {
 // with an idempotency key, enqueueKeyedSQL, which inserts no row when the
 // key exists.
 func insertSQL(jobs []driver.EnqueueParams, from, to int) (string, []any) {
+	if to-from == 1 && jobs[from].UniqueKey != nil {
+		return enqueueUniqueSQL, uniqueArgs(jobs[from])
+	}
 	if to-from == 1 && jobs[from].IdempotencyKey != "" {
 		return enqueueKeyedSQL, append(insertArgs(jobs[from]), []byte(jobs[from].IdempotencyKey))
 	}
@@ -180,6 +183,9 @@ func insertArgs(p driver.EnqueueParams) []any {
 
 // one inserts jobs[i], or finds the job holding its idempotency key.
 func (in *inserter) one(ctx context.Context, i int) error {
+	if in.jobs[i].UniqueKey != nil {
+		return in.oneUnique(ctx, i)
+	}
 	query, args := insertSQL(in.jobs, i, i+1)
 	res, err := in.tx.ExecContext(ctx, query, args...)
 	var n int64

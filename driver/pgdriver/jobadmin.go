@@ -51,6 +51,9 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 		return j, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
+		if ue := d.uniqueConflict(ctx, op, id, err); ue != nil {
+			return nil, ue
+		}
 		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
 	}
 	cur, _, err := d.GetJob(ctx, id)

@@ -26,6 +26,19 @@ var bulkColumns = []string{"kind", "queue", "args", "priority", "max_attempts",
 // returns how many jobs were inserted: a job whose idempotency key exists
 // already is not.
 func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
+	if bulkUnique(jobs) {
+		return d.enqueueUniqueBulk(ctx, tx, jobs)
+	}
+	if hasUnique(jobs) {
+		res, err := d.enqueueUnique(ctx, tx, jobs)
+		n := 0
+		for _, r := range res {
+			if !r.Existing {
+				n++
+			}
+		}
+		return n, err
+	}
 	var q bulkInserter = d.pool
 	if tx != nil {
 		ptx, err := pgxOf(tx)

@@ -67,6 +67,9 @@ RETURNING ` + jobColumns
 
 // Enqueue implements driver.JobDriver.
 func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
+	if hasUnique(jobs) {
+		return d.enqueueUnique(ctx, tx, jobs)
+	}
 	n := len(jobs)
 	args, keyed := enqueueArgs(jobs)
 	query := enqueuePlainSQL

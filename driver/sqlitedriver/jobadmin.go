@@ -52,9 +52,15 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 		if errors.Is(err, sql.ErrNoRows) {
 			cur, err = readJob(ctx, tx, id)
 		}
+		if ue := uniqueConflict(ctx, tx, op, id, err); ue != nil {
+			return ue
+		}
 		return err
 	})
+	var ue *fencedtype.UniqueConflictError
 	switch {
+	case errors.As(err, &ue):
+		return nil, ue
 	case err != nil:
 		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
 	case j != nil:

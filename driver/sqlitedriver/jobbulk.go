@@ -42,6 +42,16 @@ ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 // transaction, or in the caller's, whose write lock it already holds; once
 // for each run of jobs holding runBytes of args, in order.
 func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
+	if hasUnique(jobs) {
+		res, err := d.Enqueue(ctx, tx, jobs)
+		n := 0
+		for _, r := range res {
+			if !r.Existing {
+				n++
+			}
+		}
+		return n, err
+	}
 	var args []string // one statement's ?1 for each run of jobs, in order
 	for start := 0; start < len(jobs); {
 		stop := bulkRunEnd(jobs, start)

@@ -60,6 +60,9 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 }
 
 func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
+	if hasUnique(jobs) {
+		return insertUnique(ctx, tx, jobs)
+	}
 	stmt, err := tx.PrepareContext(ctx, enqueueSQL)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,11 @@ import (
 // rebuilt for its NULL-safe checks (migration 10).
 const beforeRebuild = 9
 
+// beforeUniqueJobs is the schema version just before unique jobs'
+// columns and index (migration 13), which the rebuild test stops short of:
+// they are new by design, in every row.
+const beforeUniqueJobs = 12
+
 // TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck: a database
 // migrated up to the rebuild, with jobs in every state (with and
 // without output, progress, keys and attempts), is migrated on. Its checks
@@ -62,7 +67,7 @@ func TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck(t *testing.T) {
 		t.Fatalf("attempts: %v", err)
 	}
 
-	applied, err := d.Migrate(ctx)
+	applied, err := d.MigrateTo(ctx, beforeUniqueJobs)
 	if err != nil {
 		t.Fatalf("migrate: %v", err)
 	}

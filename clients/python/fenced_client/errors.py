@@ -22,6 +22,7 @@ __all__ = [
     "HeldError",
     "StaleError",
     "JobStateError",
+    "UniqueConflictError",
     "TooLargeError",
     "UnsupportedError",
     "UnavailableError",
@@ -147,6 +148,16 @@ class JobStateError(ConflictError):
         return str(self.body.get("state", ""))
 
 
+class UniqueConflictError(ConflictError):
+    """409 ``unique_conflict``: a retry would put a unique job back into its
+    unique states while another job holds its slot; nothing changed.
+    ``existing_id`` is that job (0 when it left the slot since)."""
+
+    @property
+    def existing_id(self) -> int:
+        return int(self.body.get("existing_id") or 0)
+
+
 class TooLargeError(FencedError):
     """413 ``too_large``: the request body is over the server's limit."""
 
@@ -180,6 +191,7 @@ _BY_CODE: Dict[str, Type[FencedError]] = {
     "lease_held": HeldError,
     "stale_fence": StaleError,
     "conflict": JobStateError,
+    "unique_conflict": UniqueConflictError,
     "too_large": TooLargeError,
     "unsupported_media_type": UnsupportedError,
     "not_supported": UnsupportedError,

@@ -194,6 +194,7 @@ class Jobs:
         metadata: Optional[Mapping[str, Any]] = None,
         timeout_ms: Optional[int] = None,
         retry: Optional[Mapping[str, Any]] = None,
+        unique: Optional[Mapping[str, Any]] = None,
     ) -> Job:
         """Enqueue a job of ``kind`` with ``args`` (any JSON value; None is
         ``{}``) in ``queue`` (default ``"default"``). ``priority`` 0 runs
@@ -209,12 +210,29 @@ class Jobs:
         (a worker ends it then, and the attempt fails and is retried);
         ``retry`` is the job's own retry backoff, a dict of ``base_ms``,
         ``max_ms`` and ``jitter`` (0 to 1; 0 is none), each optional. Both
-        come before a worker's own."""
+        come before a worker's own.
+
+        ``unique`` makes the job unique: while a job of the same kind (and,
+        as chosen, args, args keys, queue and window of its run time) is in
+        one of its unique states, the enqueue returns that job with
+        ``existing`` set. Its keys: ``by_args`` (bool), ``args_keys`` (a list
+        of top-level keys of the args), ``by_period_ms`` (the window, whole
+        seconds in ms), ``by_queue`` (bool), ``by_state`` (a list of states
+        that must include ``"queued"`` and ``"running"``; default queued,
+        running, succeeded); ``{}`` is unique by kind alone."""
         body: Dict[str, Any] = {"kind": kind, "args": {} if args is None else args}
         if timeout_ms is not None:
             body["timeout_ms"] = timeout_ms
         if retry is not None:
             body["retry"] = dict(retry)
+        if unique is not None:
+            if not isinstance(unique, Mapping):
+                raise TypeError("unique must be a mapping such as {\"by_args\": True}")
+            u = dict(unique)
+            for k in ("args_keys", "by_state"):
+                if k in u and u[k] is not None:
+                    u[k] = list(u[k])
+            body["unique"] = u
         if run_at is not None:
             body["run_at"] = format_time(run_at)
         for k, v in (("queue", queue), ("priority", priority), ("delay_ms", delay_ms),
@@ -332,7 +350,8 @@ class Jobs:
     def retry(self, job_id: int) -> Job:
         """Queue a failed (dead-lettered) or cancelled job again, to run now
         with ``max_attempts`` more attempts. :class:`JobStateError` in any
-        other state."""
+        other state; :class:`UniqueConflictError` when the job is unique and
+        a job enqueued since holds its slot."""
         return Job.from_json(self._c.request("POST", "/v1/jobs/%d/retry" % job_id, {}))
 
     def set_limit(self, queue: str, per_key: int = 0, global_: int = 0, kind: str = "", key: str = "") -> Dict[str, Any]:

@@ -8,7 +8,8 @@ import threading
 import unittest
 from typing import Any, Dict, List, Optional
 
-from fenced_client import JobContext, JobStateError, NotFoundError, StaleError, Worker
+from fenced_client import (InvalidError, JobContext, JobStateError, NotFoundError, StaleError,
+                           UniqueConflictError, Worker)
 
 from live import client, eventually, unique
 
@@ -308,6 +309,31 @@ class WorkerTest(unittest.TestCase):
         # max_attempts more than the attempts made: none was
         self.assertEqual((again.state, again.max_attempts), ("queued", 1))
         self.assertEqual([c.id for c in self.c.jobs.claim(self.queue, "w1")], [j.id])
+
+    def test_unique_jobs(self) -> None:
+        """A unique enqueue returns the job holding the slot; a retry that
+        would collide with a newer job is refused, naming it."""
+        kind = unique("sync")
+        u = {"args_keys": ["user"], "by_period_ms": 3600000, "by_queue": True, "by_state": ("queued", "running")}
+        first = self.c.jobs.enqueue(kind, {"user": 7, "n": 1}, queue=self.queue, unique=u)
+        again = self.c.jobs.enqueue(kind, {"user": 7, "n": 2}, queue=self.queue, unique=u)
+        other = self.c.jobs.enqueue(kind, {"user": 8}, queue=self.queue, unique=u)
+        self.assertEqual((first.existing, again.existing, again.id, other.existing), (False, True, first.id, False))
+        self.assertNotEqual(other.id, first.id)
+        self.c.jobs.cancel(other.id)
+        (a,) = self.c.jobs.claim(self.queue, "w1")
+        self.assertEqual(a.id, first.id)
+        self.c.jobs.fail(a.id, a.fence, "boom", discard=True)
+        newer = self.c.jobs.enqueue(kind, {"user": 7}, queue=self.queue, unique=u)
+        self.assertFalse(newer.existing)
+        with self.assertRaises(UniqueConflictError) as e:
+            self.c.jobs.retry(first.id)
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.existing_id), (409, "unique_conflict", newer.id))
+        self.assertEqual(self.state(first.id), "failed")
+        with self.assertRaises(InvalidError):
+            self.c.jobs.enqueue(kind, queue=self.queue, unique={"by_state": ["queued"]})
+        with self.assertRaises(TypeError):
+            self.c.jobs.enqueue(kind, queue=self.queue, unique=["by_args"])  # type: ignore[arg-type]
 
     def test_limits_and_pauses(self) -> None:
         q = self.queue

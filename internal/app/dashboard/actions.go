@@ -318,11 +318,16 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 	for _, id := range ids {
 		err := a.do(r.Context(), h.c, id)
 		var se *fenced.JobStateError
+		var ue *fenced.UniqueConflictError
 		switch {
 		case err == nil:
 			p.Done = append(p.Done, id)
 		case errors.As(err, &se):
 			p.Skipped = append(p.Skipped, fmt.Sprintf("#%d is %s", id, se.State))
+		case errors.As(err, &ue) && ue.ExistingID != 0:
+			p.Skipped = append(p.Skipped, fmt.Sprintf("#%d is unique and job #%d holds its slot", id, ue.ExistingID))
+		case errors.As(err, &ue):
+			p.Skipped = append(p.Skipped, fmt.Sprintf("#%d is unique and another job holds its slot", id))
 		case errors.Is(err, fenced.ErrNotFound):
 			p.Skipped = append(p.Skipped, fmt.Sprintf("#%d no longer exists", id))
 		default:

@@ -23,6 +23,7 @@ const (
 	codeLeaseHeld        = "lease_held"         // 409: acquire refused, another owner holds it
 	codeStaleFence       = "stale_fence"        // 409: the fence is no longer current
 	codeConflict         = "conflict"           // 409: the job's state forbids the operation
+	codeUniqueConflict   = "unique_conflict"    // 409: another job holds the job's unique slot
 	codeTooLarge         = "too_large"          // 413: body over the limit
 	codeTooManyRequests  = "too_many_requests"  // 429: too many wrong tokens; Retry-After says when to try again
 	codeUnsupportedType  = "unsupported_media_type"
@@ -77,6 +78,15 @@ type staleBody struct {
 	Reason       fenced.StaleReason `json:"reason"`
 }
 
+// uniqueConflictBody is a retry refused because another job holds the
+// job's unique slot; existing_id is that job (0: it left the slot since).
+type uniqueConflictBody struct {
+	errorBody
+	Op         string `json:"op"`
+	ID         int64  `json:"id"`
+	ExistingID int64  `json:"existing_id"`
+}
+
 type conflictBody struct {
 	errorBody
 	Op    string          `json:"op"`
@@ -127,6 +137,7 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 		held  *fenced.HeldError
 		stale *fenced.StaleError
 		state *fenced.JobStateError
+		uniq  *fenced.UniqueConflictError
 	)
 	switch {
 	case errors.As(err, &ae):
@@ -150,6 +161,9 @@ func (s *Server) errorFor(r *http.Request, err error) *apiError {
 	case errors.As(err, &state):
 		return &apiError{status: http.StatusConflict, fromDB: true, body: &conflictBody{
 			errorBody{Error: codeConflict, Message: err.Error()}, state.Op, state.ID, state.State}}
+	case errors.As(err, &uniq):
+		return &apiError{status: http.StatusConflict, fromDB: true, body: &uniqueConflictBody{
+			errorBody{Error: codeUniqueConflict, Message: err.Error()}, uniq.Op, uniq.ID, uniq.ExistingID}}
 	case errors.Is(err, fenced.ErrNotFound):
 		e := newError(http.StatusNotFound, codeNotFound, err.Error())
 		e.fromDB = true
@@ -181,6 +195,12 @@ func wireField(field string) string {
 		return "id"
 	case "delay":
 		return "delay_ms"
+	case "unique by period":
+		return "unique.by_period_ms"
+	case "unique states":
+		return "unique.by_state"
+	case "unique args key", "unique args keys":
+		return "unique.args_keys"
 	}
 	return strings.ReplaceAll(field, " ", "_") // operation id, idempotency key
 }

@@ -34,6 +34,9 @@ type enqueueRequest struct {
 	// Retry is the job's retry backoff (fenced.EnqueueParams.Retry);
 	// absent or null is none.
 	Retry *retryRequest `json:"retry"`
+	// Unique makes the job unique (fenced.UniqueOptions); absent or null:
+	// not unique.
+	Unique *uniqueRequest `json:"unique"`
 }
 
 // retryRequest is a job's retry backoff: attempt n waits min(max_ms,
@@ -70,6 +73,28 @@ func (r *retryRequest) backoff() (*fenced.Backoff, error) {
 	return &b, nil
 }
 
+// uniqueRequest is fenced.UniqueOptions as the request spells it; an empty
+// object is unique by kind alone.
+type uniqueRequest struct {
+	ByArgs     bool              `json:"by_args"`
+	ArgsKeys   []string          `json:"args_keys"`
+	ByPeriodMs *int64            `json:"by_period_ms"`
+	ByQueue    bool              `json:"by_queue"`
+	ByState    []fenced.JobState `json:"by_state"`
+}
+
+// options checks the request's own encoding (the period in whole
+// milliseconds within the library's bounds; the library checks the rest)
+// and returns the library's options.
+func (u *uniqueRequest) options() (*fenced.UniqueOptions, error) {
+	period, err := millis("unique.by_period_ms", u.ByPeriodMs, 0, time.Second, fenced.MaxUniquePeriod)
+	if err != nil {
+		return nil, err
+	}
+	o := &fenced.UniqueOptions{ByArgs: u.ByArgs, ArgsKeys: u.ArgsKeys, ByPeriod: period, ByQueue: u.ByQueue, ByState: u.ByState}
+	return o, o.Validate()
+}
+
 // enqueueReply is the enqueued job, or the existing one its idempotency
 // key matched.
 type enqueueReply struct {
@@ -87,7 +112,8 @@ func (e enqueueReply) MarshalJSON() ([]byte, error) {
 const maxDelay = 10 * 365 * 24 * time.Hour
 
 // enqueue: POST /v1/jobs → 201 with the new job, or 200 with the existing
-// job its idempotency key matched ("existing": true).
+// job its idempotency key matched, or the job holding its unique slot
+// ("existing": true).
 func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	var req enqueueRequest
 	if err := decodeBody(r, &req, false); err != nil {
@@ -126,6 +152,11 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	}
 	if p.Retry, err = req.Retry.backoff(); err != nil {
 		return nil, err
+	}
+	if req.Unique != nil {
+		if p.Unique, err = req.Unique.options(); err != nil {
+			return nil, err
+		}
 	}
 	j, existing, err := s.c.Enqueue(r.Context(), p)
 	if err != nil {
