@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -38,11 +39,20 @@ func runUniqueJobs(t *testing.T, b Backend) {
 				case 0:
 					j, existing[i], err = c.Enqueue(ctx(t), p)
 				case 1: // inside a caller's transaction
+					// A caller's transaction that the database ends for a
+					// deadlock or a serialization failure (MySQL under
+					// REPEATABLE READ, PostgreSQL under SERIALIZABLE) is
+					// run again, as its caller would.
 					l := e.acquire(t, fmt.Sprintf("tx-%d", i), "A", long)
-					err = c.LeaseTx(ctx(t), *l, func(tx fenced.Tx) (err error) {
-						j, existing[i], err = c.EnqueueTx(ctx(t), tx, p)
-						return err
-					})
+					for try := 0; try < 5; try++ {
+						err = c.LeaseTx(ctx(t), *l, func(tx fenced.Tx) (err error) {
+							j, existing[i], err = c.EnqueueTx(ctx(t), tx, p)
+							return err
+						})
+						if !txMustRetry(err) {
+							break
+						}
+					}
 				case 2: // in a batch, with a job that is not unique
 					var res []fenced.EnqueueResult
 					res, err = c.EnqueueMany(ctx(t), nil, []fenced.EnqueueParams{p, {Kind: "plain"}})
@@ -283,6 +293,44 @@ func runUniqueJobs(t *testing.T, b Backend) {
 			t.Fatalf("after the retry, an enqueue gave %v existing %v err %v; want job %d", again, existing, err, old.ID)
 		}
 	})
+	t.Run("AUniqueJobKeepsItsOtherFields", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		retry := &fenced.Backoff{Base: 2 * time.Second, Max: time.Minute, Jitter: 0.25}
+		p := func(n int) fenced.EnqueueParams {
+			return fenced.EnqueueParams{Kind: "u", Args: map[string]int{"n": n}, Unique: byArgs, Queue: "q",
+				Priority: 4, MaxAttempts: 3, ConcurrencyKey: "ck", Metadata: map[string]string{"m": "v"},
+				Timeout: 90 * time.Second, Retry: retry}
+		}
+		check := func(how string, j *fenced.Job) {
+			t.Helper()
+			if j.Queue != "q" || j.Priority != 4 || j.MaxAttempts != 3 || j.ConcurrencyKey != "ck" ||
+				string(j.Metadata) != `{"m":"v"}` && string(j.Metadata) != `{"m": "v"}` ||
+				j.Timeout != 90*time.Second || j.Retry == nil || j.Retry.Base != 2*time.Second || j.Retry.Max != time.Minute {
+				t.Fatalf("unique job enqueued by %s lost a field: %+v (retry %+v)", how, j, j.Retry)
+			}
+		}
+		j, _, err := e.c.Enqueue(ctx(t), p(1))
+		wantNoErr(t, err, "enqueue")
+		check("Enqueue", j)
+		res, err := e.c.EnqueueMany(ctx(t), nil, []fenced.EnqueueParams{p(2), {Kind: "plain"}})
+		wantNoErr(t, err, "enqueue many")
+		check("EnqueueMany", res[0].Job)
+		n, err := e.c.EnqueueBulk(ctx(t), nil, []fenced.EnqueueParams{p(3), p(3)})
+		wantNoErr(t, err, "enqueue bulk")
+		if n != 1 {
+			t.Fatalf("bulk of a repeated unique job inserted %d, want 1", n)
+		}
+		jobs, err := e.c.ListJobs(ctx(t), fenced.JobFilter{Queue: "q"})
+		wantNoErr(t, err, "list")
+		if len(jobs) != 3 {
+			t.Fatalf("%d jobs in q, want 3", len(jobs))
+		}
+		for _, j := range jobs {
+			got, _ := e.job(t, j.ID)
+			check(fmt.Sprintf("job %d", j.ID), got)
+		}
+	})
 	t.Run("JobsWithoutUniqueAreUnaffected", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)
@@ -351,4 +399,20 @@ func results(res []fenced.EnqueueResult) string {
 		s += fmt.Sprintf("[%d existing %v] ", r.Job.ID, r.Existing)
 	}
 	return s
+}
+
+// txMustRetry tells whether err is the database ending a caller's
+// transaction for a deadlock or a serialization failure, which the caller
+// runs again.
+func txMustRetry(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := err.Error()
+	for _, code := range []string{"Error 1213", "Error 1467", "(SQLSTATE 40001)", "(SQLSTATE 40P01)"} {
+		if strings.Contains(m, code) {
+			return true
+		}
+	}
+	return false
 }
