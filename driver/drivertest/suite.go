@@ -147,6 +147,8 @@ var groups = []group{
 	{name: "Enqueue", run: runEnqueue, needs: jobs},
 	{name: "EnqueueBulk", run: runEnqueueBulk, needs: jobs},
 	{name: "JobMetadata", run: runJobMetadata, needs: jobs},
+	{name: "JobTags", run: runJobTags, needs: jobs},
+	{name: "JobMetadataMerge", run: runJobMetadataMerge, needs: jobs},
 	{name: "ClaimJobs", run: runClaimJobs, needs: jobs},
 	{name: "ClaimJobsByKind", run: runClaimJobsByKind, needs: jobs},
 	{name: "HeartbeatJobs", run: runHeartbeatJobs, needs: jobs},

@@ -3,6 +3,7 @@ package mysqldriver
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/fenced/fenced/driver/internal/reads"
@@ -21,7 +22,8 @@ var _ driver.JobDriver = (*Driver)(nil)
 const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attempt, j.max_attempts, j.fence,
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
-	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata, ` + now
+	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata, ` + now + `,
+	j.tags`
 
 const (
 	getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
@@ -35,6 +37,7 @@ type jobScan struct {
 	j                                                fencedtype.Job
 	state                                            string
 	runAt, expires, created, attempted, finished, at dbTime
+	tags                                             []byte
 }
 
 func (s *jobScan) dest() []any {
@@ -42,7 +45,8 @@ func (s *jobScan) dest() []any {
 	return []any{&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &s.state, &j.Attempt, &j.MaxAttempts, &j.Fence,
 		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
 		(*[]byte)(&j.Progress), &j.IdempotencyKey, &s.created, &s.attempted, &s.finished,
-		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &s.at}
+		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &s.at,
+		&s.tags}
 }
 
 func (s *jobScan) row() *fencedtype.Job {
@@ -50,6 +54,12 @@ func (s *jobScan) row() *fencedtype.Job {
 	j.State = fencedtype.JobState(s.state)
 	j.RunAt, j.CreatedAt, j.DecidedAt = s.runAt.Time, s.created.Time, s.at.Time
 	j.LeaseExpiresAt, j.AttemptedAt, j.FinishedAt = s.expires.ptr(), s.attempted.ptr(), s.finished.ptr()
+	j.Tags = nil
+	if s.tags != nil {
+		// Written by tagsJSON, checked an array by the column's CHECK;
+		// a failure leaves the job without tags rather than unreadable.
+		_ = json.Unmarshal(s.tags, &j.Tags)
+	}
 	return &j
 }
 
@@ -302,6 +312,56 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 		return at, nil
 	}
 	return time.Time{}, diagnoseJob(ctx, d.db, ref)
+}
+
+// mergeMetadataSQL merges a JSON Merge Patch into a running attempt's
+// metadata (none taken as {}) when the merged object prints in at most the
+// bound's bytes; %[1]s is the merge (mergeExpr: JSON_MERGE_PATCH, and
+// JSON_REMOVE for the patch's nulls, see splitPatch). Parameters: the
+// merge's, id, fence, the merge's again, the bound.
+const mergeMetadataSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY)
+SET metadata = %[1]s, updated_at = ` + now + `
+WHERE id = ? AND fence = ? AND ` + jobGuard + ` AND LENGTH(%[1]s) <= ?`
+
+// MergeJobMetadata implements driver.JobDriver: the guarded statement, then
+// in the same transaction the merged metadata read back (the update's row
+// lock holds it) or, when it changed nothing, the diagnosis.
+func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, error) {
+	rest, removes, err := splitPatch(patch)
+	if err != nil {
+		return nil, err
+	}
+	query := fmt.Sprintf(mergeMetadataSQL, mergeExpr(len(removes)))
+	merge := []any{string(rest)}
+	for _, p := range removes {
+		merge = append(merge, p)
+	}
+	args := append(append(append(append([]any{}, merge...), ref.ID, ref.Fence), merge...), maxBytes)
+	var merged []byte
+	var refused error
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
+		merged, refused = nil, nil
+		n, err := execCount(ctx, tx, query, args...)
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			return tx.QueryRowContext(ctx, `SELECT metadata FROM fenced_jobs WHERE id = ?`, ref.ID).Scan(&merged)
+		}
+		j, err := sqldb.One(ctx, tx, scanJob, jobLockSQL, ref.ID)
+		if errors.Is(err, fencedtype.ErrNotFound) {
+			j, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		refused = driver.DiagnoseMerge(ref, j, maxBytes)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
+	}
+	return merged, refused
 }
 
 // jobGuardSQL share-locks the job row iff ref is its current running

@@ -10,7 +10,7 @@ import (
 )
 
 // latestMigration is the number of migrations in migrations/.
-const latestMigration = 11
+const latestMigration = 12
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 	t.Parallel()

@@ -15,7 +15,8 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 // defaults: state queued, fence and attempt 0, and the times (created,
 // runnable) from the database's clock (migration 13).
 var bulkColumns = []string{"kind", "queue", "args", "priority", "max_attempts",
-	"concurrency_key", "sequence_key", "sequence_continue_on_failed", "metadata"}
+	"concurrency_key", "sequence_key", "sequence_continue_on_failed", "metadata",
+	"tags"}
 
 // EnqueueBulk implements driver.BulkEnqueuer. When every job runs now and
 // none has an idempotency key, the batch is copied in (COPY FROM STDIN,
@@ -74,7 +75,7 @@ func copyable(jobs []driver.EnqueueParams) bool {
 type bulkRows struct {
 	jobs []driver.EnqueueParams
 	i    int
-	vals [9]any
+	vals [10]any
 }
 
 func (r *bulkRows) Next() bool {
@@ -92,8 +93,13 @@ func (r *bulkRows) Values() ([]any, error) {
 	if j.Metadata != nil {
 		meta = j.Metadata
 	}
-	r.vals = [9]any{j.Kind, j.Queue, j.Args, int32(j.Priority), int32(j.MaxAttempts),
-		nullIfEmpty(j.ConcurrencyKey), nullIfEmpty(j.SequenceKey), j.SequenceContinueOnFailed, meta}
+	var tags any // NULL
+	if len(j.Tags) > 0 {
+		tags = j.Tags
+	}
+	r.vals = [10]any{j.Kind, j.Queue, j.Args, int32(j.Priority), int32(j.MaxAttempts),
+		nullIfEmpty(j.ConcurrencyKey), nullIfEmpty(j.SequenceKey), j.SequenceContinueOnFailed, meta,
+		tags}
 	return r.vals[:], nil
 }
 
