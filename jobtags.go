@@ -3,6 +3,7 @@ package fenced
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/fenced/fenced/fencedtype"
 )
@@ -95,24 +96,24 @@ func validTagsFilter(f JobFilter) error {
 // text, anything else marshalled); a merged object over MaxMetadataBytes,
 // as the database prints it, is refused with an *InvalidError of
 // "metadata", checked in the same statement. It returns the merged
-// metadata.
-func (c *Client) MergeJobMetadata(ctx context.Context, ref JobRef, patch any) (json.RawMessage, error) {
+// metadata and the database clock reading it was merged at.
+func (c *Client) MergeJobMetadata(ctx context.Context, ref JobRef, patch any) (json.RawMessage, time.Time, error) {
 	if err := validRefs([]JobRef{ref}); err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	b, err := metadataPatch(patch)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	jd, err := c.jobQueue()
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	merged, err := jd.MergeJobMetadata(ctx, ref, b, MaxMetadataBytes)
+	merged, at, err := jd.MergeJobMetadata(ctx, ref, b, MaxMetadataBytes)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return json.RawMessage(merged), nil
+	return json.RawMessage(merged), at, nil
 }
 
 // metadataPatch encodes and checks a metadata merge patch: a JSON object
@@ -135,5 +136,6 @@ func metadataPatch(patch any) ([]byte, error) {
 // Client.MergeJobMetadata); it is a guarded write, so a stale attempt gets
 // a *StaleError and nothing is merged.
 func (r *JobRun) MergeMetadata(ctx context.Context, patch any) (json.RawMessage, error) {
-	return r.c.MergeJobMetadata(ctx, r.Ref(), patch)
+	m, _, err := r.c.MergeJobMetadata(ctx, r.Ref(), patch)
+	return m, err
 }

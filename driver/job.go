@@ -47,10 +47,10 @@ type JobDriver interface {
 	// MergeJobMetadata applies patch (a JSON object) to the job's metadata
 	// as a JSON Merge Patch (RFC 7396), a missing metadata taken as {}, in
 	// one statement guarded like ReportProgress, and returns the merged
-	// metadata. A merged object over maxBytes (as the database prints it)
+	// metadata and the database clock reading it was merged at. A merged object over maxBytes (as the database prints it)
 	// is refused with a *fencedtype.InvalidError of "metadata" and nothing
 	// is written (DiagnoseMerge); a stale attempt gets its diagnosis.
-	MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, error)
+	MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error)
 	// JobTx runs fn in a transaction that share-locks the job row and checks
 	// the attempt is current (see LeaseTx).
 	JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(Tx) error) error

@@ -56,7 +56,7 @@ func runJobMetadataMerge(t *testing.T, b Backend) {
 		}
 		for i, c := range mergeCases {
 			a := claimed[i]
-			merged, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), json.RawMessage(c.patch))
+			merged, _, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), json.RawMessage(c.patch))
 			wantNoErr(t, err, "merge "+c.patch)
 			if !reflect.DeepEqual(decodeMeta(t, merged), decodeMeta(t, json.RawMessage(c.want))) {
 				t.Errorf("%s merged with %s = %s, want %s", c.target, c.patch, merged, c.want)
@@ -72,31 +72,31 @@ func runJobMetadataMerge(t *testing.T, b Backend) {
 		e := setup(t, b)
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Metadata: map[string]int{"n": 1}})
 		a := e.claimOne(t, "A", 2*time.Second)
-		merged, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]string{"by": "A"})
+		merged, _, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]string{"by": "A"})
 		wantNoErr(t, err, "A's merge while current")
 		wantMetadata(t, "A's merge", merged, json.RawMessage(`{"n":1,"by":"A"}`))
 		e.waitJobExpired(t, j.ID)
 		e.recoverExpired(t, j.ID)
 		bj := e.claimOne(t, "B", long)
-		_, err = e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]any{"by": "A again", "n": nil})
+		_, _, err = e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]any{"by": "A again", "n": nil})
 		wantStale(t, err, a.Fence, bj.Fence, "B", fenced.ReasonSuperseded)
 		got, _ := e.job(t, j.ID)
 		wantMetadata(t, "after A's stale merge", got.Metadata, json.RawMessage(`{"n":1,"by":"A"}`))
-		merged, err = e.c.MergeJobMetadata(ctx(t), bj.Ref(), map[string]any{"by": "B", "n": nil})
+		merged, _, err = e.c.MergeJobMetadata(ctx(t), bj.Ref(), map[string]any{"by": "B", "n": nil})
 		wantNoErr(t, err, "B's merge")
 		wantMetadata(t, "B's merge", merged, json.RawMessage(`{"by":"B"}`))
 		// A forged fence above the job's was never granted.
 		forged := bj.Ref()
 		forged.Fence += 5
-		_, err = e.c.MergeJobMetadata(ctx(t), forged, map[string]int{"x": 1})
+		_, _, err = e.c.MergeJobMetadata(ctx(t), forged, map[string]int{"x": 1})
 		wantStale(t, err, forged.Fence, bj.Fence, "B", fenced.ReasonNeverGranted)
 		// After the job finished, its last attempt's merge is refused.
 		wantNoErr(t, e.c.CompleteJob(ctx(t), bj.Ref(), nil), "complete")
-		_, err = e.c.MergeJobMetadata(ctx(t), bj.Ref(), map[string]int{"late": 1})
+		_, _, err = e.c.MergeJobMetadata(ctx(t), bj.Ref(), map[string]int{"late": 1})
 		wantStale(t, err, bj.Fence, bj.Fence, "", fenced.ReasonNotRunning)
 		got, _ = e.job(t, j.ID)
 		wantMetadata(t, "after the late merge", got.Metadata, json.RawMessage(`{"by":"B"}`))
-		_, err = e.c.MergeJobMetadata(ctx(t), fenced.JobRef{ID: j.ID + 1000, Fence: 1}, map[string]int{"x": 1})
+		_, _, err = e.c.MergeJobMetadata(ctx(t), fenced.JobRef{ID: j.ID + 1000, Fence: 1}, map[string]int{"x": 1})
 		wantErrIs(t, err, fenced.ErrNotFound)
 	})
 	t.Run("ExpiredLeaseIsRefused", func(t *testing.T) {
@@ -105,7 +105,7 @@ func runJobMetadataMerge(t *testing.T, b Backend) {
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k"})
 		a := e.claimOne(t, "A", 30*time.Millisecond)
 		e.waitJobExpired(t, j.ID)
-		_, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]int{"x": 1})
+		_, _, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]int{"x": 1})
 		wantStale(t, err, a.Fence, a.Fence, "", fenced.ReasonExpired)
 		got, _ := e.job(t, j.ID)
 		if got.Metadata != nil {
@@ -118,7 +118,7 @@ func runJobMetadataMerge(t *testing.T, b Backend) {
 		big := strings.Repeat("x", fenced.MaxMetadataBytes/2)
 		j := e.enqueue(t, fenced.EnqueueParams{Kind: "k", Metadata: map[string]string{"a": big}})
 		a := e.claimOne(t, "A", long)
-		_, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]string{"b": big})
+		_, _, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]string{"b": big})
 		var inv *fenced.InvalidError
 		if !errors.As(err, &inv) || inv.Field != "metadata" || errors.Is(err, fenced.ErrStale) {
 			t.Fatalf("a merge past the bound: %v, want an *InvalidError of metadata", err)
@@ -126,7 +126,7 @@ func runJobMetadataMerge(t *testing.T, b Backend) {
 		got, _ := e.job(t, j.ID)
 		wantMetadata(t, "after the refused merge", got.Metadata, json.RawMessage(`{"a":"`+big+`"}`))
 		// Replacing the large value keeps the merged object small.
-		merged, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]any{"a": nil, "b": big})
+		merged, _, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), map[string]any{"a": nil, "b": big})
 		wantNoErr(t, err, "a merge that replaces the large value")
 		wantMetadata(t, "the replacing merge", merged, json.RawMessage(`{"b":"`+big+`"}`))
 		for name, patch := range map[string]any{
@@ -139,7 +139,7 @@ func runJobMetadataMerge(t *testing.T, b Backend) {
 			"a NUL escape":    json.RawMessage(`{"a":"\u0000"}`),
 			"too large":       map[string]string{"a": strings.Repeat("x", fenced.MaxMetadataBytes)},
 		} {
-			_, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), patch)
+			_, _, err := e.c.MergeJobMetadata(ctx(t), a.Ref(), patch)
 			if !errors.As(err, &inv) || inv.Field != "metadata" {
 				t.Errorf("patch %s: %v, want an *InvalidError of metadata", name, err)
 			}

@@ -326,10 +326,10 @@ WHERE id = ? AND fence = ? AND ` + jobGuard + ` AND LENGTH(%[1]s) <= ?`
 // MergeJobMetadata implements driver.JobDriver: the guarded statement, then
 // in the same transaction the merged metadata read back (the update's row
 // lock holds it) or, when it changed nothing, the diagnosis.
-func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, error) {
+func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error) {
 	rest, removes, err := splitPatch(patch)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	query := fmt.Sprintf(mergeMetadataSQL, mergeExpr(len(removes)))
 	merge := []any{string(rest)}
@@ -338,6 +338,7 @@ func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, pa
 	}
 	args := append(append(append(append([]any{}, merge...), ref.ID, ref.Fence), merge...), maxBytes)
 	var merged []byte
+	var at dbTime
 	var refused error
 	err = d.inTx(ctx, func(tx *sql.Tx) error {
 		merged, refused = nil, nil
@@ -346,7 +347,7 @@ func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, pa
 			return err
 		}
 		if n == 1 {
-			return tx.QueryRowContext(ctx, `SELECT metadata FROM fenced_jobs WHERE id = ?`, ref.ID).Scan(&merged)
+			return tx.QueryRowContext(ctx, `SELECT metadata, updated_at FROM fenced_jobs WHERE id = ?`, ref.ID).Scan(&merged, &at)
 		}
 		j, err := sqldb.One(ctx, tx, scanJob, jobLockSQL, ref.ID)
 		if errors.Is(err, fencedtype.ErrNotFound) {
@@ -359,9 +360,9 @@ func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, pa
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
+		return nil, time.Time{}, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
 	}
-	return merged, refused
+	return merged, at.Time, refused
 }
 
 // jobGuardSQL share-locks the job row iff ref is its current running

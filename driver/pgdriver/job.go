@@ -43,6 +43,10 @@ func newJobScanner(extra ...any) *jobScanner {
 // jobColumnCount is the number of jobColumns.
 const jobColumnCount = 26
 
+// jobClockColumn is the index of clock_timestamp() (DecidedAt) in
+// jobColumns: the columns added since follow it.
+const jobClockColumn = 24
+
 func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	j := new(fencedtype.Job)
 	d := s.dest
@@ -50,7 +54,7 @@ func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	d[6], d[7], d[8], d[9], d[10], d[11] = &j.Attempt, &j.MaxAttempts, &j.Fence, &j.Owner, &j.RunAt, &j.LeaseExpiresAt
 	d[12], d[13], d[14], d[15], d[16] = &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError, (*[]byte)(&j.Progress), &j.IdempotencyKey
 	d[17], d[18], d[19], d[20], d[21] = &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.ConcurrencyKey, &j.SequenceKey
-	d[22], d[23], d[24] = &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &j.DecidedAt
+	d[22], d[23], d[jobClockColumn] = &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata), &j.DecidedAt
 	d[25] = &j.Tags
 	err := row.Scan(d...)
 	j.State = fencedtype.JobState(s.state)
@@ -205,27 +209,28 @@ const mergeMetadataSQL = `UPDATE fenced_jobs j
 SET metadata = fenced_jsonb_merge_patch(COALESCE(j.metadata, '{}'), $3::jsonb), updated_at = clock_timestamp()
 WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard + `
     AND octet_length(fenced_jsonb_merge_patch(COALESCE(j.metadata, '{}'), $3::jsonb)::text) <= $4
-RETURNING j.metadata`
+RETURNING j.metadata, j.updated_at`
 
 // MergeJobMetadata implements driver.JobDriver: one guarded statement; a
 // refusal is diagnosed by a read after it.
-func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, error) {
+func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error) {
 	var merged []byte
-	err := d.pool.QueryRow(ctx, mergeMetadataSQL, ref.ID, ref.Fence, string(patch), maxBytes).Scan(&merged)
+	var at time.Time
+	err := d.pool.QueryRow(ctx, mergeMetadataSQL, ref.ID, ref.Fence, string(patch), maxBytes).Scan(&merged, &at)
 	if errors.Is(err, pgx.ErrNoRows) {
 		j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, ref.ID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fencedtype.ErrNotFound
+			return nil, time.Time{}, fencedtype.ErrNotFound
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read job %d: %w", ref.ID, err)
+			return nil, time.Time{}, fmt.Errorf("read job %d: %w", ref.ID, err)
 		}
-		return nil, driver.DiagnoseMerge(ref, j, maxBytes)
+		return nil, time.Time{}, driver.DiagnoseMerge(ref, j, maxBytes)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
+		return nil, time.Time{}, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
 	}
-	return merged, nil
+	return merged, at, nil
 }
 
 func (d *Driver) diagnoseJob(ctx context.Context, ref fencedtype.JobRef) error {

@@ -216,16 +216,17 @@ const mergeMetadataSQL = `UPDATE fenced_jobs SET metadata = json_patch(COALESCE(
     updated_us = ` + nowUS + `
 WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
     AND length(CAST(json_patch(COALESCE(metadata, '{}'), ?3) AS BLOB)) <= ?4
-RETURNING metadata`
+RETURNING metadata, updated_us`
 
 // MergeJobMetadata implements driver.JobDriver: the guarded statement and,
 // when it changed nothing, the diagnosis, in one write transaction.
-func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, error) {
+func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error) {
 	var refused error
 	var merged []byte
+	var us int64
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
 		refused = nil
-		err := tx.QueryRowContext(ctx, mergeMetadataSQL, ref.ID, ref.Fence, string(patch), maxBytes).Scan(&merged)
+		err := tx.QueryRowContext(ctx, mergeMetadataSQL, ref.ID, ref.Fence, string(patch), maxBytes).Scan(&merged, &us)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
@@ -237,12 +238,12 @@ func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, pa
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
+		return nil, time.Time{}, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
 	}
 	if refused != nil {
-		return nil, refused
+		return nil, time.Time{}, refused
 	}
-	return merged, nil
+	return merged, usTime(us), nil
 }
 
 const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND ` + guardFenceMatch + ` AND ` + jobGuard

@@ -46,8 +46,10 @@ func TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck(t *testing.T) {
 	// written, NULL in every row as on a real database of version 9. The
 	// rebuild copies the columns of version 9 and migration 11 adds it
 	// again, so every row compares equal below.
-	if _, err := d.DB().ExecContext(ctx, `ALTER TABLE fenced_jobs ADD COLUMN metadata TEXT`); err != nil {
-		t.Fatalf("add the later column: %v", err)
+	for _, col := range []string{"metadata", "tags"} { // migrations 11 and 12
+		if _, err := d.DB().ExecContext(ctx, `ALTER TABLE fenced_jobs ADD COLUMN `+col+` TEXT`); err != nil {
+			t.Fatalf("add the later column %s: %v", col, err)
+		}
 	}
 	jobsInEveryState(t, d)
 	before := schemaAndRows(t, d.DB())
