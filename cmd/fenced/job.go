@@ -62,6 +62,7 @@ type enqueueFlags struct {
 	concurrency string
 	sequence    string
 	continueSeq bool
+	tags        []string
 }
 
 func newJobEnqueueCmd(a *app) *cobra.Command {
@@ -119,6 +120,8 @@ time.`,
 	fl.StringVar(&f.sequence, "sequence-key", "", "run the job after the earlier jobs of this sequence of its queue, one at a time")
 	fl.BoolVar(&f.continueSeq, "sequence-continue-on-failed", false,
 		"if the job fails for good, let the later jobs of its sequence run (default: they wait until it is retried)")
+	fl.StringArrayVar(&f.tags, "tag", nil, fmt.Sprintf("tag the job (repeat for more, at most %d, distinct): 1 to %d bytes of letters, digits and _ . : - /",
+		fenced.MaxTags, fenced.MaxTagBytes))
 	return cmd
 }
 
@@ -130,7 +133,8 @@ time.`,
 func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueueParams, error) {
 	p := fenced.EnqueueParams{Kind: kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
 		Delay: f.delay, MaxAttempts: f.maxAttempts, IdempotencyKey: f.key,
-		ConcurrencyKey: f.concurrency, SequenceKey: f.sequence, SequenceContinueOnFailed: f.continueSeq}
+		ConcurrencyKey: f.concurrency, SequenceKey: f.sequence, SequenceContinueOnFailed: f.continueSeq,
+		Tags: f.tags}
 	fl := cmd.Flags()
 	if fl.Changed("run-at") && fl.Changed("delay") {
 		return p, usage("--run-at and --delay cannot be used together")
@@ -243,7 +247,7 @@ func writeJobHistory(w io.Writer, h wire.JobHistory) error {
 func newJobListCmd(a *app) *cobra.Command {
 	var f fenced.JobFilter
 	var state string
-	var asJSON bool
+	var asJSON, allTags bool
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -256,6 +260,7 @@ the next one is printed to stderr.`,
 		Example: `  fenced job ls --state failed
   fenced job ls --newest --limit 20
   fenced job ls --state queued --failing
+  fenced job ls --tag tenant:42 --tag urgent --all-tags
   fenced job ls --queue nightly --kind report --limit 20 --after 140
   fenced job ls --state running --json | jq -r '.[] | "\(.id) \(.owner)"'`,
 		Args: exactArgs(),
@@ -272,6 +277,12 @@ the next one is printed to stderr.`,
 				}
 			}
 			f.State = fenced.JobState(state)
+			if allTags {
+				if len(f.Tags) == 0 {
+					return usage("--all-tags needs --tag")
+				}
+				f.TagsMatch = fenced.TagsAll
+			}
 			switch {
 			case f.Desc && f.AfterID != 0:
 				return usage("--after pages oldest first: with --newest, give --before")
@@ -315,6 +326,8 @@ the next one is printed to stderr.`,
 	fl.BoolVar(&f.Desc, "newest", false, "newest first (id descending)")
 	fl.Int64Var(&f.BeforeID, "before", 0, "with --newest: only jobs with a smaller id, the last id of the previous page")
 	fl.BoolVar(&f.Failing, "failing", false, "only jobs whose last attempt failed and that have not succeeded since")
+	fl.StringArrayVar(&f.Tags, "tag", nil, "only jobs carrying this tag (repeat: any of them, or all with --all-tags)")
+	fl.BoolVar(&allTags, "all-tags", false, "with --tag: only jobs carrying every tag given")
 	jsonFlag(cmd, &asJSON)
 	return cmd
 }
