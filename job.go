@@ -153,6 +153,11 @@ type EnqueueParams struct {
 	// RunAt) is in one of the unique states, an enqueue returns that job
 	// (existing) instead of a new one. See UniqueOptions.
 	Unique *UniqueOptions
+	// Tags label the job for listings (JobFilter.Tags): at most MaxTags,
+	// distinct, each 1 to MaxTagBytes of ASCII letters, digits and
+	// "_.:-/" (validTag). A repeated tag is refused, not dropped. Nil or
+	// empty means none (Job.Tags nil): such a job costs nothing more.
+	Tags []string
 }
 
 // MaxMetadataBytes is the most bytes of JSON a job's metadata may take.
@@ -271,6 +276,12 @@ func (p EnqueueParams) validate() (driver.EnqueueParams, error) {
 		if err := p.Unique.fill(&out); err != nil {
 			return out, err
 		}
+	}
+	if err := validTags("tags", p.Tags); err != nil {
+		return out, err
+	}
+	if len(p.Tags) > 0 {
+		out.Tags = p.Tags
 	}
 	if p.Metadata != nil {
 		if out.Metadata, err = encodeJSON("metadata", p.Metadata); err != nil {
@@ -520,9 +531,11 @@ func ValidateListJobs(f JobFilter) error {
 		return fencedtype.Invalid("before", "%d is negative", f.BeforeID)
 	}
 	if f.Kind != "" {
-		return validName("kind", f.Kind)
+		if err := validName("kind", f.Kind); err != nil {
+			return err
+		}
 	}
-	return nil
+	return validTagsFilter(f)
 }
 
 // ListJobs lists jobs in id order (ascending, or descending with Desc), a

@@ -48,6 +48,7 @@ type EnqueueOptions struct {
 	Timeout                  time.Duration
 	Retry                    *Backoff
 	Unique                   *UniqueOptions
+	Tags                     []string
 }
 
 // override returns o with every non-zero field of by in place of its own.
@@ -91,6 +92,9 @@ func (o EnqueueOptions) override(by EnqueueOptions) EnqueueOptions {
 	if by.Unique != nil {
 		o.Unique = by.Unique
 	}
+	if by.Tags != nil {
+		o.Tags = by.Tags
+	}
 	return o
 }
 
@@ -114,7 +118,7 @@ func ArgsParams(args JobArgs, opts *EnqueueOptions) (EnqueueParams, error) {
 		RunAt: o.RunAt, Delay: o.Delay, MaxAttempts: o.MaxAttempts, IdempotencyKey: o.IdempotencyKey,
 		ConcurrencyKey: o.ConcurrencyKey, SequenceKey: o.SequenceKey,
 		SequenceContinueOnFailed: o.SequenceContinueOnFailed, Metadata: o.Metadata,
-		Timeout: o.Timeout, Retry: o.Retry, Unique: o.Unique}, nil
+		Timeout: o.Timeout, Retry: o.Retry, Unique: o.Unique, Tags: o.Tags}, nil
 }
 
 // EnqueueArgs enqueues a typed job (see ArgsParams for how its options are

@@ -44,6 +44,13 @@ type JobDriver interface {
 	// ReportProgress stores a running attempt's progress and returns the
 	// database clock reading it was stored at.
 	ReportProgress(ctx context.Context, ref fencedtype.JobRef, progress []byte) (time.Time, error)
+	// MergeJobMetadata applies patch (a JSON object) to the job's metadata
+	// as a JSON Merge Patch (RFC 7396), a missing metadata taken as {}, in
+	// one statement guarded like ReportProgress, and returns the merged
+	// metadata and the database clock reading it was merged at. A merged object over maxBytes (as the database prints it)
+	// is refused with a *fencedtype.InvalidError of "metadata" and nothing
+	// is written (DiagnoseMerge); a stale attempt gets its diagnosis.
+	MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error)
 	// JobTx runs fn in a transaction that share-locks the job row and checks
 	// the attempt is current (see LeaseTx).
 	JobTx(ctx context.Context, ref fencedtype.JobRef, fn func(Tx) error) error
@@ -146,6 +153,8 @@ type EnqueueParams struct {
 	// EncodeJobPolicy writes it (column policy, NULL when nil); a read
 	// hands it back to DecodeJobPolicy.
 	Policy []byte
+	// Tags are the job's tags (valid, distinct), stored NULL when empty.
+	Tags []string
 	// UniqueKey, when not nil, makes the job unique (32 bytes, the sha256
 	// the client computed from the kind and the options' parts): no two
 	// jobs of one key and bucket are at once in a state of their own
@@ -218,6 +227,19 @@ func DiagnoseJob(ref fencedtype.JobRef, row *fencedtype.Job) error {
 		e.Reason = fencedtype.ReasonExpired
 	}
 	return e
+}
+
+// DiagnoseMerge explains why a guarded metadata merge on ref changed
+// nothing, given the job as read afterwards: when ref is still the job's
+// current running attempt with an unexpired lease, the guard held when the
+// merge ran too (a fence never goes back and the clock only forward), so
+// the merged object was over the size bound; otherwise DiagnoseJob.
+func DiagnoseMerge(ref fencedtype.JobRef, row *fencedtype.Job, maxBytes int) error {
+	if row != nil && row.Fence == ref.Fence && row.State == fencedtype.JobRunning &&
+		row.LeaseExpiresAt != nil && row.LeaseExpiresAt.After(row.DecidedAt) {
+		return fencedtype.Invalid("metadata", "merged with the patch would exceed %d bytes; nothing was merged", maxBytes)
+	}
+	return DiagnoseJob(ref, row)
 }
 
 // WithRowAttempts appends to the recorded history the attempt that lives on

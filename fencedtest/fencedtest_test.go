@@ -62,17 +62,18 @@ func TestRequireInserted(t *testing.T) {
 			ctx := context.Background()
 			c := newClient(t)
 			if _, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "email", Args: email{To: "ann"}, Queue: "mail",
-				Priority: 2, Metadata: map[string]string{"tenant": "42"}}); err != nil {
+				Priority: 2, Metadata: map[string]string{"tenant": "42"}, Tags: []string{"t:1", "t:2"}}); err != nil {
 				t.Fatal(err)
 			}
 			two := 2
 			j := fencedtest.RequireInserted(t, c, "email", &fencedtest.Match{Args: email{To: "ann"}, Queue: "mail",
-				Priority: &two, State: fenced.JobQueued, Metadata: map[string]string{"tenant": "42"}})
+				Priority: &two, State: fenced.JobQueued, Metadata: map[string]string{"tenant": "42"}, Tags: []string{"t:2"}})
 			if j.Kind != "email" || j.Queue != "mail" {
 				t.Fatalf("RequireInserted returned %+v", j)
 			}
 			fencedtest.RequireNotInserted(t, c, "email", &fencedtest.Match{Args: email{To: "bob"}})
 			fencedtest.RequireNotInserted(t, c, "sms", nil)
+			fencedtest.RequireNotInserted(t, c, "email", &fencedtest.Match{Tags: []string{"t:1", "t:3"}})
 
 			if msg := failure(t, func(tb testing.TB) {
 				fencedtest.RequireInserted(tb, c, "email", &fencedtest.Match{Args: map[string]string{"to": "bob"}})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/fenced/fenced"
@@ -24,6 +25,9 @@ type Match struct {
 	State fenced.JobState
 	// Metadata, when non-nil, must equal the job's metadata as JSON values.
 	Metadata any
+	// Tags, when not empty, must each be among the job's tags (the job
+	// may carry more).
+	Tags []string
 }
 
 // Expected is one job RequireManyInserted expects: its kind and what else
@@ -47,6 +51,11 @@ func (m *Match) mismatch(j *fenced.Job) (string, error) {
 	}
 	if m.State != "" && j.State != m.State {
 		why = append(why, fmt.Sprintf("state %s, not %s", j.State, m.State))
+	}
+	for _, tag := range m.Tags {
+		if !slices.Contains(j.Tags, tag) {
+			why = append(why, fmt.Sprintf("tags %q, without %q", j.Tags, tag))
+		}
 	}
 	for _, f := range []struct {
 		name string

@@ -88,6 +88,9 @@ type Job struct {
 	// kind's retry policy and its own Backoff (JSON: retry, an object of
 	// base_ms, max_ms and jitter, null when none).
 	Retry *Backoff `json:"-"`
+	// Tags are the job's tags as given at enqueue (distinct, in the order
+	// given); nil when it has none. Listings filter by them (JobFilter.Tags).
+	Tags []string `json:"tags"`
 }
 
 // Ref is the job's current attempt, as its worker passes it to guarded writes.
@@ -221,7 +224,22 @@ type JobFilter struct {
 	// jobs waiting to retry. The database filters them, so a page of them
 	// costs no read of the rest in the client.
 	Failing bool
+	// Tags, when not empty, keeps only jobs carrying one of these tags
+	// (TagsMatch TagsAny, the default) or all of them (TagsAll).
+	Tags []string
+	// TagsMatch says how Tags match: TagsAny (also "") or TagsAll.
+	TagsMatch TagsMatch
 }
+
+// TagsMatch is how a listing's tags filter matches a job's tags.
+type TagsMatch string
+
+const (
+	// TagsAny keeps jobs carrying at least one of the filter's tags.
+	TagsAny TagsMatch = "any"
+	// TagsAll keeps jobs carrying every one of the filter's tags.
+	TagsAll TagsMatch = "all"
+)
 
 // EnqueueResult is one enqueued job.
 type EnqueueResult struct {

@@ -70,6 +70,7 @@ type enqueueFlags struct {
 	retryMax    time.Duration
 	retryJitter float64
 	unique      uniqueFlags
+	tags        []string
 }
 
 // uniqueFlags are enqueue's --unique* flags: any of them makes the job
@@ -169,6 +170,8 @@ Both come before the kind's and the worker's.`,
 	fl.BoolVar(&f.unique.byQueue, "unique-by-queue", false, "unique within the job's queue")
 	fl.StringSliceVar(&f.unique.states, "unique-states", nil,
 		"the states in which the job holds its unique slot, comma-separated; must include queued and running (default queued,running,succeeded)")
+	fl.StringArrayVar(&f.tags, "tag", nil, fmt.Sprintf("tag the job (repeat for more, at most %d, distinct): 1 to %d bytes of letters, digits and _ . : - /",
+		fenced.MaxTags, fenced.MaxTagBytes))
 	return cmd
 }
 
@@ -203,7 +206,7 @@ func (f *enqueueFlags) params(cmd *cobra.Command, kind string) (fenced.EnqueuePa
 	p := fenced.EnqueueParams{Kind: kind, Args: json.RawMessage(f.args), Queue: f.queue, Priority: f.priority,
 		Delay: f.delay, MaxAttempts: f.maxAttempts, IdempotencyKey: f.key,
 		ConcurrencyKey: f.concurrency, SequenceKey: f.sequence, SequenceContinueOnFailed: f.continueSeq,
-		Timeout: f.timeout}
+		Timeout: f.timeout, Tags: f.tags}
 	fl := cmd.Flags()
 	if fl.Changed("retry-base") || fl.Changed("retry-max") || fl.Changed("retry-jitter") {
 		switch {
@@ -350,7 +353,7 @@ func writeJobHistory(w io.Writer, h wire.JobHistory) error {
 func newJobListCmd(a *app) *cobra.Command {
 	var f fenced.JobFilter
 	var state string
-	var asJSON bool
+	var asJSON, allTags bool
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -363,6 +366,7 @@ the next one is printed to stderr.`,
 		Example: `  fenced job ls --state failed
   fenced job ls --newest --limit 20
   fenced job ls --state queued --failing
+  fenced job ls --tag tenant:42 --tag urgent --all-tags
   fenced job ls --queue nightly --kind report --limit 20 --after 140
   fenced job ls --state running --json | jq -r '.[] | "\(.id) \(.owner)"'`,
 		Args: exactArgs(),
@@ -379,6 +383,12 @@ the next one is printed to stderr.`,
 				}
 			}
 			f.State = fenced.JobState(state)
+			if allTags {
+				if len(f.Tags) == 0 {
+					return usage("--all-tags needs --tag")
+				}
+				f.TagsMatch = fenced.TagsAll
+			}
 			switch {
 			case f.Desc && f.AfterID != 0:
 				return usage("--after pages oldest first: with --newest, give --before")
@@ -422,6 +432,8 @@ the next one is printed to stderr.`,
 	fl.BoolVar(&f.Desc, "newest", false, "newest first (id descending)")
 	fl.Int64Var(&f.BeforeID, "before", 0, "with --newest: only jobs with a smaller id, the last id of the previous page")
 	fl.BoolVar(&f.Failing, "failing", false, "only jobs whose last attempt failed and that have not succeeded since")
+	fl.StringArrayVar(&f.Tags, "tag", nil, "only jobs carrying this tag (repeat: any of them, or all with --all-tags)")
+	fl.BoolVar(&allTags, "all-tags", false, "with --tag: only jobs carrying every tag given")
 	jsonFlag(cmd, &asJSON)
 	return cmd
 }

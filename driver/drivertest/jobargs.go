@@ -19,7 +19,7 @@ type invoiceArgs struct {
 
 func (invoiceArgs) Kind() string { return "invoice" }
 func (invoiceArgs) EnqueueOptions() fenced.EnqueueOptions {
-	return fenced.EnqueueOptions{Queue: "billing", Priority: 3, MaxAttempts: 4}
+	return fenced.EnqueueOptions{Queue: "billing", Priority: 3, MaxAttempts: 4, Tags: []string{"billing"}}
 }
 
 // plainArgs is a typed kind without options.
@@ -45,8 +45,8 @@ func runTypedKinds(t *testing.T, b Backend) {
 		e := setup(t, b)
 		j, existing, err := e.c.EnqueueArgs(ctx(t), invoiceArgs{Customer: "c1", Cents: 250}, nil)
 		wantNoErr(t, err, "enqueue typed")
-		if existing || j.Kind != "invoice" || j.Queue != "billing" || j.Priority != 3 || j.MaxAttempts != 4 {
-			t.Fatalf("typed job = %+v (existing %v), want kind invoice, queue billing, priority 3, max attempts 4", j, existing)
+		if existing || j.Kind != "invoice" || j.Queue != "billing" || j.Priority != 3 || j.MaxAttempts != 4 || len(j.Tags) != 1 {
+			t.Fatalf("typed job = %+v (existing %v), want kind invoice, queue billing, priority 3, max attempts 4, tag billing", j, existing)
 		}
 		var got invoiceArgs
 		if err := json.Unmarshal(j.Args, &got); err != nil || got != (invoiceArgs{"c1", 250}) {

@@ -300,13 +300,14 @@ func runUniqueJobs(t *testing.T, b Backend) {
 		p := func(n int) fenced.EnqueueParams {
 			return fenced.EnqueueParams{Kind: "u", Args: map[string]int{"n": n}, Unique: byArgs, Queue: "q",
 				Priority: 4, MaxAttempts: 3, ConcurrencyKey: "ck", Metadata: map[string]string{"m": "v"},
-				Timeout: 90 * time.Second, Retry: retry}
+				Timeout: 90 * time.Second, Retry: retry, Tags: []string{"t1", "t2"}}
 		}
 		check := func(how string, j *fenced.Job) {
 			t.Helper()
 			if j.Queue != "q" || j.Priority != 4 || j.MaxAttempts != 3 || j.ConcurrencyKey != "ck" ||
 				string(j.Metadata) != `{"m":"v"}` && string(j.Metadata) != `{"m": "v"}` ||
-				j.Timeout != 90*time.Second || j.Retry == nil || j.Retry.Base != 2*time.Second || j.Retry.Max != time.Minute {
+				j.Timeout != 90*time.Second || j.Retry == nil || j.Retry.Base != 2*time.Second || j.Retry.Max != time.Minute ||
+				len(j.Tags) != 2 || j.Tags[0] != "t1" || j.Tags[1] != "t2" {
 				t.Fatalf("unique job enqueued by %s lost a field: %+v (retry %+v)", how, j, j.Retry)
 			}
 		}

@@ -150,6 +150,8 @@ var groups = []group{
 	{name: "TypedKinds", run: runTypedKinds, needs: jobs},
 	{name: "JobPolicies", run: runJobPolicies, needs: jobs},
 	{name: "UniqueJobs", run: runUniqueJobs, needs: jobs, sql: true},
+	{name: "JobTags", run: runJobTags, needs: jobs},
+	{name: "JobMetadataMerge", run: runJobMetadataMerge, needs: jobs},
 	{name: "ClaimJobs", run: runClaimJobs, needs: jobs},
 	{name: "ClaimJobsByKind", run: runClaimJobsByKind, needs: jobs},
 	{name: "HeartbeatJobs", run: runHeartbeatJobs, needs: jobs},

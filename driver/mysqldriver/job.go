@@ -3,6 +3,7 @@ package mysqldriver
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/fenced/fenced/driver/internal/reads"
@@ -22,7 +23,7 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata,
-	j.policy, ` + now
+	j.policy, j.tags, ` + now
 
 const (
 	getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
@@ -36,7 +37,7 @@ type jobScan struct {
 	j                                                fencedtype.Job
 	state                                            string
 	runAt, expires, created, attempted, finished, at dbTime
-	policy                                           []byte
+	policy, tags                                     []byte
 }
 
 func (s *jobScan) dest() []any {
@@ -45,7 +46,7 @@ func (s *jobScan) dest() []any {
 		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
 		(*[]byte)(&j.Progress), &j.IdempotencyKey, &s.created, &s.attempted, &s.finished,
 		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata),
-		&s.policy, &s.at}
+		&s.policy, &s.tags, &s.at}
 }
 
 // row is the job scanned; a policy column that does not decode (which
@@ -58,6 +59,12 @@ func (s *jobScan) row() *fencedtype.Job {
 	j.State = fencedtype.JobState(s.state)
 	j.RunAt, j.CreatedAt, j.DecidedAt = s.runAt.Time, s.created.Time, s.at.Time
 	j.LeaseExpiresAt, j.AttemptedAt, j.FinishedAt = s.expires.ptr(), s.attempted.ptr(), s.finished.ptr()
+	j.Tags = nil
+	if s.tags != nil {
+		// Written by tagsJSON, checked an array by the column's CHECK;
+		// a failure leaves the job without tags rather than unreadable.
+		_ = json.Unmarshal(s.tags, &j.Tags)
+	}
 	return &j
 }
 
@@ -310,6 +317,57 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 		return at, nil
 	}
 	return time.Time{}, diagnoseJob(ctx, d.db, ref)
+}
+
+// mergeMetadataSQL merges a JSON Merge Patch into a running attempt's
+// metadata (none taken as {}) when the merged object prints in at most the
+// bound's bytes; %[1]s is the merge (mergeExpr: JSON_MERGE_PATCH, and
+// JSON_REMOVE for the patch's nulls, see splitPatch). Parameters: the
+// merge's, id, fence, the merge's again, the bound.
+const mergeMetadataSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY)
+SET metadata = %[1]s, updated_at = ` + now + `
+WHERE id = ? AND fence = ? AND ` + jobGuard + ` AND LENGTH(%[1]s) <= ?`
+
+// MergeJobMetadata implements driver.JobDriver: the guarded statement, then
+// in the same transaction the merged metadata read back (the update's row
+// lock holds it) or, when it changed nothing, the diagnosis.
+func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error) {
+	rest, removes, err := splitPatch(patch)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	query := fmt.Sprintf(mergeMetadataSQL, mergeExpr(len(removes)))
+	merge := []any{string(rest)}
+	for _, p := range removes {
+		merge = append(merge, p)
+	}
+	args := append(append(append(append([]any{}, merge...), ref.ID, ref.Fence), merge...), maxBytes)
+	var merged []byte
+	var at dbTime
+	var refused error
+	err = d.inTx(ctx, func(tx *sql.Tx) error {
+		merged, refused = nil, nil
+		n, err := execCount(ctx, tx, query, args...)
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			return tx.QueryRowContext(ctx, `SELECT metadata, updated_at FROM fenced_jobs WHERE id = ?`, ref.ID).Scan(&merged, &at)
+		}
+		j, err := sqldb.One(ctx, tx, scanJob, jobLockSQL, ref.ID)
+		if errors.Is(err, fencedtype.ErrNotFound) {
+			j, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		refused = driver.DiagnoseMerge(ref, j, maxBytes)
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
+	}
+	return merged, at.Time, refused
 }
 
 // jobGuardSQL share-locks the job row iff ref is its current running

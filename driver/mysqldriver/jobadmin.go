@@ -151,6 +151,13 @@ func listJobs(p fencedtype.JobFilter) (string, []any) {
 	if p.Failing {
 		where = append(where, "j.last_error IS NOT NULL")
 	}
+	if len(p.Tags) > 0 {
+		cond := "JSON_OVERLAPS(j.tags, ?)"
+		if p.TagsMatch == fencedtype.TagsAll {
+			cond = "JSON_CONTAINS(j.tags, ?)"
+		}
+		where, args = append(where, cond), append(args, tagsJSON(p.Tags))
+	}
 	order := ""
 	if p.Desc {
 		order = " DESC"

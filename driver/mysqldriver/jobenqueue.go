@@ -3,6 +3,7 @@ package mysqldriver
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,15 +16,15 @@ import (
 // Parameters per row: kind, queue, args, priority, run_at or NULL,
 // delay_us, max_attempts, idempotency key, concurrency key, sequence key
 // (NULL for none), sequence_continue_on_failed, metadata (NULL for none),
-// policy (NULL for none).
+// policy (NULL for none), tags (a JSON array, NULL for none).
 const (
 	enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy)
+    policy, tags)
 VALUES `
 	jobInsertValues = `?, ?, ?, ?, COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND), ?, ?, ?, ?, ?, ?, ` +
-		now + `, ` + now + `, ?`
+		now + `, ` + now + `, ?, ?`
 	jobInsertRow = `(` + jobInsertValues + `)`
 )
 
@@ -40,7 +41,7 @@ VALUES `
 const enqueueKeyedSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy)
+    policy, tags)
 SELECT ` + jobInsertValues + ` FROM DUAL
 WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = ?)`
 
@@ -130,9 +131,9 @@ func runEnd(jobs []driver.EnqueueParams, start int) int {
 	if jobs[start].IdempotencyKey != "" || jobs[start].UniqueKey != nil {
 		return end
 	}
-	size := len(jobs[start].Args) + len(jobs[start].Metadata)
+	size := len(jobs[start].Args) + len(jobs[start].Metadata) + tagsSize(jobs[start].Tags)
 	for end < len(jobs) && jobs[end].IdempotencyKey == "" && jobs[end].UniqueKey == nil && end-start < insertRunJobs && size < insertRunBytes {
-		size += len(jobs[end].Args) + len(jobs[end].Metadata)
+		size += len(jobs[end].Args) + len(jobs[end].Metadata) + tagsSize(jobs[end].Tags)
 		end++
 	}
 	return end
@@ -178,7 +179,25 @@ func insertArgs(p driver.EnqueueParams) []any {
 	}
 	return []any{p.Kind, p.Queue, string(p.Args), p.Priority, runAt, p.Delay.Microseconds(), p.MaxAttempts, key,
 		nullIfEmpty(p.ConcurrencyKey), nullIfEmpty(p.SequenceKey), p.SequenceContinueOnFailed, meta,
-		policy}
+		policy, tagsJSON(p.Tags)}
+}
+
+// tagsJSON is tags as stored: a JSON array, or nil (NULL) for none.
+func tagsJSON(tags []string) any {
+	if len(tags) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(tags) // []string always encodes
+	return string(b)
+}
+
+// tagsSize is about the bytes tags take in a statement.
+func tagsSize(tags []string) int {
+	n := 0
+	for _, t := range tags {
+		n += len(t) + 3
+	}
+	return n
 }
 
 // one inserts jobs[i], or finds the job holding its idempotency key.

@@ -23,14 +23,14 @@ const uniqueBucketOf = `IF(? > 0, TIMESTAMPDIFF(SECOND, '1970-01-01 00:00:00', %
 // still meets the unique index on unique_slot. b computes run_at once and
 // its bucket from it. Parameters: kind, queue, args, priority,
 // max_attempts, idempotency key, concurrency key, sequence key,
-// sequence_continue_on_failed, metadata, policy, unique key, unique states,
+// sequence_continue_on_failed, metadata, policy, tags, unique key, unique states,
 // period, period, run_at or NULL, delay_us, unique key, idempotency key
 // twice (uniqueArgs).
 var enqueueUniqueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy, unique_key, unique_bucket, unique_states)
-SELECT ?, ?, ?, ?, b.at, ?, ?, ?, ?, ?, ?, ` + now + `, ` + now + `, ?, ?, b.bucket, ?
+    policy, tags, unique_key, unique_bucket, unique_states)
+SELECT ?, ?, ?, ?, b.at, ?, ?, ?, ?, ?, ?, ` + now + `, ` + now + `, ?, ?, ?, b.bucket, ?
 FROM (SELECT r.at, ` + fmt.Sprintf(uniqueBucketOf, "r.at") + ` AS bucket
     FROM (SELECT COALESCE(CAST(? AS DATETIME(6)), ` + now + ` + INTERVAL ? MICROSECOND) AS at) r) b
 WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.unique_slot = CONCAT(?, CAST(b.bucket AS BINARY)))
@@ -38,8 +38,8 @@ WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.unique_slot = CONCAT(?, CA
 
 // uniqueArgs are enqueueUniqueSQL's arguments for p.
 func uniqueArgs(p driver.EnqueueParams) []any {
-	a := insertArgs(p) // kind, queue, args, priority, run_at, delay_us, max_attempts, key, ckey, skey, scont, meta, policy
-	return []any{a[0], a[1], a[2], a[3], a[6], a[7], a[8], a[9], a[10], a[11], a[12], p.UniqueKey, p.UniqueStates,
+	a := insertArgs(p) // kind, queue, args, priority, run_at, delay_us, max_attempts, key, ckey, skey, scont, meta, policy, tags
+	return []any{a[0], a[1], a[2], a[3], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], p.UniqueKey, p.UniqueStates,
 		p.UniquePeriod, p.UniquePeriod, a[4], a[5], p.UniqueKey, a[7], a[7]}
 }
 

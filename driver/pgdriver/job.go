@@ -19,7 +19,7 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata,
-	j.policy,
+	j.policy, j.tags,
 	clock_timestamp()`
 
 func scanJob(row pgx.Row) (*fencedtype.Job, error) {
@@ -42,7 +42,11 @@ func newJobScanner(extra ...any) *jobScanner {
 }
 
 // jobColumnCount is the number of jobColumns.
-const jobColumnCount = 26
+const jobColumnCount = 27
+
+// jobClockColumn is the index of clock_timestamp() (DecidedAt) in
+// jobColumns, the last.
+const jobClockColumn = 26
 
 func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	j := new(fencedtype.Job)
@@ -52,8 +56,8 @@ func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	d[12], d[13], d[14], d[15], d[16] = &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError, (*[]byte)(&j.Progress), &j.IdempotencyKey
 	d[17], d[18], d[19], d[20], d[21] = &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.ConcurrencyKey, &j.SequenceKey
 	d[22], d[23] = &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata)
-	d[24] = &s.policy
-	d[25] = &j.DecidedAt
+	d[24], d[25] = &s.policy, &j.Tags
+	d[jobClockColumn] = &j.DecidedAt
 	err := row.Scan(d...)
 	j.State = fencedtype.JobState(s.state)
 	if err == nil {
@@ -201,6 +205,37 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 		return time.Time{}, fmt.Errorf("progress of job %d: %w", ref.ID, err)
 	}
 	return at, nil
+}
+
+// mergeMetadataSQL merges a JSON Merge Patch ($3) into a running attempt's
+// metadata (none taken as {}), when the merged object prints in at most $4
+// bytes, and returns it. A refusal is diagnosed by DiagnoseMerge.
+const mergeMetadataSQL = `UPDATE fenced_jobs j
+SET metadata = fenced_jsonb_merge_patch(COALESCE(j.metadata, '{}'), $3::jsonb), updated_at = clock_timestamp()
+WHERE j.id = $1 AND j.fence = $2 AND ` + jobGuard + `
+    AND octet_length(fenced_jsonb_merge_patch(COALESCE(j.metadata, '{}'), $3::jsonb)::text) <= $4
+RETURNING j.metadata, j.updated_at`
+
+// MergeJobMetadata implements driver.JobDriver: one guarded statement; a
+// refusal is diagnosed by a read after it.
+func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error) {
+	var merged []byte
+	var at time.Time
+	err := d.pool.QueryRow(ctx, mergeMetadataSQL, ref.ID, ref.Fence, string(patch), maxBytes).Scan(&merged, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, ref.ID))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, time.Time{}, fencedtype.ErrNotFound
+		}
+		if err != nil {
+			return nil, time.Time{}, fmt.Errorf("read job %d: %w", ref.ID, err)
+		}
+		return nil, time.Time{}, driver.DiagnoseMerge(ref, j, maxBytes)
+	}
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
+	}
+	return merged, at, nil
 }
 
 func (d *Driver) diagnoseJob(ctx context.Context, ref fencedtype.JobRef) error {

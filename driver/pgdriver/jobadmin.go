@@ -113,6 +113,16 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	if p.Failing {
 		where = append(where, "j.last_error IS NOT NULL")
 	}
+	if len(p.Tags) > 0 {
+		// Either operator implies tags IS NOT NULL, so the planner may
+		// read the partial GIN index fenced_jobs_tags (migration 17).
+		op := "&&"
+		if p.TagsMatch == fencedtype.TagsAll {
+			op = "@>"
+		}
+		args = append(args, p.Tags)
+		where = append(where, fmt.Sprintf("j.tags %s $%d::text[]", op, len(args)))
+	}
 	order := "ASC"
 	if p.Desc {
 		order = "DESC"

@@ -16,7 +16,7 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 // runnable) from the database's clock (migration 13).
 var bulkColumns = []string{"kind", "queue", "args", "priority", "max_attempts",
 	"concurrency_key", "sequence_key", "sequence_continue_on_failed", "metadata",
-	"policy"}
+	"policy", "tags"}
 
 // EnqueueBulk implements driver.BulkEnqueuer. When every job runs now and
 // none has an idempotency key, the batch is copied in (COPY FROM STDIN,
@@ -88,7 +88,7 @@ func copyable(jobs []driver.EnqueueParams) bool {
 type bulkRows struct {
 	jobs []driver.EnqueueParams
 	i    int
-	vals [10]any
+	vals [11]any
 }
 
 func (r *bulkRows) Next() bool {
@@ -110,9 +110,13 @@ func (r *bulkRows) Values() ([]any, error) {
 	if j.Policy != nil {
 		policy = j.Policy
 	}
-	r.vals = [10]any{j.Kind, j.Queue, j.Args, int32(j.Priority), int32(j.MaxAttempts),
+	var tags any // NULL
+	if len(j.Tags) > 0 {
+		tags = j.Tags
+	}
+	r.vals = [11]any{j.Kind, j.Queue, j.Args, int32(j.Priority), int32(j.MaxAttempts),
 		nullIfEmpty(j.ConcurrencyKey), nullIfEmpty(j.SequenceKey), j.SequenceContinueOnFailed, meta,
-		policy}
+		policy, tags}
 	return r.vals[:], nil
 }
 

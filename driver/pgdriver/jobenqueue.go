@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -21,19 +22,20 @@ import (
 const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy)
+    policy, tags)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
     i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
     clock_timestamp(), clock_timestamp(),
-    i.policy
+    i.policy, i.tags::text[]
 FROM %s
 ORDER BY i.ord%s`
 
 const enqueueInput = `unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
         $9::text[], $10::text[], $11::bool[], $12::jsonb[],
-        $13::jsonb[])
-    WITH ORDINALITY AS %s(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, policy, ord)`
+        $13::jsonb[], $14::text[])
+    WITH ORDINALITY AS %s(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, policy,
+        tags, ord)`
 
 // enqueueKeyedRows drops, before the insert, a row whose key exists already
 // and each repeat of a key within the batch after its first: a row that
@@ -141,7 +143,9 @@ func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
 	ckeys, skeys, sconts := make([]string, n), make([]string, n), make([]bool, n)
 	metas := make([]*string, n)    // nil: NULL, no metadata
 	policies := make([]*string, n) // nil: NULL, no policy of its own
+	tags := make([]*string, n)     // nil: NULL, no tags; else a text[] literal
 	for i, j := range jobs {
+		tags[i] = tagsLiteral(j.Tags)
 		if j.Metadata != nil {
 			m := string(j.Metadata)
 			metas[i] = &m
@@ -159,5 +163,29 @@ func enqueueArgs(jobs []driver.EnqueueParams) (args []any, keyed bool) {
 			runAts[i] = &t
 		}
 	}
-	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts, metas, policies}, keyed
+	return []any{kinds, queues, jargs, prios, runAts, delays, maxes, keys, ckeys, skeys, sconts, metas, policies,
+		tags}, keyed
+}
+
+// tagsLiteral is tags as a text[] literal, each element quoted (so a tag
+// "NULL" is the string), or nil for none: unnest takes one array per job
+// this way, where a two-dimensional array would need equal lengths. Valid
+// tags hold no quote, backslash, brace, comma or space (fenced.validTag).
+func tagsLiteral(tags []string) *string {
+	if len(tags) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, t := range tags {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		b.WriteString(t)
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	s := b.String()
+	return &s
 }

@@ -31,22 +31,22 @@ const uniqueHeld = `%[1]s.unique_key IS NOT NULL AND (%[1]s.unique_states & CASE
 // and the caller runs the statement again (in a new snapshot under READ
 // COMMITTED), where the lookup sees it, or, if it left the slot
 // meanwhile, the insert takes the slot. Parameters are enqueueSQL's
-// columns ($1-$13, one job) then $14 unique key (NULL for none), $15
-// period in seconds, $16 unique states.
+// columns ($1-$14, one job) then $15 unique key (NULL for none), $16
+// period in seconds, $17 unique states.
 var enqueueUniqueSQL = `
 WITH b AS MATERIALIZED (
-    SELECT v.at, CASE WHEN $15::bigint > 0 THEN floor(extract(epoch FROM v.at) / $15::bigint)::bigint ELSE 0 END AS bucket
+    SELECT v.at, CASE WHEN $16::bigint > 0 THEN floor(extract(epoch FROM v.at) / $16::bigint)::bigint ELSE 0 END AS bucket
     FROM (SELECT COALESCE($5::timestamptz, clock_timestamp() + $6::bigint * interval '1 microsecond') AS at) v),
 ins AS (
     INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
         concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-        policy, unique_key, unique_bucket, unique_states)
+        policy, tags, unique_key, unique_bucket, unique_states)
     SELECT $1::text, $2::text, $3::jsonb, $4::int, b.at, $7::int, NULLIF($8::text, ''), NULLIF($9::text, ''), NULLIF($10::text, ''),
-        $11::bool, $12::jsonb, clock_timestamp(), clock_timestamp(), $13::jsonb, $14::bytea, CASE WHEN $14::bytea IS NULL THEN NULL ELSE b.bucket END,
-        CASE WHEN $14::bytea IS NULL THEN NULL ELSE $16::int END
+        $11::bool, $12::jsonb, clock_timestamp(), clock_timestamp(), $13::jsonb, $14::text[], $15::bytea, CASE WHEN $15::bytea IS NULL THEN NULL ELSE b.bucket END,
+        CASE WHEN $15::bytea IS NULL THEN NULL ELSE $17::int END
     FROM b
-    WHERE ($14::bytea IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
-            WHERE e.unique_key = $14::bytea AND e.unique_bucket = b.bucket AND ` + fmt.Sprintf(uniqueHeld, "e") + `))
+    WHERE ($15::bytea IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
+            WHERE e.unique_key = $15::bytea AND e.unique_bucket = b.bucket AND ` + fmt.Sprintf(uniqueHeld, "e") + `))
         AND ($8::text = '' OR NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = $8::text))
     ON CONFLICT DO NOTHING
     RETURNING ` + jobColumns + `, false)
@@ -54,7 +54,7 @@ SELECT * FROM ins
 UNION ALL
 (SELECT ` + jobColumns + `, true FROM fenced_jobs j, b
 WHERE NOT EXISTS (SELECT 1 FROM ins) AND (
-    (j.unique_key = $14::bytea AND j.unique_bucket = b.bucket AND ` + fmt.Sprintf(uniqueHeld, "j") + `)
+    (j.unique_key = $15::bytea AND j.unique_bucket = b.bucket AND ` + fmt.Sprintf(uniqueHeld, "j") + `)
     OR j.idempotency_key = NULLIF($8::text, ''))
 LIMIT 1)`
 
@@ -107,7 +107,7 @@ func insertUnique(ctx context.Context, q querier, jobs []driver.EnqueueParams) (
 	all, _ := enqueueArgs(jobs)
 	out := make([]fencedtype.EnqueueResult, len(jobs))
 	for i, p := range jobs {
-		args := make([]any, 0, 16)
+		args := make([]any, 0, 17)
 		for _, col := range all {
 			args = append(args, element(col, i))
 		}
@@ -183,8 +183,8 @@ func (d *Driver) uniqueConflict(ctx context.Context, op string, id int64, err er
 
 // enqueueUniqueBulkSQL is EnqueueBulk's one statement for a batch holding
 // unique jobs and no idempotency key: enqueueSQL's input with three more
-// arrays ($14 unique keys, NULL for a job that is not unique; $15 periods;
-// $16 states). i computes each job's run_at once and its bucket from it; a
+// arrays ($15 unique keys, NULL for a job that is not unique; $16 periods;
+// $17 states). i computes each job's run_at once and its bucket from it; a
 // unique job is skipped, before it draws an id, when a job holds its slot
 // or an earlier job of the batch has it (row_number), and ON CONFLICT DO
 // NOTHING skips one whose slot a concurrent enqueuer took since. Nothing is
@@ -194,15 +194,15 @@ WITH i AS MATERIALIZED (
     SELECT v.*, CASE WHEN v.uperiod > 0 THEN floor(extract(epoch FROM v.at) / v.uperiod)::bigint ELSE 0 END AS bucket
     FROM (SELECT u.*, COALESCE(u.run_at, clock_timestamp() + u.delay_us * interval '1 microsecond') AS at
         FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
-            $9::text[], $10::text[], $11::bool[], $12::jsonb[], $13::jsonb[], $14::bytea[], $15::bigint[], $16::int[])
+            $9::text[], $10::text[], $11::bool[], $12::jsonb[], $13::jsonb[], $14::text[], $15::bytea[], $16::bigint[], $17::int[])
         WITH ORDINALITY AS u(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta,
-            policy, ukey, uperiod, ustates, ord)) v),
+            policy, tags, ukey, uperiod, ustates, ord)) v),
 f AS (SELECT i.*, row_number() OVER (PARTITION BY i.ukey, i.bucket ORDER BY i.ord) AS nth FROM i)
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy, unique_key, unique_bucket, unique_states)
+    policy, tags, unique_key, unique_bucket, unique_states)
 SELECT f.kind, f.queue, f.args, f.priority, f.at, f.max_attempts, NULL, NULLIF(f.ckey, ''), NULLIF(f.skey, ''), f.scont, f.meta,
-    clock_timestamp(), clock_timestamp(), f.policy, f.ukey, CASE WHEN f.ukey IS NULL THEN NULL ELSE f.bucket END,
+    clock_timestamp(), clock_timestamp(), f.policy, f.tags::text[], f.ukey, CASE WHEN f.ukey IS NULL THEN NULL ELSE f.bucket END,
     CASE WHEN f.ukey IS NULL THEN NULL ELSE f.ustates END
 FROM f
 WHERE f.ukey IS NULL OR (f.nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e
@@ -225,16 +225,16 @@ ON CONFLICT DO NOTHING`
 var enqueueUniqueFlatSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy, unique_key, unique_bucket, unique_states)
+    policy, tags, unique_key, unique_bucket, unique_states)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
     i.max_attempts, NULL, NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
-    clock_timestamp(), clock_timestamp(), i.policy, i.ukey, CASE WHEN i.ukey IS NULL THEN NULL ELSE 0 END,
+    clock_timestamp(), clock_timestamp(), i.policy, i.tags::text[], i.ukey, CASE WHEN i.ukey IS NULL THEN NULL ELSE 0 END,
     CASE WHEN i.ukey IS NULL THEN NULL ELSE i.ustates END
 FROM unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
-        $9::text[], $10::text[], $11::bool[], $12::jsonb[], $13::jsonb[], $14::bytea[], $15::bigint[], $16::int[])
+        $9::text[], $10::text[], $11::bool[], $12::jsonb[], $13::jsonb[], $14::text[], $15::bytea[], $16::bigint[], $17::int[])
     WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta,
-        policy, ukey, uperiod, ustates, ord)
+        policy, tags, ukey, uperiod, ustates, ord)
 WHERE i.ukey IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
     WHERE e.unique_key = i.ukey AND e.unique_bucket = 0 AND ` + fmt.Sprintf(uniqueHeld, "e") + `)
 ORDER BY i.ord`

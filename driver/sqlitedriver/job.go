@@ -22,7 +22,7 @@ const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempt
 	COALESCE(owner, ''), run_at_us, lease_expires_us, cancel_requested, output, COALESCE(last_error, ''),
 	progress, COALESCE(idempotency_key, ''), created_us, attempted_us, finished_us,
 	COALESCE(concurrency_key, ''), COALESCE(sequence_key, ''), sequence_continue_on_failed, metadata,
-	policy, ` + nowUS
+	policy, tags, ` + nowUS
 
 const getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
 
@@ -31,17 +31,22 @@ func scanJob(row sqldb.Scanner) (*fencedtype.Job, error) {
 	var state string
 	var runAt, created, now int64
 	var expires, attempted, finished sql.NullInt64
-	var policy []byte
+	var policy, tags []byte
 	err := row.Scan(&j.ID, &j.Kind, &j.Queue, (*[]byte)(&j.Args), &j.Priority, &state, &j.Attempt, &j.MaxAttempts, &j.Fence,
 		&j.Owner, &runAt, &expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
 		(*[]byte)(&j.Progress), &j.IdempotencyKey, &created, &attempted, &finished,
 		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata),
-		&policy, &now)
+		&policy, &tags, &now)
 	if err != nil {
 		return nil, err
 	}
 	if err := driver.DecodeJobPolicy(policy, &j); err != nil {
 		return nil, err
+	}
+	if tags != nil {
+		if err := json.Unmarshal(tags, &j.Tags); err != nil {
+			return nil, fmt.Errorf("job %d: tags %q: %w", j.ID, tags, err)
+		}
 	}
 	j.State = fencedtype.JobState(state)
 	j.RunAt, j.CreatedAt, j.DecidedAt = usTime(runAt), usTime(created), usTime(now)
@@ -205,6 +210,43 @@ func (d *Driver) ReportProgress(ctx context.Context, ref fencedtype.JobRef, prog
 		return time.Time{}, refused
 	}
 	return usTime(us), nil
+}
+
+// mergeMetadataSQL merges a JSON Merge Patch (?3) into a running attempt's
+// metadata (none taken as {}) with json_patch, SQLite's RFC 7396, when the
+// merged object takes at most ?4 bytes, and returns it.
+const mergeMetadataSQL = `UPDATE fenced_jobs SET metadata = json_patch(COALESCE(metadata, '{}'), ?3),
+    updated_us = ` + nowUS + `
+WHERE id = ?1 AND fence = ?2 AND ` + jobGuard + `
+    AND length(CAST(json_patch(COALESCE(metadata, '{}'), ?3) AS BLOB)) <= ?4
+RETURNING metadata, updated_us`
+
+// MergeJobMetadata implements driver.JobDriver: the guarded statement and,
+// when it changed nothing, the diagnosis, in one write transaction.
+func (d *Driver) MergeJobMetadata(ctx context.Context, ref fencedtype.JobRef, patch []byte, maxBytes int) ([]byte, time.Time, error) {
+	var refused error
+	var merged []byte
+	var us int64
+	err := d.writeTx(ctx, func(tx *sql.Tx) error {
+		refused = nil
+		err := tx.QueryRowContext(ctx, mergeMetadataSQL, ref.ID, ref.Fence, string(patch), maxBytes).Scan(&merged, &us)
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		j, err := readJob(ctx, tx, ref.ID)
+		if err != nil {
+			return err
+		}
+		refused = driver.DiagnoseMerge(ref, j, maxBytes)
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("merge metadata of job %d: %w", ref.ID, notMigrated(err))
+	}
+	if refused != nil {
+		return nil, time.Time{}, refused
+	}
+	return merged, usTime(us), nil
 }
 
 const jobGuardSQL = `SELECT 1 FROM fenced_jobs WHERE id = ?1 AND ` + guardFenceMatch + ` AND ` + jobGuard

@@ -115,6 +115,9 @@ func scanAttempt(row sqldb.Scanner) (fencedtype.JobAttempt, error) {
 const listJobsSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
 WHERE (?1 = '' OR state = ?1) AND (?2 = '' OR queue = ?2) AND (?3 = '' OR kind = ?3) AND id > ?4 AND id < ?6
     AND (?7 = 0 OR last_error IS NOT NULL)
+    AND (?8 IS NULL OR (?9 = 0 AND EXISTS (SELECT 1 FROM json_each(tags) t WHERE t.value IN (SELECT value FROM json_each(?8))))
+        OR (?9 = 1 AND tags IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM json_each(?8) w WHERE w.value NOT IN (SELECT value FROM json_each(tags)))))
 ORDER BY id %s LIMIT ?5`
 
 var (
@@ -129,7 +132,8 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 		query = listJobsDescSQL
 	}
 	jobs, err := sqldb.All(ctx, d.db, scanJob, query, string(p.State), p.Queue, p.Kind, p.AfterID, p.Limit,
-		reads.BeforeBound(p.BeforeID), p.Failing)
+		reads.BeforeBound(p.BeforeID), p.Failing,
+		tagsJSON(p.Tags), p.TagsMatch == fencedtype.TagsAll)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", notMigrated(err))
 	}

@@ -18,7 +18,8 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 // its bytes, so they are stored as given), priority, run_at_us or null,
 // delay_us, max_attempts, idempotency key, concurrency key and sequence key
 // (empty for none), sequence_continue_on_failed, metadata (the hex of its
-// bytes, or null for none), policy (likewise)]. The jobs are inserted in
+// bytes, or null for none), policy (likewise), tags (an array, or null for
+// none)]. The jobs are inserted in
 // the array's order, so their ids ascend in input order; a job whose
 // idempotency key exists already (committed before, or earlier in the
 // batch) is skipped, before the insert (NOT EXISTS, and the first of each
@@ -27,12 +28,12 @@ var _ driver.BulkEnqueuer = (*Driver)(nil)
 const enqueueBulkSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us,
-    policy)
+    policy, tags)
 SELECT value ->> 0, value ->> 1, CAST(unhex(value ->> 2) AS TEXT), value ->> 3,
     COALESCE(value ->> 4, ` + nowUS + ` + (value ->> 5)), value ->> 6, NULLIF(value ->> 7, ''),
     NULLIF(value ->> 8, ''), NULLIF(value ->> 9, ''), value ->> 10, CAST(unhex(value ->> 11) AS TEXT),
     ` + nowUS + `, ` + nowUS + `,
-    CAST(unhex(value ->> 12) AS TEXT)
+    CAST(unhex(value ->> 12) AS TEXT), NULLIF(json(value -> 13), 'null')
 FROM (SELECT key, value, row_number() OVER (PARTITION BY value ->> 7 ORDER BY key) AS nth FROM jsonb_each(?1))
 WHERE value ->> 7 = '' OR (nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = value ->> 7))
 ORDER BY key
@@ -110,7 +111,7 @@ func bulkRunEnd(jobs []driver.EnqueueParams, start int) int {
 // strings, which keep every byte of valid UTF-8: the client refuses names
 // that are not (validName).
 func bulkArgs(jobs []driver.EnqueueParams) (string, error) {
-	elems := make([][13]any, len(jobs))
+	elems := make([][14]any, len(jobs))
 	for i, in := range jobs {
 		var runAt any // none: null, run after the delay
 		if !in.RunAt.IsZero() {
@@ -124,10 +125,10 @@ func bulkArgs(jobs []driver.EnqueueParams) (string, error) {
 		if in.Policy != nil {
 			policy = hex.EncodeToString(in.Policy)
 		}
-		elems[i] = [13]any{in.Kind, in.Queue, hex.EncodeToString(in.Args), in.Priority,
+		elems[i] = [14]any{in.Kind, in.Queue, hex.EncodeToString(in.Args), in.Priority,
 			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
 			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta,
-			policy}
+			policy, in.Tags} // nil tags: null, stored as NULL
 	}
 	b, err := json.Marshal(elems)
 	return string(b), err

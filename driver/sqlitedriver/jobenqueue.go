@@ -3,6 +3,7 @@ package sqlitedriver
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -21,14 +22,15 @@ import (
 // ?2 queue, ?3 args, ?4 priority, ?5 run_at_us or NULL, ?6 delay_us,
 // ?7 max_attempts, ?8 idempotency key (empty for none), ?9 concurrency key
 // and ?10 sequence key (empty for none), ?11 sequence_continue_on_failed,
-// ?12 metadata or NULL, ?13 policy or NULL.
+// ?12 metadata or NULL, ?13 policy or NULL, ?14 tags (a JSON array)
+// or NULL.
 const enqueueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us,
-    policy)
+    policy, tags)
 SELECT ?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
     NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `,
-    ?13
+    ?13, ?14
 WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = NULLIF(?8, ''))
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
@@ -85,7 +87,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([
 		j, err := scanJob(stmt.QueryRowContext(ctx, in.Kind, in.Queue, string(in.Args), in.Priority,
 			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
 			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta,
-			policy))
+			policy, tagsJSON(in.Tags)))
 		if err == nil {
 			out[i].Job = j
 			continue
@@ -103,4 +105,13 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([
 		out[i] = fencedtype.EnqueueResult{Job: j, Existing: true}
 	}
 	return out, nil
+}
+
+// tagsJSON is tags as stored: a JSON array, or nil (NULL) for none.
+func tagsJSON(tags []string) any {
+	if len(tags) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(tags) // []string always encodes
+	return string(b)
 }

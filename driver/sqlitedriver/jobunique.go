@@ -25,7 +25,7 @@ const uniqueBucket = `CASE WHEN ?14 > 0 THEN (COALESCE(?5, ` + nowUS + ` + ?6) /
 
 // enqueueUniqueSQL enqueues one job of a batch holding a unique job, as
 // enqueueSQL does, with ?13 its unique key (NULL for none), ?14 its period
-// in seconds, ?15 its unique states and ?16 its policy (NULL for none); it
+// in seconds, ?15 its unique states, ?16 its policy and ?17 its tags (NULL for none); it
 // inserts nothing when a job
 // holds its slot or its idempotency key. The write lock is held, so the
 // NOT EXISTS lookups are exact and draw no id for a repeat; ON CONFLICT
@@ -34,10 +34,10 @@ const uniqueBucket = `CASE WHEN ?14 > 0 THEN (COALESCE(?5, ` + nowUS + ` + ?6) /
 var enqueueUniqueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us,
-    unique_key, unique_bucket, unique_states, policy)
+    unique_key, unique_bucket, unique_states, policy, tags)
 SELECT ?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
     NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `,
-    ?13, CASE WHEN ?13 IS NULL THEN NULL ELSE ` + uniqueBucket + ` END, CASE WHEN ?13 IS NULL THEN NULL ELSE ?15 END, ?16
+    ?13, CASE WHEN ?13 IS NULL THEN NULL ELSE ` + uniqueBucket + ` END, CASE WHEN ?13 IS NULL THEN NULL ELSE ?15 END, ?16, ?17
 WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = NULLIF(?8, ''))
     AND (?13 IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
         WHERE e.unique_key = ?13 AND e.unique_bucket = ` + uniqueBucket + ` AND ` + fmt.Sprintf(uniqueHeld, "e.") + `))
@@ -87,7 +87,7 @@ func insertUnique(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) 
 		args := []any{in.Kind, in.Queue, string(in.Args), in.Priority,
 			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
 			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta, key, in.UniquePeriod, in.UniqueStates,
-			policy}
+			policy, tagsJSON(in.Tags)}
 		for try := 0; ; try++ {
 			j, err := scanJob(tx.QueryRowContext(ctx, enqueueUniqueSQL, args...))
 			if err == nil {

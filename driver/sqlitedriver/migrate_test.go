@@ -42,12 +42,12 @@ func TestJobTableRebuildKeepsEveryRowAndPassesIntegrityCheck(t *testing.T) {
 		t.Fatalf("migrate to %d: %v", beforeRebuild, err)
 	}
 	// The driver of today reads and writes the columns later migrations
-	// add (metadata, migration 11; unique_key, unique_bucket and
+	// add (metadata, migration 11; tags, 12; unique_key, unique_bucket and
 	// unique_states, 13; policy, 14): they are added here for the jobs to
 	// be written, NULL in every row as on a real database of version 9.
 	// The rebuild copies the columns of version 9 and the later migrations
 	// add them again, so every row compares equal below.
-	for _, col := range []string{"metadata TEXT", "unique_key BLOB", "unique_bucket INTEGER", "unique_states INTEGER", "policy TEXT"} {
+	for _, col := range []string{"metadata TEXT", "tags TEXT", "unique_key BLOB", "unique_bucket INTEGER", "unique_states INTEGER", "policy TEXT"} {
 		if _, err := d.DB().ExecContext(ctx, `ALTER TABLE fenced_jobs ADD COLUMN `+col); err != nil {
 			t.Fatalf("add the later column %s: %v", col, err)
 		}

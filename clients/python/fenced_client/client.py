@@ -73,7 +73,12 @@ class Client:
         was sent and its answer lost."""
         url = self.url + path
         if query:
-            items = [(k, str(v)) for k, v in query.items() if v is not None]
+            items = []
+            for k, v in query.items():
+                if isinstance(v, (list, tuple)):
+                    items.extend((k, str(x)) for x in v)  # a repeated parameter: tag=a&tag=b
+                elif v is not None:
+                    items.append((k, str(v)))
             if items:
                 url += "?" + urllib.parse.urlencode(items)
         headers = {"Accept": "application/json"}

@@ -61,6 +61,7 @@ class Job:
     created_at: Optional[datetime] = None
     attempted_at: Optional[datetime] = None
     finished_at: Optional[datetime] = None
+    tags: Optional[List[str]] = None
     existing: bool = False
     db_time: Optional[datetime] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -94,6 +95,7 @@ class Job:
             created_at=parse_time(b.get("created_at")),
             attempted_at=parse_time(b.get("attempted_at")),
             finished_at=parse_time(b.get("finished_at")),
+            tags=list(b["tags"]) if b.get("tags") else None,
             existing=bool(b.get("existing", False)),
             db_time=db_time(b),
             raw=dict(b),
@@ -195,6 +197,7 @@ class Jobs:
         timeout_ms: Optional[int] = None,
         retry: Optional[Mapping[str, Any]] = None,
         unique: Optional[Mapping[str, Any]] = None,
+        tags: Optional[Sequence[str]] = None,
     ) -> Job:
         """Enqueue a job of ``kind`` with ``args`` (any JSON value; None is
         ``{}``) in ``queue`` (default ``"default"``). ``priority`` 0 runs
@@ -244,6 +247,8 @@ class Jobs:
             body["sequence_continue_on_failed"] = True
         if metadata is not None:
             body["metadata"] = dict(metadata)
+        if tags:
+            body["tags"] = list(tags)
         return Job.from_json(self._c.request("POST", "/v1/jobs", body))
 
     def get(self, job_id: int) -> JobHistory:
@@ -254,11 +259,15 @@ class Jobs:
         return JobHistory(job=job, attempts=[JobAttempt.from_json(a) for a in b.get("attempts") or []])
 
     def list(self, *, state: Optional[str] = None, queue: Optional[str] = None, kind: Optional[str] = None,
-             limit: Optional[int] = None, after: Optional[int] = None) -> JobPage:
-        """One page of jobs by id, filtered by state, queue and kind; pass the
-        page's ``next_after`` as ``after`` for the next one."""
+             limit: Optional[int] = None, after: Optional[int] = None,
+             tags: Optional[Sequence[str]] = None, all_tags: bool = False) -> JobPage:
+        """One page of jobs by id, filtered by state, queue, kind and tags
+        (jobs carrying any of ``tags``, or all of them with ``all_tags``);
+        pass the page's ``next_after`` as ``after`` for the next one."""
         b = self._c.request("GET", "/v1/jobs", query={"state": state, "queue": queue, "kind": kind,
-                                                       "limit": limit, "after": after})
+                                                       "limit": limit, "after": after,
+                                                       "tag": list(tags) if tags else None,
+                                                       "tag_match": "all" if all_tags else None})
         nxt = b.get("next_after")
         return JobPage(jobs=[Job.from_json(j) for j in b.get("jobs") or []], next_after=None if nxt is None else int(nxt))
 
@@ -311,6 +320,14 @@ class Jobs:
         if counters is not None:
             body["counters"] = dict(counters)
         return _write(self._c.request("POST", "/v1/jobs/%d/progress" % job_id, body))
+
+    def merge_metadata(self, job_id: int, fence: int, patch: Mapping[str, Any]) -> Dict[str, Any]:
+        """Merge ``patch`` into the job's metadata as a JSON Merge Patch (RFC
+        7396: None removes a key, a dict merges into a dict) and return the
+        merged metadata. A fenced write: :class:`StaleError` when the attempt
+        is no longer current, and nothing is merged."""
+        b = self._c.request("POST", "/v1/jobs/%d/metadata" % job_id, {"fence": fence, "patch": dict(patch)})
+        return dict(b.get("metadata") or {})
 
     def complete(self, job_id: int, fence: int, output: Any = None) -> JobWrite:
         """End the attempt as succeeded with ``output`` (any JSON value; None

@@ -131,6 +131,22 @@ class WorkerTest(unittest.TestCase):
             t.join(30)
         self.assertFalse(t.is_alive(), "the worker did not stop")
 
+    def test_tags_filter_and_metadata_merge(self) -> None:
+        ab = self.c.jobs.enqueue("tagged", queue=self.queue, tags=["t:a", "t:b"])
+        self.assertEqual(ab.tags, ["t:a", "t:b"])
+        a = self.c.jobs.enqueue("tagged", queue=self.queue, tags=["t:a"], metadata={"n": 1, "x": {"y": 1}})
+        self.assertIsNone(self.c.jobs.enqueue("tagged", queue=self.queue).tags)
+        ids = lambda **kw: [j.id for j in self.c.jobs.list(queue=self.queue, **kw).jobs]
+        self.assertEqual(ids(tags=["t:a"]), [ab.id, a.id])
+        self.assertEqual(ids(tags=["t:a", "t:b"], all_tags=True), [ab.id])
+        jobs = self.c.jobs.claim(self.queue, "py-tags", limit=3)
+        got = {j.id: j for j in jobs}
+        merged = self.c.jobs.merge_metadata(a.id, got[a.id].fence, {"n": None, "x": {"z": 2}})
+        self.assertEqual(merged, {"x": {"y": 1, "z": 2}})
+        with self.assertRaises(StaleError):
+            self.c.jobs.merge_metadata(a.id, got[a.id].fence + 1, {"late": True})
+        self.assertEqual(self.c.jobs.get(a.id).job.metadata, {"x": {"y": 1, "z": 2}})
+
     def test_metadata_carries_trace_context(self) -> None:
         tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         j = self.c.jobs.enqueue("traced", {"n": 1}, queue=self.queue, metadata={"traceparent": tp, "tenant": "42"})

@@ -18,15 +18,15 @@ import (
 const pageSize = 50
 
 // listFilter is the job browser's filter, as the query string gives it:
-// ?state=&queue=&kind= (empty: any).
+// ?state=&queue=&kind=&tag= (empty: any; tag: the jobs carrying it).
 type listFilter struct {
-	State, Queue, Kind string
+	State, Queue, Kind, Tag string
 }
 
 // filterOf reads the filter of a query string or a posted form.
 func filterOf(v url.Values) listFilter {
 	return listFilter{State: strings.TrimSpace(v.Get("state")), Queue: strings.TrimSpace(v.Get("queue")),
-		Kind: strings.TrimSpace(v.Get("kind"))}
+		Kind: strings.TrimSpace(v.Get("kind")), Tag: strings.TrimSpace(v.Get("tag"))}
 }
 
 // Any reports whether the filter selects every job.
@@ -35,7 +35,7 @@ func (f listFilter) Any() bool { return f == listFilter{} }
 // values is the filter as query parameters, with extra name/value pairs.
 func (f listFilter) values(extra ...string) url.Values {
 	v := url.Values{}
-	for _, p := range [][2]string{{"state", f.State}, {"queue", f.Queue}, {"kind", f.Kind}} {
+	for _, p := range [][2]string{{"state", f.State}, {"queue", f.Queue}, {"kind", f.Kind}, {"tag", f.Tag}} {
 		if p[1] != "" {
 			v.Set(p[0], p[1])
 		}
@@ -59,7 +59,7 @@ func (f listFilter) String() string {
 		return "every job"
 	}
 	var parts []string
-	for _, p := range [][2]string{{"state", f.State}, {"queue", f.Queue}, {"kind", f.Kind}} {
+	for _, p := range [][2]string{{"state", f.State}, {"queue", f.Queue}, {"kind", f.Kind}, {"tag", f.Tag}} {
 		if p[1] != "" {
 			parts = append(parts, p[0]+"="+p[1])
 		}
@@ -69,7 +69,11 @@ func (f listFilter) String() string {
 
 // jobFilter is the library's filter of f.
 func (f listFilter) jobFilter() fenced.JobFilter {
-	return fenced.JobFilter{State: fenced.JobState(f.State), Queue: f.Queue, Kind: f.Kind}
+	jf := fenced.JobFilter{State: fenced.JobState(f.State), Queue: f.Queue, Kind: f.Kind}
+	if f.Tag != "" {
+		jf.Tags = []string{f.Tag}
+	}
+	return jf
 }
 
 // jobsPage is the data of /jobs.

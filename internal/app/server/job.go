@@ -37,6 +37,9 @@ type enqueueRequest struct {
 	// Unique makes the job unique (fenced.UniqueOptions); absent or null:
 	// not unique.
 	Unique *uniqueRequest `json:"unique"`
+	// Tags label the job for listings (GET /v1/jobs?tag=…): see
+	// fenced.EnqueueParams.Tags. Absent, null or [] is none.
+	Tags []string `json:"tags"`
 }
 
 // retryRequest is a job's retry backoff: attempt n waits min(max_ms,
@@ -121,7 +124,8 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	}
 	p := fenced.EnqueueParams{Kind: req.Kind, Queue: req.Queue, Priority: req.Priority,
 		MaxAttempts: req.MaxAttempts, IdempotencyKey: req.IdempotencyKey,
-		ConcurrencyKey: req.ConcurrencyKey, SequenceKey: req.SequenceKey, SequenceContinueOnFailed: req.SequenceContinueOnFailed}
+		ConcurrencyKey: req.ConcurrencyKey, SequenceKey: req.SequenceKey, SequenceContinueOnFailed: req.SequenceContinueOnFailed,
+		Tags: req.Tags} // Enqueue checks them
 	if len(req.Args) > 0 && string(req.Args) != "null" {
 		p.Args = req.Args // Enqueue checks a backend can store it
 	}
@@ -201,7 +205,7 @@ type jobsReply struct {
 	DBTime     wire.Time     `json:"db_time,omitzero"`
 }
 
-// listJobs: GET /v1/jobs?state=&queue=&kind=&limit=&after=&before=&order=
+// listJobs: GET /v1/jobs?state=&queue=&kind=&tag=&tag_match=&limit=&after=&before=&order=
 // → a page of jobs in id order (order=desc: newest first), keyset-paged.
 func (s *Server) listJobs(r *http.Request) (*reply, error) {
 	// Strictly: r.URL.Query() drops a pair it cannot parse (a bad escape,
@@ -237,10 +241,14 @@ func (s *Server) listJobs(r *http.Request) (*reply, error) {
 }
 
 // jobFilter reads the query of a job list strictly: known parameters,
-// each at most once.
+// each at most once but tag, which may repeat (tag=a&tag=b).
 func jobFilter(q url.Values) (fenced.JobFilter, error) {
 	var f fenced.JobFilter
 	for k, v := range q {
+		if k == "tag" {
+			f.Tags = v // ListJobs checks them: valid, distinct, at most fenced.MaxTags
+			continue
+		}
 		if len(v) > 1 {
 			return f, invalid(k, "is given more than once")
 		}
@@ -266,8 +274,10 @@ func jobFilter(q url.Values) (fenced.JobFilter, error) {
 				return f, invalid(k, strconv.Quote(v[0])+" is not asc or desc")
 			}
 			f.Desc = v[0] == "desc"
+		case "tag_match":
+			f.TagsMatch = fenced.TagsMatch(v[0]) // ListJobs checks it is any or all
 		default:
-			return f, invalid(k, "unknown parameter; want state, queue, kind, limit, after, before or order")
+			return f, invalid(k, "unknown parameter; want state, queue, kind, tag, tag_match, limit, after, before or order")
 		}
 		if err != nil {
 			return f, invalid(k, strconv.Quote(v[0])+" is not an integer")

@@ -333,6 +333,40 @@ func (s *Server) progress(r *http.Request) (*reply, error) {
 	return ended(ref, t), nil
 }
 
+type mergeMetadataRequest struct {
+	Fence *int64          `json:"fence"`
+	Patch json.RawMessage `json:"patch"` // a JSON object, required
+}
+
+// metadataReply is a job's metadata after a merge.
+type metadataReply struct {
+	ID       int64           `json:"id"`
+	Fence    int64           `json:"fence"`
+	Metadata json.RawMessage `json:"metadata"`
+	DBTime   wire.Time       `json:"db_time,omitzero"`
+}
+
+// mergeMetadata: POST /v1/jobs/{id}/metadata {fence, patch}: the running
+// attempt merges patch into its job's metadata as a JSON Merge Patch (RFC
+// 7396), a write guarded as progress is: 409 stale_fence when the attempt
+// is no longer current, 400 when the merged object would exceed 64 KiB;
+// either changes nothing.
+func (s *Server) mergeMetadata(r *http.Request) (*reply, error) {
+	var req mergeMetadataRequest
+	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
+	if err != nil {
+		return nil, err
+	}
+	if len(req.Patch) == 0 || string(req.Patch) == "null" {
+		return nil, invalid("patch", "is required: a JSON object")
+	}
+	m, at, err := s.c.MergeJobMetadata(r.Context(), ref, req.Patch)
+	if err != nil {
+		return nil, jobNotFound(ref.ID, err)
+	}
+	return ok(metadataReply{ID: ref.ID, Fence: ref.Fence, Metadata: m, DBTime: wire.Time(at)}, at), nil
+}
+
 // jobWrite decodes the body of a worker-owned write into req and returns
 // the attempt it names: the path's id and the body's fence (required).
 func (s *Server) jobWrite(r *http.Request, req any, fence func() *int64) (fenced.JobRef, error) {

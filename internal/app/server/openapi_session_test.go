@@ -101,6 +101,7 @@ func TestOpenAPISession(t *testing.T) {
 		jf := claimed.Jobs[0].Fence
 		c.call(200, "POST", jobPath(j, "heartbeat"), obj("fence", jf, "lease_ms", 60000))
 		c.call(200, "POST", jobPath(j, "progress"), obj("fence", jf, "stage", "sending", "counters", obj("sent", 1)))
+		c.call(200, "POST", jobPath(j, "metadata"), obj("fence", jf, "patch", obj("step", 1)))
 		c.call(200, "GET", fmt.Sprintf("/v1/jobs/%d", j), nil) // running, with progress
 		c.call(200, "POST", jobPath(j, "complete"), obj("fence", jf, "output", obj("sent", true)))
 		c.call(409, "POST", jobPath(j, "complete"), obj("fence", jf))

@@ -369,6 +369,7 @@ var apiRoutes = []apiRoute{
 	{pattern: "POST /v1/jobs/{id}/fail", h: (*Server).fail, needs: fenced.CapJobs},
 	{pattern: "POST /v1/jobs/{id}/snooze", h: (*Server).snooze, needs: fenced.CapJobs},
 	{pattern: "POST /v1/jobs/{id}/progress", h: (*Server).progress, needs: fenced.CapJobs},
+	{pattern: "POST /v1/jobs/{id}/metadata", h: (*Server).mergeMetadata, needs: fenced.CapJobs},
 	{pattern: "POST /v1/jobs/{id}/cancel", h: (*Server).cancel, needs: fenced.CapJobs},
 	{pattern: "POST /v1/jobs/{id}/retry", h: (*Server).retry, needs: fenced.CapJobs},
 	{pattern: "DELETE /v1/jobs/{id}", h: (*Server).deleteJob, needs: fenced.CapJobs},
