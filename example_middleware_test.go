@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/fenced/fenced"
@@ -23,6 +25,8 @@ func ExampleWorkMiddleware() {
 
 	errPermanent := errors.New("card declined")
 	ended := make(chan string, 2)
+	var mu sync.Mutex
+	var started []string // the work middleware's log
 	c, _ := fenced.Open(ctx, "sqlite:"+filepath.Join(dir, "fenced.db"), fenced.Config{
 		EnqueueMiddleware: []fenced.EnqueueMiddleware{
 			func(ctx context.Context, b *fenced.EnqueueBatch, next func(context.Context) (fenced.Enqueued, error)) (fenced.Enqueued, error) {
@@ -34,7 +38,9 @@ func ExampleWorkMiddleware() {
 		},
 		WorkMiddleware: []fenced.WorkMiddleware{
 			func(ctx context.Context, j *fenced.JobRun, next func(context.Context) error) error {
-				fmt.Printf("start %s on %s, attempt %d\n", j.Kind, j.Queue, j.Attempt)
+				mu.Lock()
+				started = append(started, fmt.Sprintf("start %s on %s, attempt %d", j.Kind, j.Queue, j.Attempt))
+				mu.Unlock()
 				return next(ctx)
 			},
 		},
@@ -59,18 +65,31 @@ func ExampleWorkMiddleware() {
 	c.Enqueue(ctx, fenced.EnqueueParams{Kind: "charge", Priority: 0})
 	c.Enqueue(ctx, fenced.EnqueueParams{Kind: "email", Priority: 1})
 	w.Start(ctx)
+	var outcomes []string
 	for range 2 {
 		select {
 		case s := <-ended:
-			fmt.Println(s)
+			outcomes = append(outcomes, s)
 		case <-time.After(30 * time.Second):
-			fmt.Println("timed out")
+			outcomes = append(outcomes, "timed out")
 		}
 	}
 	w.Stop(ctx)
+	// The attempts start in claim order (one at a time); an end hook runs
+	// once the outcome is written, which may be after the next attempt
+	// started, so the outcomes are printed in order of kind.
+	mu.Lock()
+	for _, s := range started {
+		fmt.Println(s)
+	}
+	mu.Unlock()
+	slices.Sort(outcomes)
+	for _, s := range outcomes {
+		fmt.Println(s)
+	}
 	// Output:
 	// start charge on tenant-42, attempt 1
-	// charge: failed
 	// start email on tenant-42, attempt 1
+	// charge: failed
 	// email: succeeded
 }

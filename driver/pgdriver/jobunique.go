@@ -288,9 +288,15 @@ func uniqueBulkArgs(jobs []driver.EnqueueParams) []any {
 // enqueueUniqueBulk runs enqueueUniqueBulkSQL in tx (with
 // uniqueBulkOnConflict), or alone, run again when it met a slot a
 // concurrent enqueuer took since its lookups, or deadlocked with another
-// batch taking the same slots in another order.
+// batch taking the same slots in another order. A standalone batch that
+// copyUnique can take is copied in first.
 func (d *Driver) enqueueUniqueBulk(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int, error) {
 	jobs, query := flatUnique(jobs)
+	if tx == nil && query == enqueueUniqueFlatSQL && copyable(jobs) {
+		if n, ok, err := d.copyUnique(ctx, jobs); ok || err != nil {
+			return n, err
+		}
+	}
 	args := uniqueBulkArgs(jobs)
 	if tx != nil {
 		ptx, err := pgxOf(tx)
