@@ -249,14 +249,15 @@ func (s *Server) complete(r *http.Request) (*reply, error) {
 type failRequest struct {
 	Fence     *int64 `json:"fence"`
 	Error     string `json:"error"`
-	RetryInMs *int64 `json:"retry_in_ms"` // default: fenced.DefaultBackoff of the attempt, computed by the database
+	RetryInMs *int64 `json:"retry_in_ms"` // default: the job's retry backoff or fenced.DefaultBackoff, of the attempt, computed by the database
 	Discard   bool   `json:"discard"`     // fail for good whatever attempts remain
 }
 
 // fail: POST /v1/jobs/{id}/fail {fence, error, retry_in_ms?, discard?}:
 // the attempt failed; the job runs again after retry_in_ms (default: the
-// exponential backoff of its attempt), or is failed for good (the dead
-// letter) when its attempts are exhausted or discard is true.
+// job's own retry backoff of its attempt, else the default backoff's), or
+// is failed for good (the dead letter) when its attempts are exhausted or
+// discard is true.
 func (s *Server) fail(r *http.Request) (*reply, error) {
 	var req failRequest
 	ref, err := s.jobWrite(r, &req, func() *int64 { return req.Fence })
@@ -269,9 +270,17 @@ func (s *Server) fail(r *http.Request) (*reply, error) {
 			return nil, err
 		}
 	} else if !req.Discard {
-		// The default backoff of the attempt, computed by the database
-		// from the job's attempt number as it records the failure.
+		// The job's own retry backoff (given at enqueue, never changed
+		// since, so reading it first decides nothing the fence guards),
+		// else the default: computed by the database from the job's
+		// attempt number as it records the failure.
 		b := fenced.DefaultBackoff
+		if j, _, err := s.c.GetJob(r.Context(), ref.ID); err == nil && j.Retry != nil {
+			b = *j.Retry // stored after WithDefaults: a Jitter of 0 is none
+			if b.Jitter == 0 {
+				b.Jitter = -1
+			}
+		}
 		end.Backoff = &b
 	}
 	e, err := s.c.EndJob(r.Context(), nil, end)

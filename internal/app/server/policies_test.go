@@ -5,7 +5,19 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
 )
+
+// parseTime reads a time of a reply.
+func parseTime(t *testing.T, v any) time.Time {
+	t.Helper()
+	s, _ := v.(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("time %v: %v", v, err)
+	}
+	return at
+}
 
 // A job's timeout and retry backoff given over HTTP come back with the
 // enqueue, every read and the claim (retry with its absent fields filled
@@ -40,6 +52,14 @@ func TestJobPoliciesOverHTTP(t *testing.T) {
 			t.Fatalf("claimed %d jobs, want 2", len(jobs))
 		}
 		check("claim", jobs[0].(map[string]any))
+		// A failure without retry_in_ms waits the job's own backoff: 2 s
+		// (attempt 1, no jitter), by the database clock of the failure.
+		failed := e.ok("POST", fmt.Sprintf("/v1/jobs/%d/fail", id), map[string]any{"fence": jobs[0].(map[string]any)["fence"], "error": "boom"})
+		after := e.ok("GET", fmt.Sprintf("/v1/jobs/%d", id), nil).body["job"].(map[string]any)
+		failedAt, runAt := parseTime(t, failed.body["db_time"]), parseTime(t, after["run_at"])
+		if d := runAt.Sub(failedAt); d < 1900*time.Millisecond || d > 2100*time.Millisecond {
+			t.Fatalf("a job with its own 2 s backoff failed over HTTP runs again %s after the failure, want 2s: %s", d, failed.raw)
+		}
 		for field, body := range map[string]map[string]any{
 			"timeout_ms":    {"kind": "k", "timeout_ms": -1},
 			"retry.jitter":  {"kind": "k", "retry": map[string]any{"jitter": 1.5}},
