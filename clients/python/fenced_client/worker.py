@@ -204,6 +204,17 @@ class JobContext:
             self.stop("stale")
             raise
 
+    def merge_metadata(self, patch: Mapping[str, Any]) -> Dict[str, Any]:
+        """Merge ``patch`` into the job's metadata (a JSON Merge Patch, RFC
+        7396: None removes a key) under this attempt's fence, and return the
+        merged metadata. A stale merge sets ``stopped`` and raises
+        :class:`StaleError`; nothing is merged."""
+        try:
+            return self.client.jobs.merge_metadata(self.id, self.fence, patch)
+        except (StaleError, NotFoundError):
+            self.stop("stale")
+            raise
+
 
 Handler = Callable[[JobContext], Any]
 

@@ -257,6 +257,28 @@ class WorkerTest(unittest.TestCase):
         h = self.c.jobs.get(j.id)
         self.assertEqual((h.job.state, h.job.attempt, h.job.output, len(h.attempts)), ("succeeded", 1, "slept", 1))
 
+    def test_handler_merges_metadata_under_its_fence(self) -> None:
+        """A handler merges into its job's metadata (RFC 7396: None removes
+        a key); the merge is the attempt's fenced write, so after the job
+        ended it is refused as stale and changes nothing."""
+        w = Worker(self.c, self.queue, wait_ms=500)
+        merged: List[Dict[str, Any]] = []
+        kept: List[JobContext] = []
+
+        @w.handler("tagme")
+        def tagme(ctx: JobContext) -> str:
+            merged.append(ctx.merge_metadata({"step": 2, "draft": None}))
+            kept.append(ctx)
+            return "ok"
+
+        j = self.c.jobs.enqueue("tagme", queue=self.queue, metadata={"tenant": "t1", "draft": True})
+        stats = w.run(max_jobs=1)
+        self.assertEqual(stats.completed, 1)
+        self.assertEqual(merged, [{"tenant": "t1", "step": 2}])
+        with self.assertRaises(StaleError):
+            kept[0].merge_metadata({"late": True})
+        self.assertEqual(self.c.jobs.get(j.id).job.metadata, {"tenant": "t1", "step": 2})
+
     def test_stale_attempt_stops_the_handler(self) -> None:
         """The worker heartbeats only after 1 s, past its 300 ms lease: the
         heartbeat is refused as stale (the lease expired, and recovery may
