@@ -142,44 +142,35 @@ func (c *Client) EnqueueArgsTx(ctx context.Context, tx Tx, args JobArgs, opts *E
 }
 
 // HandleKind registers fn as the handler of T's kind on w: the kind is read
-// from T's zero value, and every job's args are decoded into a T as
-// HandleArgs does (fields T does not declare are ignored). mw is the kind's work middleware, as in
-// Handle. It returns the error Handle returns, or an *InvalidError when
-// T's zero value has no valid kind (a Kind method on a pointer type, which
-// the zero value cannot call, panics: it is reported, not raised).
+// from T's zero value (KindOf), and every job's args are decoded into a T
+// as HandleArgs does (fields T does not declare are ignored). mw is the
+// kind's work middleware, as in Handle. It returns the error Handle
+// returns (a nil fn is one), or the error of KindOf.
 func HandleKind[T JobArgs](w *Worker, fn func(ctx context.Context, j *JobRun, args T) error, mw ...WorkMiddleware) error {
-	kind, err := kindOf[T]()
-	if err != nil {
-		w.recordErr(err)
-		return err
-	}
-	if fn == nil {
-		err := fmt.Errorf("fenced: the handler of kind %q is nil", kind)
-		w.recordErr(err)
-		return err
-	}
-	return w.Handle(kind, HandleArgs(fn), mw...)
+	return HandleKindWith(w, fn, KindOptions{Middleware: mw})
 }
 
 // HandleKindWith registers fn as the handler of T's kind on w, as
 // HandleKind does, with the kind's policies o (a timeout, a retry policy,
 // max attempts, middleware: see KindOptions and Worker.HandleWith).
 func HandleKindWith[T JobArgs](w *Worker, fn func(ctx context.Context, j *JobRun, args T) error, o KindOptions) error {
-	kind, err := kindOf[T]()
+	kind, err := KindOf[T]()
 	if err != nil {
 		w.recordErr(err)
 		return err
 	}
-	if fn == nil {
-		err := fmt.Errorf("fenced: the handler of kind %q is nil", kind)
-		w.recordErr(err)
-		return err
+	var h Handler // nil: refused by HandleWith as a nil handler
+	if fn != nil {
+		h = HandleArgs(fn)
 	}
-	return w.HandleWith(kind, HandleArgs(fn), o)
+	return w.HandleWith(kind, h, o)
 }
 
-// kindOf reads the kind of T's zero value.
-func kindOf[T JobArgs]() (kind string, err error) {
+// KindOf returns the kind of T's zero value, as HandleKind registers it:
+// an *InvalidError when it is not a valid name, or when Kind panics on the
+// zero value (a Kind method on a pointer type, which a nil pointer cannot
+// call: declare it on the value type).
+func KindOf[T JobArgs]() (kind string, err error) {
 	var zero T
 	defer func() {
 		if r := recover(); r != nil {

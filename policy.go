@@ -153,11 +153,7 @@ func (w *Worker) policyOf(j *Job, o KindOptions) attemptPolicy {
 	}
 	switch {
 	case j.Retry != nil:
-		b := *j.Retry // stored after WithDefaults: a Jitter of 0 is none
-		if b.Jitter == 0 {
-			b.Jitter = -1
-		}
-		p.retry = b
+		p.retry = j.Retry.Restored()
 	case o.Retry != nil:
 		p.retry = o.Retry
 	}

@@ -31,17 +31,13 @@ func NewKindWorker[T fenced.JobArgs](t testing.TB, c *fenced.Client, fn func(ctx
 	return NewWorker(t, c, kindOf[T](t), fenced.HandleArgs(fn), cfg)
 }
 
-// kindOf is the kind of T's zero value; the test fails when it has none.
-func kindOf[T fenced.JobArgs](t testing.TB) (kind string) {
+// kindOf is the kind of T's zero value (fenced.KindOf); the test fails
+// when it has none.
+func kindOf[T fenced.JobArgs](t testing.TB) string {
 	t.Helper()
-	var zero T
-	defer func() {
-		if r := recover(); r != nil {
-			t.Fatalf("fencedtest: %T.Kind() panicked on the zero value: %v", zero, r)
-		}
-	}()
-	if kind = zero.Kind(); kind == "" {
-		t.Fatalf("fencedtest: %T.Kind() is empty", zero)
+	kind, err := fenced.KindOf[T]()
+	if err != nil {
+		t.Fatalf("fencedtest: %v", err)
 	}
 	return kind
 }

@@ -53,6 +53,19 @@ func (b Backoff) WithDefaults() Backoff {
 	return b
 }
 
+// Restored turns a Backoff that WithDefaults returned, as a job's stored
+// Retry is (Job.Retry: a Jitter of 0 there means none), back into the form
+// a Backoff is given in (where a Jitter of 0 means the default): none
+// becomes a negative Jitter. WithDefaults of the result is b again, so a
+// job's own backoff handed to a worker or the database means what it did
+// at enqueue.
+func (b Backoff) Restored() Backoff {
+	if b.Jitter == 0 {
+		b.Jitter = -1
+	}
+	return b
+}
+
 // NextRetry is the delay after attempt j.Attempt fails, as the database
 // computes it for a Backoff: min(Max, Base·2^(n−1)) scaled by a random
 // factor in [1−Jitter, 1], after WithDefaults. It makes a Backoff a retry

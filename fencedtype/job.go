@@ -86,7 +86,9 @@ type Job struct {
 	// Retry is the job's own retry backoff, given at enqueue
 	// (EnqueueParams.Retry); nil when none. A worker uses it before its
 	// kind's retry policy and its own Backoff (JSON: retry, an object of
-	// base_ms, max_ms and jitter, null when none).
+	// base_ms, max_ms and jitter, null when none). It is stored as
+	// WithDefaults returned it, so a Jitter of 0 here means none;
+	// Retry.Restored() is it in the form a Backoff is given in.
 	Retry *Backoff `json:"-"`
 	// Tags are the job's tags as given at enqueue (distinct, in the order
 	// given); nil when it has none. Listings filter by them (JobFilter.Tags).

@@ -35,6 +35,25 @@ WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = NULLIF(?
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING ` + jobColumns
 
+// enqueueArgs are enqueueSQL's parameters ?1 to ?14 for in.
+func enqueueArgs(in driver.EnqueueParams) []any {
+	var runAt any
+	if !in.RunAt.IsZero() {
+		runAt = in.RunAt.UnixMicro()
+	}
+	var meta, policy any // NULL
+	if in.Metadata != nil {
+		meta = string(in.Metadata)
+	}
+	if in.Policy != nil {
+		policy = string(in.Policy)
+	}
+	return []any{in.Kind, in.Queue, string(in.Args), in.Priority,
+		runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
+		in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta,
+		policy, tagsJSON(in.Tags)}
+}
+
 const jobByKeySQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE idempotency_key = ?1`
 
 // Enqueue implements driver.JobDriver: one write transaction (or the
@@ -72,22 +91,7 @@ func insertJobs(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([
 	defer stmt.Close()
 	out := make([]fencedtype.EnqueueResult, len(jobs))
 	for i, in := range jobs {
-		var runAt any
-		if !in.RunAt.IsZero() {
-			runAt = in.RunAt.UnixMicro()
-		}
-		var meta any // NULL
-		if in.Metadata != nil {
-			meta = string(in.Metadata)
-		}
-		var policy any // NULL
-		if in.Policy != nil {
-			policy = string(in.Policy)
-		}
-		j, err := scanJob(stmt.QueryRowContext(ctx, in.Kind, in.Queue, string(in.Args), in.Priority,
-			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
-			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta,
-			policy, tagsJSON(in.Tags)))
+		j, err := scanJob(stmt.QueryRowContext(ctx, enqueueArgs(in)...))
 		if err == nil {
 			out[i].Job = j
 			continue

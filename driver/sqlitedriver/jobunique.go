@@ -19,28 +19,28 @@ const uniqueHeld = `%[1]sunique_key IS NOT NULL AND (%[1]sunique_states & CASE %
         WHEN 'succeeded' THEN 4 WHEN 'failed' THEN 8 WHEN 'cancelled' THEN 16 ELSE 0 END) <> 0`
 
 // uniqueBucket is the bucket of run_at ?5 (or now plus delay ?6) over the
-// period ?14 in seconds: the floor of its epoch seconds over the period, 0
+// period ?16 in seconds: the floor of its epoch seconds over the period, 0
 // without one.
-const uniqueBucket = `CASE WHEN ?14 > 0 THEN (COALESCE(?5, ` + nowUS + ` + ?6) / 1000000) / ?14 ELSE 0 END`
+const uniqueBucket = `CASE WHEN ?16 > 0 THEN (COALESCE(?5, ` + nowUS + ` + ?6) / 1000000) / ?16 ELSE 0 END`
 
 // enqueueUniqueSQL enqueues one job of a batch holding a unique job, as
-// enqueueSQL does, with ?13 its unique key (NULL for none), ?14 its period
-// in seconds, ?15 its unique states, ?16 its policy and ?17 its tags (NULL for none); it
-// inserts nothing when a job
-// holds its slot or its idempotency key. The write lock is held, so the
-// NOT EXISTS lookups are exact and draw no id for a repeat; ON CONFLICT
-// (the partial unique index among the arbiters) stays as the guarantee.
-// 'now' is one reading within a statement, so run_at and its bucket agree.
+// enqueueSQL does (its parameters ?1 to ?14, enqueueArgs), with ?15 its
+// unique key (NULL for none), ?16 its period in seconds and ?17 its unique
+// states; it inserts nothing when a job holds its slot or its idempotency
+// key. The write lock is held, so the NOT EXISTS lookups are exact and draw
+// no id for a repeat; ON CONFLICT (the partial unique index among the
+// arbiters) stays as the guarantee. 'now' is one reading within a
+// statement, so run_at and its bucket agree.
 var enqueueUniqueSQL = `
 INSERT INTO fenced_jobs (kind, queue, args, priority, run_at_us, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_us, updated_us,
-    unique_key, unique_bucket, unique_states, policy, tags)
+    policy, tags, unique_key, unique_bucket, unique_states)
 SELECT ?1, ?2, ?3, ?4, COALESCE(?5, ` + nowUS + ` + ?6), ?7, NULLIF(?8, ''),
     NULLIF(?9, ''), NULLIF(?10, ''), ?11, ?12, ` + nowUS + `, ` + nowUS + `,
-    ?13, CASE WHEN ?13 IS NULL THEN NULL ELSE ` + uniqueBucket + ` END, CASE WHEN ?13 IS NULL THEN NULL ELSE ?15 END, ?16, ?17
+    ?13, ?14, ?15, CASE WHEN ?15 IS NULL THEN NULL ELSE ` + uniqueBucket + ` END, CASE WHEN ?15 IS NULL THEN NULL ELSE ?17 END
 WHERE NOT EXISTS (SELECT 1 FROM fenced_jobs e WHERE e.idempotency_key = NULLIF(?8, ''))
-    AND (?13 IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
-        WHERE e.unique_key = ?13 AND e.unique_bucket = ` + uniqueBucket + ` AND ` + fmt.Sprintf(uniqueHeld, "e.") + `))
+    AND (?15 IS NULL OR NOT EXISTS (SELECT 1 FROM fenced_jobs e
+        WHERE e.unique_key = ?15 AND e.unique_bucket = ` + uniqueBucket + ` AND ` + fmt.Sprintf(uniqueHeld, "e.") + `))
 ON CONFLICT DO NOTHING
 RETURNING ` + jobColumns
 
@@ -49,7 +49,7 @@ RETURNING ` + jobColumns
 // again: at a window's edge, with run_at now, it may be the next window's,
 // whose slot is free; the caller then inserts again.
 var uniqueHolderSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs
-WHERE (?13 IS NOT NULL AND unique_key = ?13 AND unique_bucket = ` + uniqueBucket + ` AND ` + fmt.Sprintf(uniqueHeld, "") + `)
+WHERE (?15 IS NOT NULL AND unique_key = ?15 AND unique_bucket = ` + uniqueBucket + ` AND ` + fmt.Sprintf(uniqueHeld, "") + `)
     OR idempotency_key = NULLIF(?8, '')
 LIMIT 1`
 
@@ -68,26 +68,11 @@ func hasUnique(jobs []driver.EnqueueParams) bool {
 func insertUnique(ctx context.Context, tx *sql.Tx, jobs []driver.EnqueueParams) ([]fencedtype.EnqueueResult, error) {
 	out := make([]fencedtype.EnqueueResult, len(jobs))
 	for i, in := range jobs {
-		var runAt any
-		if !in.RunAt.IsZero() {
-			runAt = in.RunAt.UnixMicro()
-		}
-		var meta any // NULL
-		if in.Metadata != nil {
-			meta = string(in.Metadata)
-		}
 		var key any // NULL
 		if in.UniqueKey != nil {
 			key = in.UniqueKey
 		}
-		var policy any // NULL
-		if in.Policy != nil {
-			policy = string(in.Policy)
-		}
-		args := []any{in.Kind, in.Queue, string(in.Args), in.Priority,
-			runAt, in.Delay.Microseconds(), in.MaxAttempts, in.IdempotencyKey,
-			in.ConcurrencyKey, in.SequenceKey, in.SequenceContinueOnFailed, meta, key, in.UniquePeriod, in.UniqueStates,
-			policy, tagsJSON(in.Tags)}
+		args := append(enqueueArgs(in), key, in.UniquePeriod, in.UniqueStates)
 		for try := 0; ; try++ {
 			j, err := scanJob(tx.QueryRowContext(ctx, enqueueUniqueSQL, args...))
 			if err == nil {

@@ -276,10 +276,7 @@ func (s *Server) fail(r *http.Request) (*reply, error) {
 		// attempt number as it records the failure.
 		b := fenced.DefaultBackoff
 		if j, _, err := s.c.GetJob(r.Context(), ref.ID); err == nil && j.Retry != nil {
-			b = *j.Retry // stored after WithDefaults: a Jitter of 0 is none
-			if b.Jitter == 0 {
-				b.Jitter = -1
-			}
+			b = j.Retry.Restored()
 		}
 		end.Backoff = &b
 	}
