@@ -1,11 +1,19 @@
 package pgdriver
 
+import (
+	"context"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/jackc/pgx/v5"
+)
+
 // BackoffUS exposes backoffUS to the backend's external tests.
 var BackoffUS = backoffUS
 
 // The claim's statements, for plan tests.
 var (
-	ClaimJobsAnyKindSQL        = claimJobsAnyKindSQL
+	ClaimJobsAnyKindSQL        = claimJobsSQL
+	ClaimLanesSQL              = claimLanesSQL
 	ClaimLimitedPickAnyKindSQL = claimLimitedPickAnyKindSQL
 
 	ClaimLimitedPickAnyKindNoFullSQL = claimLimitedPickAnyKindNoFullSQL
@@ -21,3 +29,15 @@ var (
 	HeartbeatJobsSQL = heartbeatJobsSQL
 	JobCurrentSQL    = jobCurrentSQL
 )
+
+// EnqueueInLanesTx enters the lanes of jobs and inserts them in tx, as an
+// enqueue on its own transaction does, but leaves the commit to the caller:
+// a test holds the enqueue open between its seq and its commit.
+func EnqueueInLanesTx(ctx context.Context, tx pgx.Tx, jobs []driver.EnqueueParams) error {
+	le, _ := lanesOf(jobs)
+	b := &pgx.Batch{}
+	queueLaneEntry(b, le)
+	args, _ := enqueueArgs(jobs)
+	b.Queue(enqueuePlainBulkSQL, append(args, sequencedRows(jobs))...)
+	return tx.SendBatch(ctx, b).Close()
+}

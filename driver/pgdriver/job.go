@@ -71,12 +71,13 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 	return collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
 }
 
-// claimJobsSQL picks eligible jobs in priority order, skipping rows other
-// claimers have locked, and starts a new attempt on each: state running,
-// fence and attempt bumped, lease from the database clock. %s is the kind
-// filter: none, one kind ($5: the claim_kind index serves it in claim
-// order), or several ($5 an array: the claim index is walked in claim order
-// and other kinds are skipped).
+// claimJobsSQL is the claim without a kind filter: it picks eligible jobs in
+// priority order from fenced_jobs_claim (every queued job, in or out of a
+// lane), skipping rows other claimers have locked, and starts a new attempt
+// on each: state running, fence and attempt bumped, lease from the database
+// clock. A claim filtered by kind, a worker's, goes by the lanes instead
+// (claimLanesSQL). It moves no lane's cursor: a lane's job it claims is no
+// longer queued, and the lane's next claim passes it.
 //
 // A paused queue (queueNotPausedPG, in the pick) yields no job.
 //
@@ -88,7 +89,7 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 const claimJobsSQL = `
 WITH picked AS (
     SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
-    WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()%s
+    WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()
         AND ` + queueNotPausedPG + `
     ORDER BY priority, run_at, id
     LIMIT $3
@@ -113,13 +114,6 @@ const jobStartSet = `
     attempted_at = clock_timestamp(), updated_at = clock_timestamp(),
     cancel_requested = false, progress = NULL`
 
-// The claim statement of each kind filter.
-var (
-	claimJobsAnyKindSQL = fmt.Sprintf(claimJobsSQL, "")
-	claimJobsOneKindSQL = fmt.Sprintf(claimJobsSQL, " AND kind = $5")
-	claimJobsOfKindsSQL = fmt.Sprintf(claimJobsSQL, " AND kind = ANY($5::text[])")
-)
-
 // ClaimJobs implements driver.JobDriver: claimJobsSQL, and when it found
 // the claim gated by keys or limits, claimLimitedJobs. A queue whose last
 // claim went the limited way goes there at once (Driver.limited).
@@ -138,18 +132,13 @@ func (d *Driver) ClaimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fe
 	return jobs, nil
 }
 
-// claimJobs runs claimJobsSQL: the claimed jobs, or gated.
+// claimJobs runs claimJobsSQL, or claimLanes for a kind filter: the
+// claimed jobs, or gated.
 func (d *Driver) claimJobs(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, bool, error) {
-	args := []any{p.Queue, p.Owner, p.Limit, p.TTL.Microseconds()}
-	query := claimJobsAnyKindSQL
-	switch len(p.Kinds) {
-	case 0:
-	case 1:
-		query, args = claimJobsOneKindSQL, append(args, p.Kinds[0])
-	default:
-		query, args = claimJobsOfKindsSQL, append(args, p.Kinds)
+	if len(p.Kinds) > 0 {
+		return d.claimLanes(ctx, p)
 	}
-	rows, err := d.pool.Query(ctx, query, args...)
+	rows, err := d.pool.Query(ctx, claimJobsSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds())
 	var gated bool
 	s := newJobScanner(&gated)
 	jobs, err := collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })

@@ -29,10 +29,12 @@ func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, erro
 }
 
 // retryJobSQL puts a failed or cancelled job back to queued with a fresh
-// budget of max_attempts more attempts.
+// budget of max_attempts more attempts. It leaves its lane (seq NULL): a
+// job cancelled before it ever ran has fence 0, and its seq may be behind
+// its lane's cursor.
 const retryJobSQL = `
 UPDATE fenced_jobs j SET
-    state = 'queued', run_at = clock_timestamp(), finished_at = NULL, cancel_requested = false,
+    state = 'queued', run_at = clock_timestamp(), finished_at = NULL, cancel_requested = false, seq = NULL,
     max_attempts = j.attempt + j.max_attempts,
     updated_at = clock_timestamp()
 WHERE j.id = $1 AND j.state IN ('failed', 'cancelled')

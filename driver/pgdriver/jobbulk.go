@@ -49,22 +49,121 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 	}
 	var n int64
 	var err error
-	if copyable(jobs) {
+	switch {
+	case tx == nil && copyable(jobs):
+		n, err = d.copyInLanes(ctx, jobs)
+	case tx == nil:
+		n, err = d.insertInLanes(ctx, jobs)
+	case copyable(jobs):
 		n, err = q.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, bulkColumns, &bulkRows{jobs: jobs, i: -1})
-	} else {
+	default:
 		args, keyed := enqueueArgs(jobs)
 		query := enqueuePlainBulkSQL
 		if keyed {
 			query = enqueueKeyedBulkSQL
 		}
 		var tag pgconn.CommandTag
-		tag, err = q.Exec(ctx, query, args...)
+		tag, err = q.Exec(ctx, query, append(args, make([]bool, len(jobs)))...)
 		n = tag.RowsAffected()
 	}
 	if err != nil {
 		return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
 	}
 	return int(n), nil
+}
+
+// insertInLanes is EnqueueBulk's INSERT on its own transaction, with the
+// jobs that run now in their lanes: one round trip.
+func (d *Driver) insertInLanes(ctx context.Context, jobs []driver.EnqueueParams) (int64, error) {
+	args, keyed := enqueueArgs(jobs)
+	query := enqueuePlainBulkSQL
+	if keyed {
+		query = enqueueKeyedBulkSQL
+	}
+	le, ok := lanesOf(jobs)
+	if !ok {
+		tag, err := d.pool.Exec(ctx, query, append(args, make([]bool, len(jobs)))...)
+		return tag.RowsAffected(), err
+	}
+	b := &pgx.Batch{}
+	queueLaneEntry(b, le)
+	b.Queue(query, append(args, sequencedRows(jobs))...)
+	var tag pgconn.CommandTag
+	err := d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) (err error) {
+		if err = execN(br, 2); err == nil {
+			tag, err = br.Exec()
+		}
+		return err
+	})
+	return tag.RowsAffected(), err
+}
+
+// laneSeqsSQL draws $1 seqs, in ascending order.
+const laneSeqsSQL = `SELECT nextval('fenced_job_seq') FROM generate_series(1, $1::int) ORDER BY 1`
+
+// copyInLanes is EnqueueBulk's copy on its own transaction: it enters the
+// jobs' lanes and draws their seqs (one round trip), then copies them in
+// with the seqs, and commits. Every job of a copy runs now; those with a key
+// wait outside the lanes.
+func (d *Driver) copyInLanes(ctx context.Context, jobs []driver.EnqueueParams) (n int64, err error) {
+	le, ok := lanesOf(jobs)
+	if !ok {
+		return d.pool.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, bulkColumns, &bulkRows{jobs: jobs, i: -1})
+	}
+	seqd := sequencedRows(jobs)
+	want := 0
+	for _, s := range seqd {
+		if s {
+			want++
+		}
+	}
+	err = d.pool.inTx(ctx, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		queueLaneEntry(b, le)
+		b.Queue(laneSeqsSQL, want)
+		br := tx.SendBatch(ctx, b)
+		err := execN(br, 2)
+		var seqs []int64
+		if err == nil {
+			rows, qerr := br.Query()
+			seqs, err = collectRows(rows, qerr, pgx.RowTo[int64])
+		}
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && len(seqs) != want {
+			err = fmt.Errorf("drew %d seqs for %d jobs", len(seqs), want)
+		}
+		if err != nil {
+			return err
+		}
+		vals := make([]any, len(jobs)) // nil: NULL, outside the lanes
+		for i, next := 0, 0; i < len(jobs); i++ {
+			if seqd[i] {
+				vals[i], next = seqs[next], next+1
+			}
+		}
+		n, err = tx.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, bulkSeqColumns, &seqRows{bulkRows: bulkRows{jobs: jobs, i: -1}, seqs: vals})
+		return err
+	})
+	return n, err
+}
+
+// bulkSeqColumns are bulkColumns and seq.
+var bulkSeqColumns = append(append([]string(nil), bulkColumns...), "seq")
+
+// seqRows are bulkRows with each job's seq (nil: NULL).
+type seqRows struct {
+	bulkRows
+	seqs []any
+	row  [12]any
+}
+
+func (r *seqRows) Values() ([]any, error) {
+	v, _ := r.bulkRows.Values()
+	copy(r.row[:], v)
+	r.row[11] = r.seqs[r.i]
+	return r.row[:], nil
 }
 
 // bulkInserter is what EnqueueBulk needs of the pool or of a transaction.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
+	"github.com/jackc/pgx/v5"
 )
 
 // enqueueSQL enqueues a batch in one statement. A row whose idempotency key
@@ -18,24 +19,26 @@ import (
 // when a job of the batch has an idempotency key; the second is
 // enqueueOnConflict in that case, else nothing: a plain insert logs no
 // confirmation record per row, as an insert that may conflict does
-// (docs/design.md §10, measurements).
+// (docs/design.md §10, measurements). A row whose seqd ($15) is true enters
+// its lane: it takes a seq, and the statement must run in a transaction
+// that entered the lane first (queueLaneEntry).
 const enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy, tags)
+    policy, tags, seq)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
     i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
     clock_timestamp(), clock_timestamp(),
-    i.policy, i.tags::text[]
+    i.policy, i.tags::text[], CASE WHEN i.seqd THEN nextval('fenced_job_seq') END
 FROM %s
 ORDER BY i.ord%s`
 
 const enqueueInput = `unnest($1::text[], $2::text[], $3::jsonb[], $4::int[], $5::timestamptz[], $6::bigint[], $7::int[], $8::text[],
         $9::text[], $10::text[], $11::bool[], $12::jsonb[],
-        $13::jsonb[], $14::text[])
+        $13::jsonb[], $14::text[], $15::bool[])
     WITH ORDINALITY AS %s(kind, queue, args, priority, run_at, delay_us, max_attempts, ikey, ckey, skey, scont, meta, policy,
-        tags, ord)`
+        tags, seqd, ord)`
 
 // enqueueKeyedRows drops, before the insert, a row whose key exists already
 // and each repeat of a key within the batch after its first: a row that
@@ -79,14 +82,18 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		query = enqueueKeyedSQL
 	}
 	var q querier = d.pool
+	var inserted []*fencedtype.Job
+	var err error
 	if tx != nil {
 		ptx, err := pgxOf(tx)
 		if err != nil {
 			return nil, err
 		}
 		q = ptx
+		inserted, err = collectJobs(q.Query(ctx, query, append(args, make([]bool, n))...))
+	} else {
+		inserted, err = d.enqueueInLanes(ctx, query, args, jobs)
 	}
-	inserted, err := collectJobs(q.Query(ctx, query, args...))
 	if err != nil {
 		return nil, fmt.Errorf("enqueue: %w", notMigrated(err))
 	}
@@ -131,6 +138,36 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 		}
 	}
 	return out, nil
+}
+
+// enqueueInLanes runs query (enqueueSQL returning the jobs) on its own
+// transaction, with the jobs that run now in their lanes: one round trip
+// that enters the lanes, then inserts.
+func (d *Driver) enqueueInLanes(ctx context.Context, query string, args []any, jobs []driver.EnqueueParams) ([]*fencedtype.Job, error) {
+	le, ok := lanesOf(jobs)
+	if !ok {
+		return collectJobs(d.pool.Query(ctx, query, append(args, make([]bool, len(jobs)))...))
+	}
+	b := &pgx.Batch{}
+	queueLaneEntry(b, le)
+	b.Queue(query, append(args, sequencedRows(jobs))...)
+	var inserted []*fencedtype.Job
+	err := d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) (err error) {
+		if err = execN(br, 2); err == nil {
+			inserted, err = collectJobs(br.Query())
+		}
+		return err
+	})
+	return inserted, err
+}
+
+// sequencedRows is enqueueSQL's $15: which jobs enter their lanes.
+func sequencedRows(jobs []driver.EnqueueParams) []bool {
+	seqd := make([]bool, len(jobs))
+	for i := range jobs {
+		seqd[i] = sequenced(&jobs[i])
+	}
+	return seqd
 }
 
 // enqueueArgs are enqueueSQL's arguments for jobs, and whether one of them

@@ -41,10 +41,15 @@ WITH expired AS (
 )
 SELECT count(*) FROM j`
 
-// RecoverJobs implements driver.JobDriver.
+// RecoverJobs implements driver.JobDriver. In the same transaction it
+// trims the lanes' marks (trimLaneMarksSQL): the maintainer recovers every
+// round.
 func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, trimLaneMarksSQL); err != nil {
+			return fmt.Errorf("trim the lanes' marks: %w", err)
+		}
 		return tx.QueryRow(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter).Scan(&n)
 	})
 	if err != nil {

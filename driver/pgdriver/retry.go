@@ -203,3 +203,20 @@ func (p *pool) CopyFrom(ctx context.Context, table pgx.Identifier, columns []str
 
 // restarter is a pgx.CopyFromSource that can be read again from its start.
 type restarter interface{ restart() }
+
+// sendBatch sends b on a connection of its own and reads its results with
+// read, retried as above while nothing could be sent. Statements of b
+// outside an explicit transaction run in one implicit transaction, which
+// commits when b's results are closed: a failure then is the batch's. A
+// connection left inside a transaction (an explicit one a failed statement
+// aborted) is not reused: the pool closes it.
+func (p *pool) sendBatch(ctx context.Context, b *pgx.Batch, read func(pgx.BatchResults) error) error {
+	return p.retry(ctx, func() error {
+		br := p.Pool.SendBatch(ctx, b)
+		err := read(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+}
