@@ -35,10 +35,14 @@ const (
 // kinds, when given, restricts the claim to jobs of those kinds (at most
 // MaxClaimKinds distinct names; a repeated one counts once): the filter is
 // part of the claim statement, so a job of another kind is never claimed,
-// not even for a moment. None claims every kind. With one kind the claim
-// reads that kind's queued jobs in claim order; with several it walks the
-// queue's queued jobs in claim order and skips the other kinds, so its cost
-// grows with the jobs of other kinds eligible ahead of them.
+// not even for a moment. None claims every kind. With kinds, on PostgreSQL,
+// the claim reads each kind's lanes from past the jobs claimed before
+// (docs/design.md §6.17), so a long transaction elsewhere in the database
+// does not slow it; within a priority it takes the due jobs waiting outside
+// the lanes (retried, scheduled, enqueued in a caller's transaction) first,
+// then the lanes' in enqueue order. On the other backends, with one kind the
+// claim reads that kind's queued jobs in claim order; with several it walks
+// the queue's queued jobs in claim order and skips the other kinds.
 func (c *Client) ClaimJobs(ctx context.Context, queue, owner string, limit int, ttl time.Duration, kinds ...string) ([]*Job, error) {
 	if err := validQueue(queue); err != nil {
 		return nil, err

@@ -35,6 +35,8 @@ type Driver struct {
 	// and admitted every candidate it picked (but its window's spare ones),
 	// and out when a round without them could not.
 	noFullKeys queueset.Set
+	// sweep is the floor of recovery's sweeps (recoverySweep).
+	sweep recoverySweep
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -2,6 +2,7 @@ package pgdriver
 
 import (
 	"context"
+	"time"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/jackc/pgx/v5"
@@ -40,4 +41,18 @@ func EnqueueInLanesTx(ctx context.Context, tx pgx.Tx, jobs []driver.EnqueueParam
 	args, _ := enqueueArgs(jobs)
 	b.Queue(enqueuePlainBulkSQL, append(args, sequencedRows(jobs))...)
 	return tx.SendBatch(ctx, b).Close()
+}
+
+// SetSweepMargin sets recovery's sweep margin and returns what puts it back.
+func SetSweepMargin(m time.Duration) func() {
+	old := sweepMargin
+	sweepMargin = m
+	return func() { sweepMargin = old }
+}
+
+// DueFullSweep makes d's next recovery sweep a full one.
+func (d *Driver) DueFullSweep() {
+	d.sweep.mu.Lock()
+	defer d.sweep.mu.Unlock()
+	d.sweep.lastFull = time.Time{}
 }

@@ -3,6 +3,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -15,11 +16,16 @@ import (
 // expiry, so it can never overwrite a job that finished or was re-claimed in
 // between. A job asked to cancel ends cancelled; one out of attempts ends
 // failed; the rest go back to queued after the backoff of their attempt
-// (backoffUS). Parameters: $1 limit, $2 base_us, $3 max_us, $4 jitter.
+// (backoffUS). Parameters: $1 limit, $2 base_us, $3 max_us, $4 jitter, $5
+// the sweep's floor (NULL for none): only leases that expired after it are
+// read, a range of fenced_jobs_running that starts past the entries of the
+// attempts ended since a pinned snapshot (recoverySweep). It returns the
+// jobs taken back and the statement's start by the database clock.
 var recoverJobsSQL = `
 WITH expired AS (
     SELECT id, fence FROM fenced_jobs
     WHERE state = 'running' AND lease_expires_at <= clock_timestamp()
+        AND lease_expires_at > COALESCE($5::timestamptz, '-infinity')
     ORDER BY lease_expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -39,23 +45,81 @@ WITH expired AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(), 'lost', last_error FROM j
 )
-SELECT count(*) FROM j`
+SELECT count(*), statement_timestamp() FROM j`
 
 // RecoverJobs implements driver.JobDriver. In the same transaction it
 // trims the lanes' marks (trimLaneMarksSQL): the maintainer recovers every
 // round.
 func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
+	floor, full := d.sweep.floor()
+	var at time.Time
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, trimLaneMarksSQL); err != nil {
 			return fmt.Errorf("trim the lanes' marks: %w", err)
 		}
-		return tx.QueryRow(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter).Scan(&n)
+		return tx.QueryRow(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter, floor).Scan(&n, &at)
 	})
+	if err == nil {
+		d.sweep.swept(at, full, n < limit)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("recover expired jobs: %w", err)
 	}
 	return n, nil
+}
+
+// recoverySweep paces RecoverJobs' reads of the expired leases. Between
+// vacuums — and for as long as a snapshot is pinned — fenced_jobs_running
+// keeps an entry for every attempt ended since, each with the lease it had
+// then, all expired: a sweep of every lease up to now walks them all, and
+// visits the heap for each. So a sweep reads only the leases that expired
+// after a floor: sweepMargin before the start of the last sweep that took
+// back everything it found. A lease the last sweep could not have seen is
+// newer than that: written by a claim or heartbeat since, of now plus a
+// TTL. Two kinds can hide below the floor: an attempt whose JobTx held its
+// row (the sweep skips locked rows) and one whose claim committed more
+// than sweepMargin after its lease expired; so every sweepFullEvery a
+// sweep reads every lease, and such an attempt is taken back at most that
+// much later than it would have been. The floor is this process's: a new
+// maintainer starts with a full sweep.
+type recoverySweep struct {
+	mu       sync.Mutex
+	last     time.Time // start of the last sweep that left nothing expired behind (by the database clock)
+	lastFull time.Time // start of the last full sweep (local clock)
+}
+
+// The sweep's margin and the time between full sweeps (variables for a
+// test).
+var (
+	sweepMargin    = 10 * time.Second
+	sweepFullEvery = time.Minute
+)
+
+// floor is the next sweep's floor (nil: a full sweep), and whether it is
+// full.
+func (s *recoverySweep) floor() (*time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last.IsZero() || time.Since(s.lastFull) >= sweepFullEvery {
+		return nil, true
+	}
+	f := s.last.Add(-sweepMargin)
+	return &f, false
+}
+
+// swept records a sweep that started at at (the database clock); done
+// tells that it took back fewer than its limit, so nothing it could read
+// was left.
+func (s *recoverySweep) swept(at time.Time, full, done bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if full {
+		s.lastFull = time.Now()
+	}
+	if done {
+		s.last = at
+	}
 }
 
 // deleteFinishedJobsSQL deletes the oldest finished jobs. The outer WHERE
