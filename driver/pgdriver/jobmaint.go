@@ -47,16 +47,19 @@ WITH expired AS (
 )
 SELECT count(*), statement_timestamp() FROM j`
 
-// RecoverJobs implements driver.JobDriver. In the same transaction it
-// trims the lanes' marks (trimLaneMarksSQL): the maintainer recovers every
-// round.
+// RecoverJobs implements driver.JobDriver. With a full sweep
+// (recoverySweep), in the same transaction, it trims the lanes' marks
+// (trimLaneMarksSQL): the maintainer recovers every round, and a trim reads
+// every mark, also those it deleted before while a snapshot is pinned.
 func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	floor, full := d.sweep.floor()
 	var at time.Time
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, trimLaneMarksSQL); err != nil {
-			return fmt.Errorf("trim the lanes' marks: %w", err)
+		if full {
+			if _, err := tx.Exec(ctx, trimLaneMarksSQL); err != nil {
+				return fmt.Errorf("trim the lanes' marks: %w", err)
+			}
 		}
 		return tx.QueryRow(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter, floor).Scan(&n, &at)
 	})
