@@ -9,6 +9,7 @@ package pgdriver
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -37,6 +38,11 @@ type Driver struct {
 	noFullKeys queueset.Set
 	// sweep is the floor of recovery's sweeps (recoverySweep).
 	sweep recoverySweep
+	// vacuumed holds the horizon of TidyJobs' last vacuum.
+	vacuumed struct {
+		sync.Mutex
+		horizon string
+	}
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -196,3 +196,63 @@ func TestTidyJobsSpacesTheAnalysesOfABigTable(t *testing.T) {
 		t.Fatalf("analyzed %d more times at %d rows changed; want the table's analysis left for later", a-a0, changed)
 	}
 }
+
+// TestTidyJobsDoesNotVacuumWhileTheHorizonIsPinned: while a snapshot taken
+// before the last vacuum stays open, no row that died since can be removed,
+// and TidyJobs does not vacuum again; once it is released, it does.
+func TestTidyJobsDoesNotVacuumWhileTheHorizonIsPinned(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := migratedClient(t)
+	d := c.Driver().(*pgdriver.Driver)
+	vacuums := func() int64 {
+		t.Helper()
+		var n int64
+		if err := d.Pool().QueryRow(ctx, `SELECT pg_stat_clear_snapshot() IS NULL, vacuum_count
+			FROM pg_stat_user_tables WHERE relid = 'fenced_jobs'::regclass`).Scan(new(bool), &n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitVacuums := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); vacuums() < want; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("vacuum_count %d, want %d", vacuums(), want)
+			}
+		}
+	}
+	pin, err := d.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pin.Rollback(ctx)
+	if _, err := pin.Exec(ctx, `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pin.Exec(ctx, `SELECT count(*) FROM pg_class`); err != nil {
+		t.Fatal(err)
+	}
+	churnJobs(t, c, 50)
+	waitStats(t, d)
+	if did, err := d.TidyJobs(ctx, 1); err != nil || !did {
+		t.Fatalf("first tidy: did %v, %v", did, err)
+	}
+	waitVacuums(1)
+	churnJobs(t, c, 50)
+	waitStats(t, d)
+	if _, err := d.TidyJobs(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the counters show a vacuum within this
+	if n := vacuums(); n != 1 {
+		t.Fatalf("vacuumed again under the same pinned horizon: vacuum_count %d", n)
+	}
+	if err := pin.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if did, err := d.TidyJobs(ctx, 1); err != nil || !did {
+		t.Fatalf("after the release: did %v, %v", did, err)
+	}
+	waitVacuums(2)
+}
