@@ -95,7 +95,7 @@ type recoverySweep struct {
 // The sweep's margin and the time between full sweeps (variables for a
 // test).
 var (
-	sweepMargin    = 10 * time.Second
+	sweepMargin    = time.Second
 	sweepFullEvery = time.Minute
 )
 
