@@ -23,16 +23,24 @@ import (
 // never be, and a claim that passes an entry passes only jobs no longer
 // queued.
 
-// laneKey is the advisory lock of the lanes of (queue, kind): FNV-1a of
-// both, under a prefix of its own.
+// laneKey is the advisory lock of the lanes of (queue, kind): FNV-1a of the
+// queue and of one of laneBuckets buckets the kind falls in, under a prefix
+// of its own. Kinds share buckets so that a claim or an enqueue holds at
+// most laneBuckets locks per queue however many kinds it names (PostgreSQL's
+// lock table is shared and small); two kinds of one bucket only wait for
+// each other's claims.
 func laneKey(queue, kind string) int64 {
+	k := fnv.New32a()
+	k.Write([]byte(kind))
 	h := fnv.New64a()
 	h.Write([]byte("fenced.job_lane\x00"))
 	h.Write([]byte(queue))
-	h.Write([]byte{0})
-	h.Write([]byte(kind))
+	h.Write([]byte{0, byte(k.Sum32() % laneBuckets)})
 	return int64(h.Sum64())
 }
+
+// laneBuckets is how many lane locks a queue has.
+const laneBuckets = 16
 
 // laneKeys are the sorted, distinct lane locks of kinds in queue: every
 // holder takes them in this order.
@@ -234,3 +242,77 @@ const trimLaneMarksSQL = `
 DELETE FROM fenced_job_lane_marks m
 USING (SELECT queue, kind, priority, max(seq) AS seq FROM fenced_job_lane_marks GROUP BY queue, kind, priority) n
 WHERE m.queue = n.queue AND m.kind = n.kind AND m.priority = n.priority AND m.seq < n.seq`
+
+// emptyLanesSQL lists the lanes with no job past their cursor: a probe of
+// fenced_jobs_lane each.
+const emptyLanesSQL = `
+SELECT l.queue, l.kind, l.priority FROM fenced_job_lanes l
+WHERE NOT EXISTS (
+    SELECT 1 FROM fenced_jobs j
+    WHERE j.queue = l.queue AND j.kind = l.kind AND j.priority = l.priority
+        AND j.state = 'queued' AND j.fence = 0 AND j.seq IS NOT NULL
+        AND j.seq > COALESCE((SELECT m.seq FROM fenced_job_lane_marks m
+            WHERE m.queue = l.queue AND m.kind = l.kind AND m.priority = l.priority
+            ORDER BY m.seq DESC LIMIT 1), 0))
+LIMIT 1000`
+
+// dropLaneSQL deletes lane ($1, $2, $3) if, on a snapshot taken after its
+// lock, no job is past its cursor. Its newest mark stays: should the lane
+// come back, its cursor starts there, past the jobs claimed from it before.
+const dropLaneSQL = `
+DELETE FROM fenced_job_lanes l
+WHERE l.queue = $1 AND l.kind = $2 AND l.priority = $3 AND NOT EXISTS (
+    SELECT 1 FROM fenced_jobs j
+    WHERE j.queue = l.queue AND j.kind = l.kind AND j.priority = l.priority
+        AND j.state = 'queued' AND j.fence = 0 AND j.seq IS NOT NULL
+        AND j.seq > COALESCE((SELECT m.seq FROM fenced_job_lane_marks m
+            WHERE m.queue = l.queue AND m.kind = l.kind AND m.priority = l.priority
+            ORDER BY m.seq DESC LIMIT 1), 0))`
+
+// dropEmptyLanes deletes the lanes with no job past their cursor, so that
+// a claim, which probes every lane of its kinds, probes only lanes in use:
+// each in a transaction of its own that holds the lane's lock exclusively
+// (tried: a lane whose lock is busy is in use) and judges it on a snapshot
+// taken after the lock, so that no enqueue into it is in flight. A later
+// enqueue registers the lane again.
+func (d *Driver) dropEmptyLanes(ctx context.Context) error {
+	rows, err := d.pool.Query(ctx, emptyLanesSQL)
+	if err != nil {
+		return err
+	}
+	type lane struct {
+		queue, kind string
+		priority    int32
+	}
+	lanes, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (lane, error) {
+		var l lane
+		return l, r.Scan(&l.queue, &l.kind, &l.priority)
+	})
+	if err != nil {
+		return err
+	}
+	for _, l := range lanes {
+		if err := d.dropLane(ctx, l.queue, l.kind, l.priority); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropLane is dropLaneSQL in a READ COMMITTED transaction that holds the
+// lane's lock, when it can take it at once.
+func (d *Driver) dropLane(ctx context.Context, queue, kind string, priority int32) error {
+	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var locked bool
+	if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, laneKey(queue, kind)).Scan(&locked); err != nil || !locked {
+		return err
+	}
+	if _, err := tx.Exec(ctx, dropLaneSQL, queue, kind, priority); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

@@ -370,3 +370,44 @@ func TestLaneClaimWaitsForAnOpenEnqueue(t *testing.T) {
 		t.Fatalf("claim after the commit: %v, %d jobs, want the open job then job %d", r.err, len(r.jobs), later.ID)
 	}
 }
+
+// The maintainer drops a lane with nothing past its cursor, so claims probe
+// only lanes in use; a later enqueue brings it back, and its jobs are
+// claimed by kind as before. A lane with a queued job stays.
+func TestEmptyLanesAreDroppedAndComeBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := migratedClient(t)
+	pool := c.Driver().(*pgdriver.Driver).Pool()
+	lanes := func() (n int) {
+		t.Helper()
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM fenced_job_lanes`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, p := range []int{0, 1, 2} {
+		if _, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "drop", Priority: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.ClaimJobs(ctx, "drop", "w", 2, time.Minute, "k")
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %v, %d jobs", err, len(jobs))
+	}
+	c.Driver().(*pgdriver.Driver).DueFullSweep()
+	if _, err := c.RecoverJobs(ctx, nil, 10, fenced.Backoff{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := lanes(); n != 1 {
+		t.Fatalf("%d lanes after the drop, want 1 (priority 2's job is queued)", n)
+	}
+	j, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "drop", Priority: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err = c.ClaimJobs(ctx, "drop", "w", 1, time.Minute, "k")
+	if err != nil || len(jobs) != 1 || jobs[0].ID != j.ID {
+		t.Fatalf("claim after the lane came back: %v, %d jobs, want job %d", err, len(jobs), j.ID)
+	}
+}

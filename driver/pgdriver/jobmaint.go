@@ -49,7 +49,8 @@ SELECT count(*), statement_timestamp() FROM j`
 
 // RecoverJobs implements driver.JobDriver. With a full sweep
 // (recoverySweep), in the same transaction, it trims the lanes' marks
-// (trimLaneMarksSQL): the maintainer recovers every round, and a trim reads
+// (trimLaneMarksSQL), and then drops the lanes that are empty
+// (dropEmptyLanes): the maintainer recovers every round, and a trim reads
 // every mark, also those it deleted before while a snapshot is pinned.
 func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
@@ -65,6 +66,11 @@ func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit 
 	})
 	if err == nil {
 		d.sweep.swept(at, full, n < limit)
+	}
+	if err == nil && full {
+		if err := d.dropEmptyLanes(ctx); err != nil {
+			return n, fmt.Errorf("drop empty lanes: %w", err)
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("recover expired jobs: %w", err)
