@@ -94,10 +94,19 @@ WITH picked AS (
     ORDER BY priority, run_at, id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
-), gated AS (
+), ` + claimGatedSQL + `, ` + claimStartSQL
+
+// claimGatedSQL is a claim's gate, of the jobs it picked (picked: id,
+// keyed): a keyed job among them, or a global limit of queue $1.
+const claimGatedSQL = `gated AS (
     SELECT EXISTS (SELECT 1 FROM picked WHERE keyed)
         OR EXISTS (SELECT 1 FROM fenced_job_limits WHERE queue = $1 AND global_limit > 0) AS yes
-), claimed AS (
+)`
+
+// claimStartSQL ends a claim's statement: unless gated, it starts an
+// attempt on every picked job and returns them (gated false); else it
+// returns the first picked job as it is (gated true).
+const claimStartSQL = `claimed AS (
     UPDATE fenced_jobs j SET ` + jobStartSet + `
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND NOT (SELECT yes FROM gated)
     RETURNING ` + jobColumns + `

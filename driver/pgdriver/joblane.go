@@ -180,23 +180,12 @@ WITH lanes AS (
     SELECT * FROM (SELECT * FROM waiting UNION ALL SELECT * FROM fresh) u
     ORDER BY priority, src, seq, run_at, id
     LIMIT $3
-), gated AS (
-    SELECT EXISTS (SELECT 1 FROM picked WHERE keyed)
-        OR EXISTS (SELECT 1 FROM fenced_job_limits WHERE queue = $1 AND global_limit > 0) AS yes
-), marked AS (
+), ` + claimGatedSQL + `, marked AS (
     INSERT INTO fenced_job_lane_marks (queue, kind, priority, seq)
     SELECT $1, kind, priority, max(seq) FROM picked
     WHERE src = 1 AND NOT (SELECT yes FROM gated)
     GROUP BY kind, priority
-), claimed AS (
-    UPDATE fenced_jobs j SET ` + jobStartSet + `
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked)) AND NOT (SELECT yes FROM gated)
-    RETURNING ` + jobColumns + `
-)
-SELECT c.*, false FROM claimed c
-UNION ALL
-SELECT ` + jobColumns + `, true FROM fenced_jobs j
-WHERE (SELECT yes FROM gated) AND j.id = (SELECT min(id) FROM picked)`
+), ` + claimStartSQL
 
 // claimLanes runs claimLanesSQL in one round trip: a READ COMMITTED
 // transaction (whatever the session's default: the claim's snapshot must
