@@ -38,6 +38,9 @@ type Driver struct {
 	noFullKeys queueset.Set
 	// sweep is the floor of recovery's sweeps (recoverySweep).
 	sweep recoverySweep
+	// laneMarked holds, by queue, when a claim by kind last held its lane
+	// locks (claimLanes).
+	laneMarked sync.Map
 	// vacuumed holds the horizon of TidyJobs' last vacuum.
 	vacuumed struct {
 		sync.Mutex

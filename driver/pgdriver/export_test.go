@@ -56,3 +56,11 @@ func (d *Driver) DueFullSweep() {
 	defer d.sweep.mu.Unlock()
 	d.sweep.lastFull = time.Time{}
 }
+
+// SetLaneMarkEvery sets how long claims may go without waiting for their
+// lane locks, and returns what puts it back.
+func SetLaneMarkEvery(every time.Duration) func() {
+	old := laneMarkEvery
+	laneMarkEvery = every
+	return func() { laneMarkEvery = old }
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/fnv"
 	"slices"
+	"time"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/fencedtype"
@@ -143,7 +144,12 @@ func queueLaneEntry(b *pgx.Batch, le laneEntry) {
 // may pass only rows that are no longer queued, so a claim waits for a row
 // another transaction holds (an operator's cancel) and judges it afresh.
 // The cut keeps a prefix of each lane's rows in seq order, whose largest
-// seq is appended as the lane's mark. A paused queue yields no job.
+// seq is appended as the lane's mark — only when the claim holds the lane
+// locks of all its kinds, as the transaction's fenced.lane_locks setting
+// says (laneLocksSQL, laneTryLocksSQL). A claim that could not take them
+// claims the same way and moves no cursor: the jobs it takes are no longer
+// queued when a claim that holds the locks passes them. A paused queue
+// yields no job.
 //
 // Gating is claimJobsSQL's: a keyed job among those picked, or a global
 // limit of the queue, and the claim starts nothing, marks nothing, and
@@ -183,23 +189,49 @@ WITH lanes AS (
 ), ` + claimGatedSQL + `, marked AS (
     INSERT INTO fenced_job_lane_marks (queue, kind, priority, seq)
     SELECT $1, kind, priority, max(seq) FROM picked
-    WHERE src = 1 AND NOT (SELECT yes FROM gated)
+    WHERE src = 1 AND NOT (SELECT yes FROM gated) AND current_setting('fenced.lane_locks', true) = 'true'
     GROUP BY kind, priority
 ), ` + claimStartSQL
 
+// laneLocksSQL takes the lane locks of a claim ($1, sorted), waiting for
+// them; laneTryLocksSQL tries them, and takes none it would wait for. Both
+// set fenced.lane_locks, for the rest of the transaction, to whether the
+// claim holds them all, and return it.
+const (
+	laneLocksSQL = `SELECT set_config('fenced.lane_locks', (count(pg_advisory_xact_lock(k)) >= 0)::text, true) = 'true'
+FROM unnest($1::bigint[]) AS k`
+	laneTryLocksSQL = `SELECT set_config('fenced.lane_locks', COALESCE(bool_and(pg_try_advisory_xact_lock(k)), true)::text, true) = 'true'
+FROM unnest($1::bigint[]) AS k`
+)
+
+// laneMarkEvery bounds how long a queue's claims may go without moving
+// their lanes' cursors: a claim whose queue had no claim that held its
+// locks for this long waits for them. (A variable for a test.)
+var laneMarkEvery = 100 * time.Millisecond
+
 // claimLanes runs claimLanesSQL in one round trip: a READ COMMITTED
 // transaction (whatever the session's default: the claim's snapshot must
-// follow its locks) that takes the lane locks of p.Kinds and claims.
+// follow its locks) that takes or tries the lane locks of p.Kinds and
+// claims. A claim tries the locks, so that it does not wait for an
+// enqueue in progress (a large copy holds them shared until it commits),
+// unless the queue's claims have not held them for laneMarkEvery.
 func (d *Driver) claimLanes(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, bool, error) {
+	locks := laneTryLocksSQL
+	if last, ok := d.laneMarked.Load(p.Queue); !ok || time.Since(last.(time.Time)) >= laneMarkEvery {
+		locks = laneLocksSQL
+	}
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-	b.Queue(claimLimitLocksSQL, laneKeys(p.Queue, p.Kinds))
+	b.Queue(locks, laneKeys(p.Queue, p.Kinds))
 	b.Queue(claimLanesSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds(), p.Kinds)
 	b.Queue(`COMMIT`)
 	var jobs []*fencedtype.Job
-	var gated bool
+	var gated, locked bool
 	err := d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error {
-		if err := execN(br, 2); err != nil {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		if err := br.QueryRow().Scan(&locked); err != nil {
 			return err
 		}
 		s := newJobScanner(&gated)
@@ -211,6 +243,9 @@ func (d *Driver) claimLanes(ctx context.Context, p driver.ClaimJobsParams) ([]*f
 		_, err = br.Exec()
 		return err
 	})
+	if err == nil && locked {
+		d.laneMarked.Store(p.Queue, time.Now())
+	}
 	return jobs, gated, err
 }
 

@@ -299,75 +299,118 @@ func TestLaneClaimPlans(t *testing.T) {
 	check("with 100,000 queued lane jobs")
 }
 
-// An enqueue that drew its seq and has not committed holds back the claims
-// of its lane: a claim that ran meanwhile would see a later job that
-// committed first, claim it, and move the lane's cursor past the open
-// enqueue's job, which no claim by kind would then ever take. Here the
-// claim waits for the enqueue's commit and then takes both jobs.
-func TestLaneClaimWaitsForAnOpenEnqueue(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	c := migratedClient(t)
-	pool := c.Driver().(*pgdriver.Driver).Pool()
-	// The lane exists (the first enqueue into a lane registers it, and a
-	// concurrent first enqueue waits for that one's commit).
-	if _, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "open"}); err != nil {
-		t.Fatal(err)
-	}
-	if jobs, err := c.ClaimJobs(ctx, "open", "w", 10, time.Minute, "k"); err != nil || len(jobs) != 1 {
-		t.Fatalf("first claim: %v, %d jobs", err, len(jobs))
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	open := driver.EnqueueParams{Kind: "k", Queue: "open", Args: []byte(`{"open":true}`), MaxAttempts: 3}
-	if err := pgdriver.EnqueueInLanesTx(ctx, tx, []driver.EnqueueParams{open}); err != nil {
-		t.Fatal(err)
-	}
-	// A later job commits first, with a higher seq. (Its enqueue shares the
-	// lane's lock with the open one.)
-	later, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "open"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		jobs []*fenced.Job
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		jobs, err := c.ClaimJobs(ctx, "open", "w", 10, time.Minute, "k")
-		done <- result{jobs, err}
-	}()
-	// The claim waits for the lane's lock, or (were the lock not kept)
-	// returns at once with the later job alone.
-	waited := false
-	for deadline := time.Now().Add(30 * time.Second); !waited && time.Now().Before(deadline); {
-		select {
-		case r := <-done:
-			t.Fatalf("the claim did not wait for the open enqueue: %d jobs, %v", len(r.jobs), r.err)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waited); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !waited {
-		t.Fatal("the claim neither returned nor waited for a lock")
-	}
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the claim did not return after the enqueue committed")
-	}
-	if r.err != nil || len(r.jobs) != 2 || r.jobs[1].ID != later.ID {
-		t.Fatalf("claim after the commit: %v, %d jobs, want the open job then job %d", r.err, len(r.jobs), later.ID)
+// An enqueue that drew its seq and has not committed holds its lane's lock
+// shared. A claim that passed its job meanwhile — it saw a later job that
+// committed first, claimed it, and moved the cursor past both — would leave
+// it to no claim by kind ever. So a claim that waits for the locks
+// (wait) takes both jobs once the enqueue commits, and one that only tries
+// them (try) may take the later job but moves no cursor: the open job is
+// claimed once it commits. Each fails when the claim marks without holding
+// the lock.
+func TestLaneClaimsDoNotPassAnOpenEnqueue(t *testing.T) {
+	for _, mode := range []struct {
+		name  string
+		every time.Duration // laneMarkEvery: 0, every claim waits; an hour, every claim but the first tries
+	}{{"wait", 0}, {"try", time.Hour}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Cleanup(pgdriver.SetLaneMarkEvery(mode.every))
+			ctx := context.Background()
+			c := migratedClient(t)
+			pool := c.Driver().(*pgdriver.Driver).Pool()
+			// The lane exists (the first enqueue into a lane registers it,
+			// and a concurrent first enqueue waits for that one's commit),
+			// and the queue's first claim waited for its locks.
+			if _, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "open"}); err != nil {
+				t.Fatal(err)
+			}
+			if jobs, err := c.ClaimJobs(ctx, "open", "w", 10, time.Minute, "k"); err != nil || len(jobs) != 1 {
+				t.Fatalf("first claim: %v, %d jobs", err, len(jobs))
+			}
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			open := driver.EnqueueParams{Kind: "k", Queue: "open", Args: []byte(`{"open":true}`), MaxAttempts: 3}
+			if err := pgdriver.EnqueueInLanesTx(ctx, tx, []driver.EnqueueParams{open}); err != nil {
+				t.Fatal(err)
+			}
+			later, _, err := c.Enqueue(ctx, fenced.EnqueueParams{Kind: "k", Queue: "open"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				jobs []*fenced.Job
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				jobs, err := c.ClaimJobs(ctx, "open", "w", 10, time.Minute, "k")
+				done <- result{jobs, err}
+			}()
+			claimed := map[int64]int{}
+			var r result
+			if mode.every == 0 {
+				// The claim waits for the lane's lock.
+				waited := false
+				for deadline := time.Now().Add(30 * time.Second); !waited && time.Now().Before(deadline); {
+					select {
+					case r := <-done:
+						t.Fatalf("the claim did not wait for the open enqueue: %d jobs, %v", len(r.jobs), r.err)
+					case <-time.After(20 * time.Millisecond):
+					}
+					if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted)`).Scan(&waited); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !waited {
+					t.Fatal("the claim neither returned nor waited for a lock")
+				}
+			} else {
+				select {
+				case r = <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatal("a claim that tries the locks waited")
+				}
+				if r.err != nil || len(r.jobs) != 1 || r.jobs[0].ID != later.ID {
+					t.Fatalf("claim beside the open enqueue: %v, %d jobs, want job %d alone", r.err, len(r.jobs), later.ID)
+				}
+				claimed[later.ID]++
+			}
+			if err := tx.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if mode.every == 0 {
+				select {
+				case r = <-done:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the claim did not return after the enqueue committed")
+				}
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				for _, j := range r.jobs {
+					claimed[j.ID]++
+				}
+			}
+			for deadline := time.Now().Add(30 * time.Second); len(claimed) < 2; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("claimed %v: the open enqueue's job was passed by the lane's cursor", claimed)
+				}
+				jobs, err := c.ClaimJobs(ctx, "open", "w", 10, time.Minute, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range jobs {
+					claimed[j.ID]++
+				}
+			}
+			for id, n := range claimed {
+				if n != 1 {
+					t.Fatalf("job %d claimed %d times", id, n)
+				}
+			}
+		})
 	}
 }
 
