@@ -29,8 +29,10 @@ results=$tmp/results # side op conns round ops/s
 
 run() { # side(Fenced|PgxAlone) op conns round
 	local out v
+	local rc=0
 	out=$("$tmp/pgdriver.test" -test.run '^$' -test.bench "^Benchmark$1/$2/conns=$3\$" \
-		-test.benchtime "$GO_BENCHTIME" -test.count 1 2>&1) || { echo "$out" >&2; exit 1; }
+		-test.benchtime "$GO_BENCHTIME" -test.count 1 2>&1) || rc=$?
+	[ "$rc" -eq 0 ] || { echo "$out" >&2; echo "bench/pgx.sh: Benchmark$1/$2/conns=$3 exited with status $rc" >&2; exit 1; }
 	v=$(echo "$out" | awk '/^Benchmark/ { for (i = 2; i <= NF; i++) if ($i == "ops/s") print $(i-1) }')
 	[ -n "$v" ] || { echo "$out" >&2; exit 1; }
 	echo "$1 $2 $3 $4 $v" >>"$results"
