@@ -33,8 +33,13 @@ const (
 	BenchValue = "0123456789abcdef0123456789abcdef"
 	// BenchBizDDL is the small business table a guarded transaction writes.
 	BenchBizDDL = `CREATE TABLE fenced_bench_biz (k VARCHAR(100) PRIMARY KEY, v BIGINT NOT NULL)`
-	benchBizSQL = `UPDATE fenced_bench_biz SET v = v + 1 WHERE k = $1`
+	// BenchBizSQL is the business update inside the guarded transaction
+	// (PostgreSQL placeholders; bound per backend).
+	BenchBizSQL = `UPDATE fenced_bench_biz SET v = v + 1 WHERE k = $1`
 )
+
+// BenchOps are the operations Bench measures, in order.
+var BenchOps = []string{"AcquireRelease", "Renew", "LeaseTx", "ResourceWrite"}
 
 // BenchName is worker w's own lease name or resource key for op: the same
 // numeric names the pgbench scripts derive from :client_id (base + w).
@@ -73,7 +78,7 @@ var benchOps = []benchOp{
 	{"LeaseTx", func(b *testing.B, e *benchEnv, w int) func(context.Context) error {
 		l := e.acquire(b, BenchName("LeaseTx", w))
 		e.b.Exec(b, e.url, fmt.Sprintf(`INSERT INTO fenced_bench_biz (k, v) VALUES ('%s', 0)`, l.Name))
-		update := e.b.bind(benchBizSQL)
+		update := e.b.bind(BenchBizSQL)
 		return func(ctx context.Context) error {
 			return e.c.LeaseTx(ctx, *l, func(tx fenced.Tx) error {
 				n, err := tx.Exec(ctx, update, l.Name)
@@ -146,28 +151,40 @@ func (e *benchEnv) acquire(b *testing.B, name string) *fenced.Lease {
 
 func benchSerial(b *testing.B, bb BenchBackend, op benchOp) {
 	e := newBenchEnv(b, bb, 1)
-	do := op.prepare(b, e, 0)
-	ctx := context.Background()
-	for b.Loop() {
-		if err := do(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	reportOpsPerSec(b)
+	BenchLoop(b, 1, func(w int) func(context.Context) error { return op.prepare(b, e, w) })
 }
 
-// benchParallel runs conns goroutines (rounded up to a multiple of
-// GOMAXPROCS, as RunParallel requires) over a pool of conns connections.
 func benchParallel(b *testing.B, bb BenchBackend, op benchOp, conns int) {
 	e := newBenchEnv(b, bb, conns)
+	BenchLoop(b, conns, func(w int) func(context.Context) error { return op.prepare(b, e, w) })
+}
+
+// BenchLoop drives one operation as Bench does and reports ops/s: at one
+// connection a sequential b.Loop, else conns goroutines (rounded up to a
+// multiple of GOMAXPROCS, as RunParallel requires) under RunParallel, each
+// on its own worker. prepare(w) readies worker w's own row, untimed, and
+// returns one operation on it. The pool behind it should hold exactly conns
+// connections. It is exported so that a benchmark of the same statements
+// without fenced (pgdriver's BenchmarkPgxAlone) is driven identically.
+func BenchLoop(b *testing.B, conns int, prepare func(w int) func(context.Context) error) {
+	ctx := context.Background()
+	if conns == 1 {
+		do := prepare(0)
+		for b.Loop() {
+			if err := do(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportOpsPerSec(b)
+		return
+	}
 	procs := runtime.GOMAXPROCS(0)
 	perProc := (conns + procs - 1) / procs
 	workers := make([]func(context.Context) error, perProc*procs)
 	for w := range workers {
-		workers[w] = op.prepare(b, e, w)
+		workers[w] = prepare(w)
 	}
 	var next atomic.Int64
-	ctx := context.Background()
 	b.SetParallelism(perProc)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

@@ -64,11 +64,41 @@ const getLeaseSQL = leaseSelect + ` WHERE l.name = $1`
 const listLeasesSQL = leaseSelect + ` ORDER BY l.name`
 
 func scanLease(row pgx.Row) (*fencedtype.Lease, error) {
-	var l fencedtype.Lease
-	if err := row.Scan(&l.Name, &l.Owner, &l.Fence, &l.ExpiresAt, &l.Released, &l.Held, &l.DecidedAt); err != nil {
+	r := newLeaseRow()
+	if err := row.Scan(r.dest[:]...); err != nil {
 		return nil, err
 	}
-	return &l, nil
+	return &r.l, nil
+}
+
+// leaseRow is a lease and the scan destinations of its seven columns in one
+// allocation (a separate []any of them would be a second one per call).
+type leaseRow struct {
+	l    fencedtype.Lease
+	dest [7]any
+}
+
+func newLeaseRow() *leaseRow {
+	r := &leaseRow{}
+	r.dest = [7]any{&r.l.Name, &r.l.Owner, &r.l.Fence, &r.l.ExpiresAt, &r.l.Released, &r.l.Held, &r.l.DecidedAt}
+	return r
+}
+
+// queryLease runs a statement returning one lease row through the pool,
+// retried as pool.QueryRow is, and scans it: the lease operations' path,
+// without a pgx.Row to box per call.
+func (d *Driver) queryLease(ctx context.Context, sql string, args ...any) (*fencedtype.Lease, error) {
+	r := newLeaseRow()
+	if err := d.pool.scanRow(ctx, r.dest[:], sql, args...); err != nil {
+		return nil, err
+	}
+	return &r.l, nil
+}
+
+// scanRow runs a one-row query, retried as QueryRow is, and scans it into
+// dest.
+func (p *pool) scanRow(ctx context.Context, dest []any, sql string, args ...any) error {
+	return p.retry(ctx, func() error { return p.Pool.QueryRow(ctx, sql, args...).Scan(dest...) })
 }
 
 // AcquireLease implements driver.Driver.
@@ -78,7 +108,7 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 	// another client changed the row, so this ends unless the row churns
 	// without pause; then a plain error, never a made-up holder.
 	for range 100 {
-		l, err := scanLease(d.pool.QueryRow(ctx, acquireLeaseSQL, p.Name, p.Owner, p.TTL.Microseconds()))
+		l, err := d.queryLease(ctx, acquireLeaseSQL, p.Name, p.Owner, p.TTL.Microseconds())
 		if err == nil {
 			return l, nil
 		}
@@ -98,13 +128,13 @@ func (d *Driver) AcquireLease(ctx context.Context, p driver.AcquireLeaseParams) 
 
 // RenewLease implements driver.Driver.
 func (d *Driver) RenewLease(ctx context.Context, ref driver.LeaseRef, ttl time.Duration) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.pool.QueryRow(ctx, renewLeaseSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds()))
+	l, err := d.queryLease(ctx, renewLeaseSQL, ref.Name, ref.Owner, ref.Fence, ttl.Microseconds())
 	return d.leaseOutcome(ctx, "renew", ref, l, err)
 }
 
 // ReleaseLease implements driver.Driver.
 func (d *Driver) ReleaseLease(ctx context.Context, ref driver.LeaseRef) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.pool.QueryRow(ctx, releaseLeaseSQL, ref.Name, ref.Owner, ref.Fence))
+	l, err := d.queryLease(ctx, releaseLeaseSQL, ref.Name, ref.Owner, ref.Fence)
 	return d.leaseOutcome(ctx, "release", ref, l, err)
 }
 
@@ -132,7 +162,7 @@ func (d *Driver) diagnoseLease(ctx context.Context, ref driver.LeaseRef) error {
 
 // GetLease implements driver.Driver.
 func (d *Driver) GetLease(ctx context.Context, name string) (*fencedtype.Lease, error) {
-	l, err := scanLease(d.pool.QueryRow(ctx, getLeaseSQL, name))
+	l, err := d.queryLease(ctx, getLeaseSQL, name)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fencedtype.ErrNotFound
 	}

@@ -74,7 +74,12 @@ func (d *Driver) WriteResource(ctx context.Context, p driver.WriteResourceParams
 
 func (d *Driver) resourceWrite(ctx context.Context, q querier, p driver.WriteResourceParams) (driver.ResourceOutcome, error) {
 	o := driver.ResourceOutcome{Fence: p.Fence}
-	err := q.QueryRow(ctx, writeResourceSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
+	var err error
+	if q == d.pool {
+		err = d.pool.scanRow(ctx, []any{&o.Fence, &o.Version}, writeResourceSQL, p.Key, p.Value, p.Fence)
+	} else {
+		err = q.QueryRow(ctx, writeResourceSQL, p.Key, p.Value, p.Fence).Scan(&o.Fence, &o.Version)
+	}
 	if err == nil {
 		o.Accepted = true
 		return o, nil

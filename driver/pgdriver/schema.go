@@ -19,9 +19,12 @@ var undefinedTable = regexp.MustCompile(`relation "(?:[^"]*\.)?(fenced_\w+)" doe
 // passes its error through it (retry), and so does every transaction's
 // (inTx).
 func notMigrated(err error) error {
+	if err == nil {
+		return nil // before the declarations below, which escape to the heap
+	}
 	var pe *pgconn.PgError
 	var nm *fencedtype.NotMigratedError
-	if err == nil || errors.As(err, &nm) || !errors.As(err, &pe) || pe.Code != "42P01" {
+	if errors.As(err, &nm) || !errors.As(err, &pe) || pe.Code != "42P01" {
 		return err
 	}
 	m := undefinedTable.FindStringSubmatch(pe.Message)
