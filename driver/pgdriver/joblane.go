@@ -136,7 +136,7 @@ func queueLaneEntry(b *pgx.Batch, le laneEntry) {
 }
 
 // claimLanesSQL is the claim of a kind filter ($5, distinct kinds), after
-// the claim took the kinds' lane locks (claimLimitLocksSQL): from each
+// the claim took or tried the kinds' lane locks: from each
 // lane of the kinds, its jobs past its cursor in seq order (fresh), and
 // from each kind the queued jobs outside the lanes that are due, in claim
 // order (waiting); of both, the first $3 by priority, the waiting first
@@ -162,6 +162,7 @@ WITH lanes AS (
         ORDER BY m.seq DESC LIMIT 1), 0) AS cursor
     FROM fenced_job_lanes l
     WHERE l.queue = $1 AND l.kind = ANY($5::text[]) AND ` + queueNotPausedPG + `
+    ORDER BY l.kind, l.priority
 ), fresh AS (
     SELECT f.* FROM lanes l CROSS JOIN LATERAL (
         SELECT j.id, j.priority, j.kind, j.seq, j.run_at,
@@ -220,28 +221,33 @@ func (d *Driver) claimLanes(ctx context.Context, p driver.ClaimJobsParams) ([]*f
 	if last, ok := d.laneMarked.Load(p.Queue); !ok || time.Since(last.(time.Time)) >= laneMarkEvery {
 		locks = laneLocksSQL
 	}
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
-	b.Queue(locks, laneKeys(p.Queue, p.Kinds))
-	b.Queue(claimLanesSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds(), p.Kinds)
-	b.Queue(`COMMIT`)
+	keys := laneKeys(p.Queue, p.Kinds)
 	var jobs []*fencedtype.Job
 	var gated, locked bool
-	err := d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
+	// Claims lock their lanes' rows in lane and seq order; should two
+	// claims still deadlock (different plans), the one aborted did nothing.
+	err := retryDeadlock(ctx, func() error {
+		b := &pgx.Batch{}
+		b.Queue(`BEGIN ISOLATION LEVEL READ COMMITTED`)
+		b.Queue(locks, keys)
+		b.Queue(claimLanesSQL, p.Queue, p.Owner, p.Limit, p.TTL.Microseconds(), p.Kinds)
+		b.Queue(`COMMIT`)
+		return d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+			if err := br.QueryRow().Scan(&locked); err != nil {
+				return err
+			}
+			s := newJobScanner(&gated)
+			rows, err := br.Query()
+			jobs, err = collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
+			if err != nil {
+				return err
+			}
+			_, err = br.Exec()
 			return err
-		}
-		if err := br.QueryRow().Scan(&locked); err != nil {
-			return err
-		}
-		s := newJobScanner(&gated)
-		rows, err := br.Query()
-		jobs, err = collectRows(rows, err, func(r pgx.CollectableRow) (*fencedtype.Job, error) { return s.scan(r) })
-		if err != nil {
-			return err
-		}
-		_, err = br.Exec()
-		return err
+		})
 	})
 	if err == nil && locked {
 		d.laneMarked.Store(p.Queue, time.Now())
