@@ -23,7 +23,7 @@ var uniqueCopyColumns = append(append([]string(nil), bulkColumns...), "unique_ke
 // rest are copied in (COPY), as a batch of plain jobs is. The unique index
 // stays the guarantee: a job a concurrent enqueuer inserted since the read
 // makes the copy fail as a whole (nothing is written; the ids it drew are
-// a gap), and ok is false: the caller then inserts the batch as
+// a gap), as does a deadlock with a concurrent batch, and ok is false: the caller then inserts the batch as
 // enqueueUniqueBulkSQL does. It returns the jobs inserted.
 func (d *Driver) copyUnique(ctx context.Context, jobs []driver.EnqueueParams) (n int, ok bool, err error) {
 	keys := make([][]byte, 0, len(jobs))
@@ -58,7 +58,9 @@ func (d *Driver) copyUnique(ctx context.Context, jobs []driver.EnqueueParams) (n
 	}
 	copied, err := d.pool.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, uniqueCopyColumns, &uniqueCopyRows{bulkRows: bulkRows{jobs: jobs, i: -1}})
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "fenced_jobs_unique" {
+	if errors.As(err, &pe) && (pe.Code == "23505" && pe.ConstraintName == "fenced_jobs_unique" || pe.Code == "40P01") {
+		// A key taken since the read, or a deadlock with a batch taking
+		// the same keys in another order: nothing was written.
 		return 0, false, nil
 	}
 	if err != nil {
