@@ -63,9 +63,13 @@ func runRollupJobMinutes(t *testing.T, b Backend) {
 	if perHour := int(fenced.RollupBack / time.Minute); rolled != perHour && rolled != perHour+1 {
 		t.Fatalf("three racing rollups rolled up %d minutes, want %d (each once)", rolled, perHour)
 	}
-	if n, err := e.c.RollupJobMinutes(ctx(t)); err != nil || n > 1 {
+	n, err := e.c.RollupJobMinutes(ctx(t))
+	if err != nil || n > 1 {
 		t.Fatalf("a rollup after them rolled up %d minutes (%v), want none (or the next one)", n, err)
 	}
+	// Rollups that straddled the end of a minute gave a depth to the minute
+	// that was the newest when they began, and to the next.
+	straddled := rolled != int(fenced.RollupBack/time.Minute) || n == 1
 
 	now, err := e.c.DatabaseTime(ctx(t))
 	wantNoErr(t, err, "database time")
@@ -122,7 +126,7 @@ func runRollupJobMinutes(t *testing.T, b Backend) {
 		t.Fatalf("depths %v, want a 2, b 1 and the marker 3", depth)
 	}
 	for _, r := range rows {
-		if r.Depth >= 0 && !r.Minute.Equal(newest) {
+		if r.Depth >= 0 && !r.Minute.Equal(newest) && !(straddled && r.Minute.Equal(newest.Add(-time.Minute))) {
 			t.Fatalf("minute %s of %s has a depth, but only the newest (%s) may", r.Minute, r.Queue, newest)
 		}
 	}
