@@ -1,6 +1,7 @@
 package pgdriver
 
 import (
+	"cmp"
 	"context"
 	"hash/fnv"
 	"slices"
@@ -92,12 +93,12 @@ func lanesOf(jobs []driver.EnqueueParams) (laneEntry, bool) {
 	}
 	slices.SortFunc(lanes, func(a, b lane) int {
 		if a.queue != b.queue {
-			return cmpString(a.queue, b.queue)
+			return cmp.Compare(a.queue, b.queue)
 		}
 		if a.kind != b.kind {
-			return cmpString(a.kind, b.kind)
+			return cmp.Compare(a.kind, b.kind)
 		}
-		return a.priority - b.priority
+		return cmp.Compare(a.priority, b.priority)
 	})
 	lanes = slices.Compact(lanes)
 	for _, l := range lanes {
@@ -106,16 +107,6 @@ func lanesOf(jobs []driver.EnqueueParams) (laneEntry, bool) {
 	slices.Sort(le.keys)
 	le.keys = slices.Compact(le.keys)
 	return le, true
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // laneEnterSQL takes the lane locks of an enqueue ($1, sorted), shared,
@@ -273,17 +264,20 @@ DELETE FROM fenced_job_lane_marks m
 USING (SELECT queue, kind, priority, max(seq) AS seq FROM fenced_job_lane_marks GROUP BY queue, kind, priority) n
 WHERE m.queue = n.queue AND m.kind = n.kind AND m.priority = n.priority AND m.seq < n.seq`
 
-// emptyLanesSQL lists the lanes with no job past their cursor: a probe of
-// fenced_jobs_lane each.
-const emptyLanesSQL = `
-SELECT l.queue, l.kind, l.priority FROM fenced_job_lanes l
-WHERE NOT EXISTS (
+// laneEmptySQL is true when the lane row aliased l has no job past its
+// cursor: a probe of fenced_jobs_lane.
+const laneEmptySQL = `NOT EXISTS (
     SELECT 1 FROM fenced_jobs j
     WHERE j.queue = l.queue AND j.kind = l.kind AND j.priority = l.priority
         AND j.state = 'queued' AND j.fence = 0 AND j.seq IS NOT NULL
         AND j.seq > COALESCE((SELECT m.seq FROM fenced_job_lane_marks m
             WHERE m.queue = l.queue AND m.kind = l.kind AND m.priority = l.priority
-            ORDER BY m.seq DESC LIMIT 1), 0))
+            ORDER BY m.seq DESC LIMIT 1), 0))`
+
+// emptyLanesSQL lists the lanes with no job past their cursor.
+const emptyLanesSQL = `
+SELECT l.queue, l.kind, l.priority FROM fenced_job_lanes l
+WHERE ` + laneEmptySQL + `
 LIMIT 1000`
 
 // dropLaneSQL deletes lane ($1, $2, $3) if, on a snapshot taken after its
@@ -291,13 +285,7 @@ LIMIT 1000`
 // come back, its cursor starts there, past the jobs claimed from it before.
 const dropLaneSQL = `
 DELETE FROM fenced_job_lanes l
-WHERE l.queue = $1 AND l.kind = $2 AND l.priority = $3 AND NOT EXISTS (
-    SELECT 1 FROM fenced_jobs j
-    WHERE j.queue = l.queue AND j.kind = l.kind AND j.priority = l.priority
-        AND j.state = 'queued' AND j.fence = 0 AND j.seq IS NOT NULL
-        AND j.seq > COALESCE((SELECT m.seq FROM fenced_job_lane_marks m
-            WHERE m.queue = l.queue AND m.kind = l.kind AND m.priority = l.priority
-            ORDER BY m.seq DESC LIMIT 1), 0))`
+WHERE l.queue = $1 AND l.kind = $2 AND l.priority = $3 AND ` + laneEmptySQL
 
 // dropEmptyLanes deletes the lanes with no job past their cursor, so that
 // a claim, which probes every lane of its kinds, probes only lanes in use:
