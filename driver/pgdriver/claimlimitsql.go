@@ -65,39 +65,6 @@ const notFullSQL = `(j.concurrency_key IS NULL
         OR (j.concurrency_key, CASE WHEN j.kind IN (SELECT kind FROM key_kinds) THEN j.kind ELSE '' END)
             NOT IN (SELECT concurrency_key, kind FROM full_keys))`
 
-// sequenceHeadsSQL finds the head of each sequence of queue $1: its queued
-// job of the lowest id, the only one of its jobs that may be unblocked.
-// sequence_keys walks the distinct keys of open sequences in
-// fenced_jobs_sequence, one index descent per key (a loose index scan), up
-// to sequenceHeadsMax of them; sequence_heads is each key's first queued
-// job. When a queue has more open sequences than the walk takes
-// (sequence_heads_all false), a sequenced job outside the set is tested
-// by sequenceBlockedSQL alone, so none is skipped.
-const sequenceHeadsSQL = `sequence_keys(k, n) AS (
-    (SELECT s.sequence_key, 1 FROM fenced_jobs s
-        WHERE s.queue = $1 AND s.sequence_key IS NOT NULL AND s.state IN ('queued', 'running', 'failed')
-        ORDER BY s.sequence_key LIMIT 1)
-    UNION ALL
-    SELECT (SELECT s.sequence_key FROM fenced_jobs s
-            WHERE s.queue = $1 AND s.sequence_key > sequence_keys.k AND s.state IN ('queued', 'running', 'failed')
-            ORDER BY s.sequence_key LIMIT 1), sequence_keys.n + 1
-    FROM sequence_keys WHERE sequence_keys.k IS NOT NULL AND sequence_keys.n <= ` + sequenceHeadsMax + `
-),
-sequence_heads AS (
-    SELECT (SELECT h.id FROM fenced_jobs h
-            WHERE h.queue = $1 AND h.sequence_key = sequence_keys.k AND h.state = 'queued'
-            ORDER BY h.id LIMIT 1) AS id
-    FROM sequence_keys WHERE sequence_keys.k IS NOT NULL AND sequence_keys.n <= ` + sequenceHeadsMax + `
-),
-sequence_heads_all AS (
-    SELECT NOT EXISTS (SELECT 1 FROM sequence_keys WHERE k IS NOT NULL AND n > ` + sequenceHeadsMax + `) AS yes
-),
-` + runningSequencesSQL
-
-// sequenceHeadsMax is how many sequences a pick's walk takes: two index
-// descents each, on every limited claim of the queue.
-const sequenceHeadsMax = "500"
-
 // runningSequencesSQL lists the sequences of queue $1 with a running job,
 // read once from the running rows and used as a hashed set by
 // sequenceBlockedSQL.
@@ -124,9 +91,9 @@ const sequenceBlockedSQL = `(j.sequence_key IN (SELECT sequence_key FROM running
 // read), the third the kind filter ($3), the fourth the full keys' test
 // or nothing. Parameters: $1 queue, $2 window.
 const claimLimitedPickSQL = `
-WITH RECURSIVE ` + sequenceHeadsSQL + `%s
+WITH ` + runningSequencesSQL + `%s
 SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), %s FROM fenced_jobs j
-WHERE j.state = 'queued' AND j.queue = $1 AND j.run_at <= clock_timestamp()%s
+WHERE j.state = 'queued' AND NOT j.held AND j.queue = $1 AND j.run_at <= clock_timestamp()%s
     AND ` + queueNotPausedPG + `
     AND ` + sequenceFilterSQL + `%s
 ORDER BY j.priority, j.run_at, j.id

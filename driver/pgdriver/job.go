@@ -73,7 +73,7 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 
 // claimJobsSQL is the claim without a kind filter: it picks eligible jobs in
 // priority order from fenced_jobs_claim (every queued job, in or out of a
-// lane), skipping rows other claimers have locked, and starts a new attempt
+// lane, that is not held behind its sequence: jobhold.go), skipping rows other claimers have locked, and starts a new attempt
 // on each: state running, fence and attempt bumped, lease from the database
 // clock. A claim filtered by kind, a worker's, goes by the lanes instead
 // (claimLanesSQL). It moves no lane's cursor: a lane's job it claims is no
@@ -89,7 +89,7 @@ func collectJobs(rows pgx.Rows, err error) ([]*fencedtype.Job, error) {
 const claimJobsSQL = `
 WITH picked AS (
     SELECT id, (concurrency_key IS NOT NULL OR sequence_key IS NOT NULL) AS keyed FROM fenced_jobs
-    WHERE state = 'queued' AND queue = $1 AND run_at <= clock_timestamp()
+    WHERE state = 'queued' AND NOT held AND queue = $1 AND run_at <= clock_timestamp()
         AND ` + queueNotPausedPG + `
     ORDER BY priority, run_at, id
     LIMIT $3

@@ -21,20 +21,28 @@ UPDATE fenced_jobs j SET
     cancel_requested = (j.state = 'running'),
     updated_at = clock_timestamp()
 WHERE j.id = $1 AND j.state IN ('queued', 'running')
-RETURNING ` + jobColumns
+RETURNING ` + jobColumns + `, j.state = 'cancelled' AND j.sequence_key IS NOT NULL AND NOT j.held`
 
-// CancelJob implements driver.JobDriver.
+// CancelJob implements driver.JobDriver. A cancelled job that was its
+// sequence's head (queued, not held) releases the next (jobhold.go).
 func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL)
+	var head bool
+	j, err := d.jobAdmin(ctx, "cancel", id, cancelJobSQL, &head)
+	if err == nil && head {
+		_ = d.releaseSequences(ctx, []seqRelease{{queue: j.Queue, key: j.SequenceKey, after: j.ID}}) // else the sweep's
+	}
+	return j, err
 }
 
 // retryJobSQL puts a failed or cancelled job back to queued with a fresh
 // budget of max_attempts more attempts. It leaves its lane (seq NULL): a
 // job cancelled before it ever ran has fence 0, and its seq may be behind
-// its lane's cursor.
+// its lane's cursor. It is not held (a job cancelled while it was held
+// was): if an earlier job of its sequence blocks it, the claim passes it
+// over until that one ends, as it passes over any job it finds blocked.
 const retryJobSQL = `
 UPDATE fenced_jobs j SET
-    state = 'queued', run_at = clock_timestamp(), finished_at = NULL, cancel_requested = false, seq = NULL,
+    state = 'queued', run_at = clock_timestamp(), finished_at = NULL, cancel_requested = false, seq = NULL, held = false,
     max_attempts = j.attempt + j.max_attempts,
     updated_at = clock_timestamp()
 WHERE j.id = $1 AND j.state IN ('failed', 'cancelled')
@@ -47,8 +55,8 @@ func (d *Driver) RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error
 
 // jobAdmin runs a conditional state change; zero rows is ErrNotFound or
 // a *fencedtype.JobStateError naming the state found.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*fencedtype.Job, error) {
-	j, err := scanJob(d.pool.QueryRow(ctx, query, id))
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string, extra ...any) (*fencedtype.Job, error) {
+	j, err := newJobScanner(extra...).scan(d.pool.QueryRow(ctx, query, id))
 	if err == nil {
 		return j, nil
 	}
@@ -139,15 +147,26 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	return jobs, nil
 }
 
+// deleteJobSQL deletes a job, and returns its queue and sequence key when
+// it was its sequence's head (not held, and able to block the sequence).
+const deleteJobSQL = `DELETE FROM fenced_jobs j WHERE j.id = $1
+RETURNING j.queue, CASE WHEN NOT j.held AND ` + blockingSQL + ` THEN j.sequence_key END`
+
 // DeleteJob implements driver.JobDriver. The attempt history goes with the
-// job (the fenced_jobs_delete_history trigger).
+// job (the fenced_jobs_delete_history trigger). A job that was its
+// sequence's head releases the next (jobhold.go).
 func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
-	tag, err := d.pool.Exec(ctx, `DELETE FROM fenced_jobs WHERE id = $1`, id)
+	var queue string
+	var key *string
+	err := d.pool.QueryRow(ctx, deleteJobSQL, id).Scan(&queue, &key)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fencedtype.ErrNotFound
+	}
 	if err != nil {
 		return fmt.Errorf("delete job %d: %w", id, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return fencedtype.ErrNotFound
+	if key != nil {
+		_ = d.releaseSequences(ctx, []seqRelease{{queue: queue, key: *key, after: id}}) // else the sweep's
 	}
 	return nil
 }

@@ -29,6 +29,11 @@ import (
 // the history's ended_at and the base of run_at, which it reports. Each
 // row's guard reads the clock itself (clock_timestamp() in jobGuard).
 //
+// An end that leaves its job no longer blocking its sequence (succeeded,
+// cancelled, or failed with sequence_continue_on_failed) reports the job's
+// queue as release_queue, and its sequence key (else NULL): EndJobs then
+// releases the sequence's next job (releaseSequences).
+//
 // The fence check is endFenceMatch (j.fence = e.fence: the row's fence is
 // the attempt's) and the reported fence endReportedFence (the row's fence),
 // constants in fencecheck.go so that the chaos suite's deliberately broken
@@ -66,7 +71,10 @@ WITH n AS (
         updated_at = e.at
     FROM e
     WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
-    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord, e.at
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord, e.at,
+        CASE WHEN j.sequence_key IS NOT NULL
+            AND (j.state IN ('succeeded', 'cancelled') OR (j.state = 'failed' AND j.sequence_continue_on_failed))
+            THEN j.queue END AS release_queue, j.sequence_key
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, at,
@@ -75,7 +83,7 @@ WITH n AS (
         NULLIF(error, '')
     FROM j WHERE kind <> 'complete'
 )
-SELECT id, ` + endReportedFence + `, ord, at FROM j`
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j`
 
 // endCompletesSQL is endJobsSQL for a batch of completions only, the
 // common case: the same guard, clock reading and report, without the
@@ -93,9 +101,10 @@ WITH n AS (
         lease_expires_at = NULL, updated_at = e.at
     FROM e
     WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
-    RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at
+    RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at,
+        CASE WHEN j.sequence_key IS NOT NULL THEN j.queue END AS release_queue, j.sequence_key
 )
-SELECT id, ` + endReportedFence + `, ord, at FROM j`
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j`
 
 // EndJobs implements driver.JobDriver: one statement ends the batch; an
 // end it did not write is diagnosed after it, a replay of how its attempt
@@ -130,15 +139,17 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		}
 	}
 	var q querier = d.pool
+	var ptx pgx.Tx
 	if tx != nil {
-		ptx, err := pgxOf(tx)
-		if err != nil {
+		var err error
+		if ptx, err = pgxOf(tx); err != nil {
 			return nil, nil, err
 		}
 		q = ptx
 	}
 	written := make([]bool, n)
 	answers := make([]fencedtype.JobEnded, n)
+	var releases []seqRelease
 	run := func() error {
 		clear(written)
 		clear(answers)
@@ -155,13 +166,18 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		var ref fencedtype.JobRef
 		var ord int
 		var at time.Time
-		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord, &at}, func() error {
+		var rq, rk *string
+		releases = releases[:0]
+		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord, &at, &rq, &rk}, func() error {
 			if ord < 1 || ord > n {
 				return fmt.Errorf("end jobs reported end %d of %d", ord, n)
 			}
 			if i := order[ord-1]; ends[i].Ref == ref {
 				written[i] = true
 				answers[i] = fencedtype.JobEnded{At: at}
+			}
+			if rq != nil && rk != nil {
+				releases = append(releases, seqRelease{queue: *rq, key: *rk, after: ref.ID})
 			}
 			return nil
 		})
@@ -172,6 +188,11 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		err = run() // a deadlock aborts the caller's transaction: not ours to retry
 	} else {
 		err = retryDeadlock(ctx, run)
+	}
+	if err == nil && tx != nil {
+		err = releaseSequencesIn(ctx, ptx, releases)
+	} else if err == nil {
+		_ = d.releaseSequences(ctx, releases) // the ends committed; a head left held is the sweep's (jobhold.go)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("end jobs: %w", err)

@@ -169,7 +169,7 @@ WITH lanes AS (
         SELECT j.id, j.priority, j.kind, NULL::bigint AS seq, j.run_at,
             (j.concurrency_key IS NOT NULL OR j.sequence_key IS NOT NULL) AS keyed, 0 AS src
         FROM fenced_jobs j
-        WHERE j.queue = $1 AND j.kind = k.kind AND j.state = 'queued' AND (j.fence > 0 OR j.seq IS NULL)
+        WHERE j.queue = $1 AND j.kind = k.kind AND j.state = 'queued' AND (j.fence > 0 OR j.seq IS NULL) AND NOT j.held
             AND j.run_at <= clock_timestamp() AND ` + queueNotPausedPG + `
         ORDER BY j.priority, j.run_at, j.id
         LIMIT $3

@@ -20,7 +20,10 @@ import (
 // the sweep's floor (NULL for none): only leases that expired after it are
 // read, a range of fenced_jobs_running that starts past the entries of the
 // attempts ended since a pinned snapshot (recoverySweep). It returns the
-// jobs taken back and the statement's start by the database clock.
+// jobs taken back and the statement's start by the database clock, and the
+// sequences whose running job it ended so that it no longer blocks them
+// (cancelled, or failed with sequence_continue_on_failed): queues, keys,
+// ids.
 var recoverJobsSQL = `
 WITH expired AS (
     SELECT id, fence FROM fenced_jobs
@@ -40,36 +43,49 @@ WITH expired AS (
         updated_at = clock_timestamp()
     FROM expired e
     WHERE j.id = e.id AND j.fence = e.fence AND j.state = 'running' AND j.lease_expires_at <= clock_timestamp()
-    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.last_error
+    RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.last_error, j.queue,
+        CASE WHEN j.state = 'cancelled' OR (j.state = 'failed' AND j.sequence_continue_on_failed)
+            THEN j.sequence_key END AS released
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, clock_timestamp(), 'lost', last_error FROM j
 )
-SELECT count(*), statement_timestamp() FROM j`
+SELECT count(*), statement_timestamp(), COALESCE(array_agg(queue) FILTER (WHERE released IS NOT NULL), '{}'),
+    COALESCE(array_agg(released) FILTER (WHERE released IS NOT NULL), '{}'),
+    COALESCE(array_agg(id) FILTER (WHERE released IS NOT NULL), '{}')
+FROM j`
 
 // RecoverJobs implements driver.JobDriver. With a full sweep
 // (recoverySweep), in the same transaction, it trims the lanes' marks
 // (trimLaneMarksSQL), and then drops the lanes that are empty
-// (dropEmptyLanes): the maintainer recovers every round, and a trim reads
+// (dropEmptyLanes) and releases the sequences' heads left held
+// (releaseStuck): the maintainer recovers every round, and a trim reads
 // every mark, also those it deleted before while a snapshot is pinned.
 func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit int, b fencedtype.Backoff) (int, error) {
 	var n int
 	floor, full := d.sweep.floor()
 	var at time.Time
+	var queues, keys []string
+	var ids []int64
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
 		if full {
 			if _, err := tx.Exec(ctx, trimLaneMarksSQL); err != nil {
 				return fmt.Errorf("trim the lanes' marks: %w", err)
 			}
 		}
-		return tx.QueryRow(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter, floor).Scan(&n, &at)
+		return tx.QueryRow(ctx, recoverJobsSQL, limit, b.Base.Microseconds(), b.Max.Microseconds(), b.Jitter, floor).
+			Scan(&n, &at, &queues, &keys, &ids)
 	})
 	if err == nil {
 		d.sweep.swept(at, full, n < limit)
+		err = d.releaseSequences(ctx, releasesOf(queues, keys, ids))
 	}
 	if err == nil && full {
 		if err := d.dropEmptyLanes(ctx); err != nil {
 			return n, fmt.Errorf("drop empty lanes: %w", err)
+		}
+		if err := d.releaseStuck(ctx); err != nil {
+			return n, fmt.Errorf("release held sequence heads: %w", err)
 		}
 	}
 	if err != nil {
@@ -141,26 +157,40 @@ func (s *recoverySweep) swept(at time.Time, full, done bool) {
 // clock_timestamp() itself, a volatile function, finished_at could not bound
 // a range of fenced_jobs_finished, and every call would read all finished
 // jobs (docs/design.md §10, measurements).
+//
+// It returns how many jobs it deleted, and the failed jobs among them that
+// blocked their sequences (queue, key, id), whose next jobs are released.
 const deleteFinishedJobsSQL = `
-DELETE FROM fenced_jobs
-WHERE id = ANY(ARRAY(
-    SELECT id FROM fenced_jobs
-    WHERE finished_at < (SELECT clock_timestamp() - $1::bigint * interval '1 microsecond')
-    ORDER BY finished_at LIMIT $2
-    FOR UPDATE SKIP LOCKED))
-AND state IN ('succeeded', 'failed', 'cancelled')
-AND finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'`
+WITH d AS (
+    DELETE FROM fenced_jobs j
+    WHERE j.id = ANY(ARRAY(
+        SELECT id FROM fenced_jobs
+        WHERE finished_at < (SELECT clock_timestamp() - $1::bigint * interval '1 microsecond')
+        ORDER BY finished_at LIMIT $2
+        FOR UPDATE SKIP LOCKED))
+    AND j.state IN ('succeeded', 'failed', 'cancelled')
+    AND j.finished_at < clock_timestamp() - $1::bigint * interval '1 microsecond'
+    RETURNING j.id, j.queue, CASE WHEN ` + blockingSQL + ` THEN j.sequence_key END AS blocked
+)
+SELECT count(*), COALESCE(array_agg(queue) FILTER (WHERE blocked IS NOT NULL), '{}'),
+    COALESCE(array_agg(blocked) FILTER (WHERE blocked IS NOT NULL), '{}'),
+    COALESCE(array_agg(id) FILTER (WHERE blocked IS NOT NULL), '{}')
+FROM d`
 
-// DeleteFinishedJobs implements driver.JobDriver.
+// DeleteFinishedJobs implements driver.JobDriver. Once its transaction
+// committed, it releases the sequences that a deleted job blocked.
 func (d *Driver) DeleteFinishedJobs(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
 	var n int64
+	var queues, keys []string
+	var ids []int64
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, deleteFinishedJobsSQL, age.Microseconds(), limit)
-		n = tag.RowsAffected()
-		return err
+		return tx.QueryRow(ctx, deleteFinishedJobsSQL, age.Microseconds(), limit).Scan(&n, &queues, &keys, &ids)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete finished jobs: %w", err)
+	}
+	if err := d.releaseSequences(ctx, releasesOf(queues, keys, ids)); err != nil {
+		return int(n), fmt.Errorf("delete finished jobs: release their sequences: %w", err)
 	}
 	return int(n), nil
 }

@@ -28,7 +28,14 @@ GROUP BY 1, 2, 3`
 SELECT j.queue, a.outcome, count(*) FROM fenced_job_attempts a JOIN fenced_jobs j ON j.id = a.job_id
 WHERE a.outcome IN ('retry', 'lost') AND a.ended_at >= $1 AND a.ended_at < $2
 GROUP BY 1, 2`
-	minuteDepthSQL  = `SELECT queue, count(*) FROM fenced_jobs WHERE state = 'queued' GROUP BY queue`
+	// minuteDepthSQL counts each queue's queued jobs: those a claim may
+	// read (fenced_jobs_claim), and those held behind their sequences
+	// (fenced_jobs_sequence), which no claim index holds.
+	minuteDepthSQL = `SELECT queue, sum(n)::bigint FROM (
+    SELECT queue, count(*) AS n FROM fenced_jobs WHERE state = 'queued' AND NOT held GROUP BY queue
+    UNION ALL
+    SELECT queue, count(*) FROM fenced_jobs WHERE state = 'queued' AND held AND sequence_key IS NOT NULL GROUP BY queue
+) c GROUP BY queue`
 	minuteInsertSQL = `INSERT INTO fenced_job_minutes (minute, queue, succeeded, failed, cancelled, retried, lost, depth, waits)
 SELECT $1, * FROM unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])`
 	minutePruneSQL     = `DELETE FROM fenced_job_minutes WHERE minute < $1`

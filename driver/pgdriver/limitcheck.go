@@ -8,12 +8,11 @@ package pgdriver
 // chaos suite can show its checkers catch a build without them (the build
 // tag fenced_broken_limits, see limitcheck_broken.go).
 const (
-	// sequenceFilterSQL passes a sequenced job only if it is its
-	// sequence's head (or the walk did not take every sequence) and its
-	// sequence is not blocked.
-	sequenceFilterSQL = `(j.sequence_key IS NULL OR (
-        (j.id IN (SELECT id FROM sequence_heads WHERE id IS NOT NULL) OR NOT (SELECT yes FROM sequence_heads_all))
-        AND NOT ` + sequenceBlockedSQL + `))`
+	// sequenceFilterSQL passes a sequenced job only if its sequence is
+	// not blocked: no job of it runs, and none before it can block it.
+	// The pick reads no held job (jobhold.go), so the jobs it tests are
+	// their sequences' heads but for a hold a release has not lifted yet.
+	sequenceFilterSQL = `(j.sequence_key IS NULL OR NOT ` + sequenceBlockedSQL + `)`
 	// keyFilterSQL passes a job whose key is not full.
 	keyFilterSQL = notFullSQL
 )

@@ -1,0 +1,123 @@
+package pgdriver
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Held sequence jobs (migration 21, docs/design.md §6.10, "Held jobs"): a
+// queued job of a sequence behind an earlier job that can block it is
+// held, in no claim index. The insert trigger holds it; a release
+// (fenced_release_sequence) lets the next one go when the job before it
+// stops blocking. A hold is only a hint: the limited claim tests every
+// sequenced job it picks under the sequence's lock, so a job wrongly not
+// held costs a pick, never the order. A job wrongly held would wait, so
+// every transition that can end a sequence's head releases after it, and
+// the maintainer's full sweep releases any head left held (releaseStuckSQL).
+
+// seqRelease names a sequence to release after the job that stopped
+// blocking it: the first job after that one that can block the sequence
+// is released when it is held.
+type seqRelease struct {
+	queue, key string
+	after      int64
+}
+
+// blockingSQL is true of a job row aliased j that can block its sequence
+// (when it has one): open, or failed without sequence_continue_on_failed.
+const blockingSQL = `j.state IN ('queued', 'running', 'failed') AND NOT (j.state = 'failed' AND j.sequence_continue_on_failed)`
+
+// releaseSequenceSQL releases one sequence (fenced_release_sequence): it
+// takes the sequence's lock exclusively until its transaction ends.
+const releaseSequenceSQL = `SELECT fenced_release_sequence($1, $2, $3)`
+
+// releaseSequences releases rs on the pool, each sequence in a transaction
+// of its own (all in one round trip), so that a release never holds one
+// sequence's lock while it waits for another's: enqueues hold theirs
+// shared, several at once, and could otherwise deadlock with it. A release
+// that failed leaves its head held until the maintainer's sweep; it is not
+// the end's failure, which has committed.
+func (d *Driver) releaseSequences(ctx context.Context, rs []seqRelease) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, r := range sortReleases(rs) {
+		b.Queue(`BEGIN`)
+		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after)
+		b.Queue(`COMMIT`)
+	}
+	return d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error { return execN(br, 3*len(rs)) })
+}
+
+// releasesOf are the releases after jobs ids of sequences (queues, keys),
+// three arrays of one length as a statement aggregated them.
+func releasesOf(queues, keys []string, ids []int64) []seqRelease {
+	rs := make([]seqRelease, min(len(queues), len(keys), len(ids)))
+	for i := range rs {
+		rs[i] = seqRelease{queue: queues[i], key: keys[i], after: ids[i]}
+	}
+	return rs
+}
+
+// releaseSequencesIn releases rs inside the caller's transaction tx: the
+// locks are then held until the caller commits.
+func releaseSequencesIn(ctx context.Context, tx pgx.Tx, rs []seqRelease) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for _, r := range sortReleases(rs) {
+		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after)
+	}
+	br := tx.SendBatch(ctx, b)
+	err := execN(br, len(rs))
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// sortReleases orders rs by sequence, and of two releases of one sequence
+// keeps the one after the lower id (the later one can only find the same
+// head or none).
+func sortReleases(rs []seqRelease) []seqRelease {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b seqRelease) int {
+		return cmp.Or(cmp.Compare(a.queue, b.queue), cmp.Compare(a.key, b.key), cmp.Compare(a.after, b.after))
+	})
+	return slices.CompactFunc(rs, func(a, b seqRelease) bool { return a.queue == b.queue && a.key == b.key })
+}
+
+// releaseStuckSQL finds the sequences whose head (their first job that can
+// block them) is queued and held: one that a release missed, because its
+// end committed and the release after it did not run, or ran in a
+// REPEATABLE READ transaction whose snapshot predated an enqueue. It reads
+// every open sequenced job once (fenced_jobs_sequence), so the maintainer
+// runs it only with its full sweep. Each is then released after the job
+// before its head.
+const releaseStuckSQL = `
+SELECT h.queue, h.sequence_key, h.id - 1 FROM (
+    SELECT DISTINCT ON (s.queue, s.sequence_key) s.queue, s.sequence_key, s.id, s.state, s.held
+    FROM fenced_jobs s
+    WHERE s.sequence_key IS NOT NULL AND s.state IN ('queued', 'running', 'failed')
+        AND NOT (s.state = 'failed' AND s.sequence_continue_on_failed)
+    ORDER BY s.queue, s.sequence_key, s.id
+) h
+WHERE h.state = 'queued' AND h.held`
+
+// releaseStuck releases the heads releaseStuckSQL finds.
+func (d *Driver) releaseStuck(ctx context.Context) error {
+	rows, err := d.pool.Query(ctx, releaseStuckSQL)
+	rs, err := collectRows(rows, err, func(r pgx.CollectableRow) (seqRelease, error) {
+		var s seqRelease
+		return s, r.Scan(&s.queue, &s.key, &s.after)
+	})
+	if err == nil {
+		err = d.releaseSequences(ctx, rs)
+	}
+	return err
+}

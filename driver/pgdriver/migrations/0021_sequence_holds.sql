@@ -1,0 +1,84 @@
+-- Held sequence jobs (docs/design.md §6.10, "Held jobs"). A queued job of a
+-- sequence behind an earlier job of it that can block it is held: it is in
+-- no claim index, so a claim never reads past it, however long the
+-- sequence. Holding is a hint the claim never trusts: the limited claim
+-- still tests every sequenced job it picks under the sequence's lock. What
+-- a hold must never do is outlive the reason for it, so every transition
+-- that can make a held job its sequence's head releases it (an end, a
+-- cancel, a deletion), and the maintainer releases any it finds left over.
+ALTER TABLE fenced_jobs ADD COLUMN held boolean NOT NULL DEFAULT false;
+
+-- The advisory lock of a sequence: the queue's and one of 64 buckets the
+-- key falls in, so that an enqueue of many sequences takes at most 64 locks
+-- per queue. Enqueues take it shared from before they decide a hold until
+-- they commit; a release takes it exclusively, so it sees every enqueue
+-- that saw the job it follows still open.
+CREATE FUNCTION fenced_sequence_lock(queue text, sequence_key text) RETURNS bigint
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT hashtextextended('fenced.sequence/' || queue || '/' || (hashtext(sequence_key) & 63)::text, 0) $$;
+
+-- A job that can block its sequence: open, or failed without
+-- sequence_continue_on_failed. (Written out again in the statements that
+-- read fenced_jobs_sequence, whose predicate covers these states.)
+--
+-- fenced_hold_sequenced decides the hold of every sequenced job inserted,
+-- whatever the statement (INSERT, COPY): held when a job of its sequence
+-- that can block it exists, the rows inserted before it by the same
+-- statement included (a volatile function sees them), read after the
+-- shared lock: in READ COMMITTED with a snapshot of its own.
+CREATE FUNCTION fenced_hold_sequenced() RETURNS trigger
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(fenced_sequence_lock(NEW.queue, NEW.sequence_key));
+    NEW.held := NEW.state = 'queued' AND EXISTS (
+        SELECT 1 FROM fenced_jobs s
+        WHERE s.queue = NEW.queue AND s.sequence_key = NEW.sequence_key
+            AND s.state IN ('queued', 'running', 'failed')
+            AND NOT (s.state = 'failed' AND s.sequence_continue_on_failed));
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER fenced_jobs_hold_sequenced BEFORE INSERT ON fenced_jobs
+    FOR EACH ROW WHEN (NEW.sequence_key IS NOT NULL) EXECUTE FUNCTION fenced_hold_sequenced();
+
+-- fenced_release_sequence releases the held head of a sequence, if it has
+-- one: the first job after the given id that can block it, when it is
+-- queued and held. It takes the sequence's lock exclusively before it reads
+-- (a volatile function's statement takes a snapshot of its own in READ
+-- COMMITTED), so an enqueue that held a job behind the one that ended has
+-- committed by then. It returns the job released, or NULL.
+CREATE FUNCTION fenced_release_sequence(q text, k text, after bigint) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE
+    AS $$
+DECLARE
+    released bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(fenced_sequence_lock(q, k));
+    UPDATE fenced_jobs j SET held = false
+    WHERE j.id = (SELECT s.id FROM fenced_jobs s
+            WHERE s.queue = q AND s.sequence_key = k AND s.id > after
+                AND s.state IN ('queued', 'running', 'failed')
+                AND NOT (s.state = 'failed' AND s.sequence_continue_on_failed)
+            ORDER BY s.id LIMIT 1)
+        AND j.held AND j.state = 'queued'
+    RETURNING j.id INTO released;
+    RETURN released;
+END
+$$;
+
+-- Hold the queued jobs of today's sequences that are not their heads.
+UPDATE fenced_jobs j SET held = true
+WHERE j.state = 'queued' AND j.sequence_key IS NOT NULL AND EXISTS (
+    SELECT 1 FROM fenced_jobs s
+    WHERE s.queue = j.queue AND s.sequence_key = j.sequence_key AND s.id < j.id
+        AND s.state IN ('queued', 'running', 'failed')
+        AND NOT (s.state = 'failed' AND s.sequence_continue_on_failed));
+
+-- Held jobs leave the claim's indexes.
+DROP INDEX fenced_jobs_claim;
+CREATE INDEX fenced_jobs_claim ON fenced_jobs (queue, priority, run_at, id) WHERE state = 'queued' AND NOT held;
+DROP INDEX fenced_jobs_waiting;
+CREATE INDEX fenced_jobs_waiting ON fenced_jobs (queue, kind, priority, run_at, id)
+    WHERE state = 'queued' AND (fence > 0 OR seq IS NULL) AND NOT held;
