@@ -40,6 +40,13 @@ const releaseSequenceSQL = `SELECT fenced_release_sequence($1, $2, $3)`
 // shared, several at once, and could otherwise deadlock with it. A release
 // that failed leaves its head held until the maintainer's sweep; it is not
 // the end's failure, which has committed.
+//
+// A release commits asynchronously (synchronous_commit off for its
+// transaction alone): it waits for no WAL flush, which would otherwise be
+// most of a sequenced job's time on a disk that syncs slowly. Nothing can
+// depend on it durably that does not flush it first — a claim of the
+// released job commits synchronously, after it in the WAL — and a release
+// a crash loses is made again by the maintainer's full sweep.
 func (d *Driver) releaseSequences(ctx context.Context, rs []seqRelease) error {
 	if len(rs) == 0 {
 		return nil
@@ -47,10 +54,11 @@ func (d *Driver) releaseSequences(ctx context.Context, rs []seqRelease) error {
 	b := &pgx.Batch{}
 	for _, r := range sortReleases(rs) {
 		b.Queue(`BEGIN`)
+		b.Queue(`SET LOCAL synchronous_commit = off`)
 		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after)
 		b.Queue(`COMMIT`)
 	}
-	return d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error { return execN(br, 3*len(rs)) })
+	return d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error { return execN(br, 4*len(rs)) })
 }
 
 // releasesOf are the releases after jobs ids of sequences (queues, keys),
