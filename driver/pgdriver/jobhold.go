@@ -30,16 +30,20 @@ type seqRelease struct {
 // (when it has one): open, or failed without sequence_continue_on_failed.
 const blockingSQL = `j.state IN ('queued', 'running', 'failed') AND NOT (j.state = 'failed' AND j.sequence_continue_on_failed)`
 
-// releaseSequenceSQL releases one sequence (fenced_release_sequence): it
-// takes the sequence's lock exclusively until its transaction ends.
-const releaseSequenceSQL = `SELECT fenced_release_sequence($1, $2, $3)`
+// releaseSequenceSQL releases one sequence (fenced_release_sequence): $4
+// true only tries its lock, and returns -1 if another transaction holds it.
+// The lock, once taken, is held until the transaction ends.
+const releaseSequenceSQL = `SELECT fenced_release_sequence($1, $2, $3, $4)`
 
-// releaseSequences releases rs on the pool, each sequence in a transaction
-// of its own (all in one round trip), so that a release never holds one
-// sequence's lock while it waits for another's: enqueues hold theirs
-// shared, several at once, and could otherwise deadlock with it. A release
-// that failed leaves its head held until the maintainer's sweep; it is not
-// the end's failure, which has committed.
+// releaseSequences releases rs on the pool. One transaction tries every
+// sequence's lock and releases those it took (one round trip, one commit,
+// one notice per queue); each sequence whose lock another transaction held
+// — an enqueue of it that has not committed — is released after in a
+// transaction of its own that waits for the lock. So a release never
+// waits for one lock while it holds another: enqueues hold theirs shared,
+// several at once, in the order of their rows, and could otherwise
+// deadlock with it. A release that failed leaves its head held until the
+// maintainer's sweep; it is not the end's failure, which has committed.
 //
 // A release commits asynchronously (synchronous_commit off for its
 // transaction alone): it waits for no WAL flush, which would otherwise be
@@ -51,14 +55,42 @@ func (d *Driver) releaseSequences(ctx context.Context, rs []seqRelease) error {
 	if len(rs) == 0 {
 		return nil
 	}
+	rs = sortReleases(rs)
 	b := &pgx.Batch{}
-	for _, r := range sortReleases(rs) {
+	b.Queue(`BEGIN`)
+	b.Queue(`SET LOCAL synchronous_commit = off`)
+	for _, r := range rs {
+		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after, len(rs) > 1)
+	}
+	b.Queue(`COMMIT`)
+	var busy []seqRelease
+	err := d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error {
+		busy = busy[:0]
+		if err := execN(br, 2); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			var got int64
+			if err := br.QueryRow().Scan(&got); err != nil {
+				return err
+			}
+			if got < 0 {
+				busy = append(busy, r)
+			}
+		}
+		return execN(br, 1)
+	})
+	if err != nil || len(busy) == 0 {
+		return err
+	}
+	b = &pgx.Batch{}
+	for _, r := range busy {
 		b.Queue(`BEGIN`)
 		b.Queue(`SET LOCAL synchronous_commit = off`)
-		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after)
+		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after, false)
 		b.Queue(`COMMIT`)
 	}
-	return d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error { return execN(br, 4*len(rs)) })
+	return d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) error { return execN(br, 4*len(busy)) })
 }
 
 // releasesOf are the releases after jobs ids of sequences (queues, keys),
@@ -71,15 +103,19 @@ func releasesOf(queues, keys []string, ids []int64) []seqRelease {
 	return rs
 }
 
-// releaseSequencesIn releases rs inside the caller's transaction tx: the
-// locks are then held until the caller commits.
+// releaseSequencesIn releases rs inside the caller's transaction tx, where
+// the end was written: the locks are then held until the caller commits.
+// It waits for each lock in turn (a release after the caller's commit
+// would be another transaction, and none runs then). A JobTx ends one job;
+// a caller's transaction that ends jobs of several sequences may, rarely,
+// deadlock with an enqueue of them, and PostgreSQL then aborts one.
 func releaseSequencesIn(ctx context.Context, tx pgx.Tx, rs []seqRelease) error {
 	if len(rs) == 0 {
 		return nil
 	}
 	b := &pgx.Batch{}
 	for _, r := range sortReleases(rs) {
-		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after)
+		b.Queue(releaseSequenceSQL, r.queue, r.key, r.after, false)
 	}
 	br := tx.SendBatch(ctx, b)
 	err := execN(br, len(rs))

@@ -1,6 +1,7 @@
 package pgdriver_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -271,13 +272,32 @@ func TestAStuckSequenceHeadIsReleasedByTheFullSweep(t *testing.T) {
 // new job, left held with nothing to release it — so its release waits for
 // the lock, then releases the new job. Fails when a release does not take
 // the lock (it does not wait, and the job stays held).
+//
+// With two ends in one batch (of two sequences), the release tries both
+// locks in one transaction, and releases the sequence whose lock it could
+// not take in one of its own that waits for it.
 func TestASequenceReleaseWaitsForAnOpenEnqueue(t *testing.T) {
-	t.Parallel()
+	for _, others := range []int{0, 1} {
+		t.Run(fmt.Sprintf("others=%d", others), func(t *testing.T) {
+			t.Parallel()
+			testASequenceReleaseWaitsForAnOpenEnqueue(t, others)
+		})
+	}
+}
+
+func testASequenceReleaseWaitsForAnOpenEnqueue(t *testing.T, others int) {
 	ctx := context.Background()
 	c := migratedClient(t)
 	pool := c.Driver().(*pgdriver.Driver).Pool()
 	b := enqueueAll(t, c, fenced.EnqueueParams{Kind: "k", Queue: "seq", SequenceKey: "s"})
-	ref := claimOne(t, c, b[0], time.Minute)
+	ends := []fenced.JobEnd{{Ref: claimOne(t, c, b[0], time.Minute), Kind: fenced.EndComplete}}
+	var next []int64
+	for i := range others {
+		o := enqueueAll(t, c, fenced.EnqueueParams{Kind: "k", Queue: "seq", SequenceKey: fmt.Sprintf("o%d", i)},
+			fenced.EnqueueParams{Kind: "k", Queue: "seq", SequenceKey: fmt.Sprintf("o%d", i)})
+		ends = append(ends, fenced.JobEnd{Ref: claimOne(t, c, o[0], time.Minute), Kind: fenced.EndComplete})
+		next = append(next, o[1])
+	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +308,13 @@ func TestASequenceReleaseWaitsForAnOpenEnqueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.CompleteJob(ctx, ref, nil) }()
+	go func() {
+		errs, _, err := c.EndJobs(ctx, nil, ends)
+		for _, e := range errs {
+			err = cmp.Or(err, e)
+		}
+		done <- err
+	}()
 	// The release waits for the advisory lock the open enqueue holds.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -317,6 +343,9 @@ func TestASequenceReleaseWaitsForAnOpenEnqueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantHeld(t, pool, "s", "after the head ended and the enqueue committed", x.ID)
+	for i, id := range next {
+		wantHeld(t, pool, fmt.Sprintf("o%d", i), "after its head ended beside", id)
+	}
 }
 
 // The limited pick reads no held job: with 40 sequences of 250 queued jobs

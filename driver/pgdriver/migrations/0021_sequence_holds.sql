@@ -48,15 +48,25 @@ CREATE TRIGGER fenced_jobs_hold_sequenced BEFORE INSERT ON fenced_jobs
 -- queued and held. It takes the sequence's lock exclusively before it reads
 -- (a volatile function's statement takes a snapshot of its own in READ
 -- COMMITTED), so an enqueue that held a job behind the one that ended has
--- committed by then. It returns the job released, or NULL; a release
--- notifies the queue's idle claimers when it commits, as an enqueue does.
-CREATE FUNCTION fenced_release_sequence(q text, k text, after bigint) RETURNS bigint
+-- committed by then. It returns the job released, 0 for none, or -1 when
+-- only_try is true and the lock was taken by another transaction: then it
+-- waited for nothing and read nothing. (A transaction that releases several
+-- sequences tries their locks: waiting for one while it holds another
+-- could deadlock with an enqueue of both.) A release notifies the queue's
+-- idle claimers when it commits, as an enqueue does.
+CREATE FUNCTION fenced_release_sequence(q text, k text, after bigint, only_try boolean) RETURNS bigint
     LANGUAGE plpgsql VOLATILE
     AS $$
 DECLARE
     released bigint;
 BEGIN
-    PERFORM pg_advisory_xact_lock(fenced_sequence_lock(q, k));
+    IF only_try THEN
+        IF NOT pg_try_advisory_xact_lock(fenced_sequence_lock(q, k)) THEN
+            RETURN -1;
+        END IF;
+    ELSE
+        PERFORM pg_advisory_xact_lock(fenced_sequence_lock(q, k));
+    END IF;
     UPDATE fenced_jobs j SET held = false
     WHERE j.id = (SELECT s.id FROM fenced_jobs s
             WHERE s.queue = q AND s.sequence_key = k AND s.id > after
@@ -65,9 +75,10 @@ BEGIN
             ORDER BY s.id LIMIT 1)
         AND j.held AND j.state = 'queued'
     RETURNING j.id INTO released;
-    IF released IS NOT NULL THEN
-        PERFORM pg_notify('fenced_jobs', q); -- wakes idle claimers, as an enqueue does
+    IF released IS NULL THEN
+        RETURN 0;
     END IF;
+    PERFORM pg_notify('fenced_jobs', q); -- wakes idle claimers, as an enqueue does
     RETURN released;
 END
 $$;
