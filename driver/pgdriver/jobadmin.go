@@ -149,7 +149,7 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 
 // deleteJobSQL deletes a job, and returns its queue and sequence key when
 // it was its sequence's head (not held, and able to block the sequence).
-const deleteJobSQL = `DELETE FROM fenced_jobs j WHERE j.id = $1
+var deleteJobSQL = `DELETE FROM fenced_jobs j WHERE j.id = $1
 RETURNING j.queue, CASE WHEN NOT j.held AND ` + blockingSQL + ` THEN j.sequence_key END`
 
 // DeleteJob implements driver.JobDriver. The attempt history goes with the

@@ -55,16 +55,19 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 	case tx == nil:
 		n, err = d.insertInLanes(ctx, jobs)
 	case copyable(jobs):
-		n, err = q.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, bulkColumns, &bulkRows{jobs: jobs, i: -1})
+		n, err = copyIn(ctx, tx, jobs)
 	default:
 		args, keyed := enqueueArgs(jobs)
 		query := enqueuePlainBulkSQL
 		if keyed {
 			query = enqueueKeyedBulkSQL
 		}
-		var tag pgconn.CommandTag
-		tag, err = q.Exec(ctx, query, append(args, make([]bool, len(jobs)))...)
-		n = tag.RowsAffected()
+		ptx, _ := pgxOf(tx)
+		if err = lockSequencesIn(ctx, ptx, jobs); err == nil {
+			var tag pgconn.CommandTag
+			tag, err = q.Exec(ctx, query, append(args, make([]bool, len(jobs)))...)
+			n = tag.RowsAffected()
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("enqueue: %w", notMigrated(err))
@@ -80,17 +83,15 @@ func (d *Driver) insertInLanes(ctx context.Context, jobs []driver.EnqueueParams)
 	if keyed {
 		query = enqueueKeyedBulkSQL
 	}
-	le, ok := lanesOf(jobs)
-	if !ok {
+	b, before := enterBatch(jobs)
+	if b == nil {
 		tag, err := d.pool.Exec(ctx, query, append(args, make([]bool, len(jobs)))...)
 		return tag.RowsAffected(), err
 	}
-	b := &pgx.Batch{}
-	queueLaneEntry(b, le)
 	b.Queue(query, append(args, sequencedRows(jobs))...)
 	var tag pgconn.CommandTag
 	err := d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) (err error) {
-		if err = execN(br, 2); err == nil {
+		if err = execN(br, before); err == nil {
 			tag, err = br.Exec()
 		}
 		return err
@@ -102,14 +103,51 @@ func (d *Driver) insertInLanes(ctx context.Context, jobs []driver.EnqueueParams)
 const laneSeqsSQL = `SELECT nextval('fenced_job_seq') FROM generate_series(1, $1::int) ORDER BY 1`
 
 // copyInLanes is EnqueueBulk's copy on its own transaction: it enters the
-// jobs' lanes and draws their seqs (one round trip), then copies them in
-// with the seqs, and commits. Every job of a copy runs now; those with a key
-// wait outside the lanes.
+// jobs' lanes and draws their seqs (one round trip), takes their
+// sequences' locks and decides their holds (copyHolds), then copies them
+// in with the seqs and holds, and commits. Every job of a copy runs now;
+// those with a key wait outside the lanes. A copy with neither lanes nor
+// sequences is one COPY without a transaction of its own.
 func (d *Driver) copyInLanes(ctx context.Context, jobs []driver.EnqueueParams) (n int64, err error) {
-	le, ok := lanesOf(jobs)
-	if !ok {
+	le, lanes := lanesOf(jobs)
+	if _, _, seqs := seqLocksOf(jobs); !lanes && !seqs {
 		return d.pool.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, bulkColumns, &bulkRows{jobs: jobs, i: -1})
 	}
+	err = d.pool.inTx(ctx, func(tx pgx.Tx) error {
+		var seqs []any
+		if lanes {
+			var err error
+			if seqs, err = enterLanes(ctx, tx, le, jobs); err != nil {
+				return err
+			}
+		}
+		held, err := copyHolds(ctx, tx, jobs)
+		if err != nil {
+			return err
+		}
+		n, err = copyRows(ctx, tx, jobs, seqs, held)
+		return err
+	})
+	return n, err
+}
+
+// copyIn is EnqueueBulk's copy in the caller's transaction tx: outside the
+// lanes, held behind their sequences.
+func copyIn(ctx context.Context, tx driver.Tx, jobs []driver.EnqueueParams) (int64, error) {
+	ptx, err := pgxOf(tx)
+	if err != nil {
+		return 0, err
+	}
+	held, err := copyHolds(ctx, ptx, jobs)
+	if err != nil {
+		return 0, err
+	}
+	return copyRows(ctx, ptx, jobs, nil, held)
+}
+
+// enterLanes enters the lanes le of jobs in tx and draws the seqs of those
+// that enter them: each job's seq, nil (NULL) for one outside the lanes.
+func enterLanes(ctx context.Context, tx pgx.Tx, le laneEntry, jobs []driver.EnqueueParams) ([]any, error) {
 	seqd := sequencedRows(jobs)
 	want := 0
 	for _, s := range seqd {
@@ -117,53 +155,66 @@ func (d *Driver) copyInLanes(ctx context.Context, jobs []driver.EnqueueParams) (
 			want++
 		}
 	}
-	err = d.pool.inTx(ctx, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		queueLaneEntry(b, le)
-		b.Queue(laneSeqsSQL, want)
-		br := tx.SendBatch(ctx, b)
-		err := execN(br, 2)
-		var seqs []int64
-		if err == nil {
-			rows, qerr := br.Query()
-			seqs, err = collectRows(rows, qerr, pgx.RowTo[int64])
+	b := &pgx.Batch{}
+	queueLaneEntry(b, le)
+	b.Queue(laneSeqsSQL, want)
+	br := tx.SendBatch(ctx, b)
+	err := execN(br, 2)
+	var seqs []int64
+	if err == nil {
+		rows, qerr := br.Query()
+		seqs, err = collectRows(rows, qerr, pgx.RowTo[int64])
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && len(seqs) != want {
+		err = fmt.Errorf("drew %d seqs for %d jobs", len(seqs), want)
+	}
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]any, len(jobs))
+	for i, next := 0, 0; i < len(jobs); i++ {
+		if seqd[i] {
+			vals[i], next = seqs[next], next+1
 		}
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil && len(seqs) != want {
-			err = fmt.Errorf("drew %d seqs for %d jobs", len(seqs), want)
-		}
-		if err != nil {
-			return err
-		}
-		vals := make([]any, len(jobs)) // nil: NULL, outside the lanes
-		for i, next := 0, 0; i < len(jobs); i++ {
-			if seqd[i] {
-				vals[i], next = seqs[next], next+1
-			}
-		}
-		n, err = tx.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, bulkSeqColumns, &seqRows{bulkRows: bulkRows{jobs: jobs, i: -1}, seqs: vals})
-		return err
-	})
-	return n, err
+	}
+	return vals, nil
 }
 
-// bulkSeqColumns are bulkColumns and seq.
-var bulkSeqColumns = append(append([]string(nil), bulkColumns...), "seq")
+// copyRows copies jobs into fenced_jobs in tx, with each job's seq when
+// seqs is not nil and its hold when held is not nil.
+func copyRows(ctx context.Context, tx pgx.Tx, jobs []driver.EnqueueParams, seqs []any, held []bool) (int64, error) {
+	cols := bulkColumns
+	if seqs != nil {
+		cols = append(cols[:len(cols):len(cols)], "seq")
+	}
+	if held != nil {
+		cols = append(cols[:len(cols):len(cols)], "held")
+	}
+	return tx.CopyFrom(ctx, pgx.Identifier{"fenced_jobs"}, cols, &extraRows{bulkRows: bulkRows{jobs: jobs, i: -1}, seqs: seqs, held: held})
+}
 
-// seqRows are bulkRows with each job's seq (nil: NULL).
-type seqRows struct {
+// extraRows are bulkRows with each job's seq (nil: NULL) and hold, for the
+// columns copyRows names.
+type extraRows struct {
 	bulkRows
 	seqs []any
-	row  [12]any
+	held []bool
+	row  []any
 }
 
-func (r *seqRows) Values() ([]any, error) {
+func (r *extraRows) Values() ([]any, error) {
 	v, _ := r.bulkRows.Values()
-	copy(r.row[:], v)
-	r.row[11] = r.seqs[r.i]
-	return r.row[:], nil
+	r.row = append(r.row[:0], v...)
+	if r.seqs != nil {
+		r.row = append(r.row, r.seqs[r.i])
+	}
+	if r.held != nil {
+		r.row = append(r.row, r.held[r.i])
+	}
+	return r.row, nil
 }
 
 // bulkInserter is what EnqueueBulk needs of the pool or of a transaction.

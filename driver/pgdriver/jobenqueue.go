@@ -21,16 +21,19 @@ import (
 // confirmation record per row, as an insert that may conflict does
 // (docs/design.md §10, measurements). A row whose seqd ($15) is true enters
 // its lane: it takes a seq, and the statement must run in a transaction
-// that entered the lane first (queueLaneEntry).
-const enqueueSQL = `
+// that entered the lane first (queueLaneEntry). A row with a sequence key
+// is held behind its sequence (enqueueHeldSQL): the statement must run in
+// a transaction that took its sequences' locks first (seqLockSharedSQL).
+var enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
-    policy, tags, seq)
+    policy, tags, seq, held)
 SELECT i.kind, i.queue, i.args, i.priority,
     COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
     i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
     clock_timestamp(), clock_timestamp(),
-    i.policy, i.tags::text[], CASE WHEN i.seqd THEN nextval('fenced_job_seq') END
+    i.policy, i.tags::text[], CASE WHEN i.seqd THEN nextval('fenced_job_seq') END,
+    ` + enqueueHeldSQL + `
 FROM %s
 ORDER BY i.ord%s`
 
@@ -90,7 +93,9 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 			return nil, err
 		}
 		q = ptx
-		inserted, err = collectJobs(q.Query(ctx, query, append(args, make([]bool, n))...))
+		if err = lockSequencesIn(ctx, ptx, jobs); err == nil {
+			inserted, err = collectJobs(q.Query(ctx, query, append(args, make([]bool, n))...))
+		}
 	} else {
 		inserted, err = d.enqueueInLanes(ctx, query, args, jobs)
 	}
@@ -144,21 +149,53 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 // transaction, with the jobs that run now in their lanes: one round trip
 // that enters the lanes, then inserts.
 func (d *Driver) enqueueInLanes(ctx context.Context, query string, args []any, jobs []driver.EnqueueParams) ([]*fencedtype.Job, error) {
-	le, ok := lanesOf(jobs)
-	if !ok {
+	b, before := enterBatch(jobs)
+	if b == nil {
 		return collectJobs(d.pool.Query(ctx, query, append(args, make([]bool, len(jobs)))...))
 	}
-	b := &pgx.Batch{}
-	queueLaneEntry(b, le)
 	b.Queue(query, append(args, sequencedRows(jobs))...)
 	var inserted []*fencedtype.Job
 	err := d.pool.sendBatch(ctx, b, func(br pgx.BatchResults) (err error) {
-		if err = execN(br, 2); err == nil {
+		if err = execN(br, before); err == nil {
 			inserted, err = collectJobs(br.Query())
 		}
 		return err
 	})
 	return inserted, err
+}
+
+// enterBatch is the batch that an enqueue of jobs on its own transaction
+// starts with, and how many statements it holds: it enters the jobs' lanes
+// (queueLaneEntry) and takes their sequences' locks (seqLockSharedSQL).
+// It is nil when there is neither: the insert alone then needs no
+// transaction of its own.
+func enterBatch(jobs []driver.EnqueueParams) (*pgx.Batch, int) {
+	le, lanes := lanesOf(jobs)
+	queues, keys, seqs := seqLocksOf(jobs)
+	if !lanes && !seqs {
+		return nil, 0
+	}
+	b, n := &pgx.Batch{}, 0
+	if lanes {
+		queueLaneEntry(b, le)
+		n += 2
+	}
+	if seqs {
+		b.Queue(seqLockSharedSQL, queues, keys)
+		n++
+	}
+	return b, n
+}
+
+// lockSequencesIn takes the locks of the sequences of jobs shared in the
+// caller's transaction tx, before it inserts them.
+func lockSequencesIn(ctx context.Context, tx pgx.Tx, jobs []driver.EnqueueParams) error {
+	queues, keys, ok := seqLocksOf(jobs)
+	if !ok {
+		return nil
+	}
+	_, err := tx.Exec(ctx, seqLockSharedSQL, queues, keys)
+	return err
 }
 
 // sequencedRows is enqueueSQL's $15: which jobs enter their lanes.

@@ -3,14 +3,17 @@ package pgdriver
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 
+	"github.com/fenced/fenced/driver"
 	"github.com/jackc/pgx/v5"
 )
 
 // Held sequence jobs (migration 21, docs/design.md §6.10, "Held jobs"): a
 // queued job of a sequence behind an earlier job that can block it is
-// held, in no claim index. The insert trigger holds it; a release
+// held, in no claim index. Its enqueue holds it (enqueueHeldSQL,
+// copyHolds); a release
 // (fenced_release_sequence) lets the next one go when the job before it
 // stops blocking. A hold is only a hint: the limited claim tests every
 // sequenced job it picks under the sequence's lock, so a job wrongly not
@@ -28,7 +31,87 @@ type seqRelease struct {
 
 // blockingSQL is true of a job row aliased j that can block its sequence
 // (when it has one): open, or failed without sequence_continue_on_failed.
-const blockingSQL = `j.state IN ('queued', 'running', 'failed') AND NOT (j.state = 'failed' AND j.sequence_continue_on_failed)`
+var blockingSQL = blocking("j")
+
+// blocking is blockingSQL of a row aliased a.
+func blocking(a string) string {
+	return fmt.Sprintf(`%[1]s.state IN ('queued', 'running', 'failed') AND NOT (%[1]s.state = 'failed' AND %[1]s.sequence_continue_on_failed)`, a)
+}
+
+// The hold of an enqueued job (migration 21): held when a job of its
+// sequence that can block it exists, or comes before it in the same
+// enqueue. The enqueue decides it in its own statements, after it took the
+// locks of its sequences shared (seqLockSharedSQL) in its transaction, and
+// keeps them until it commits: a release (exclusive) that comes meanwhile
+// waits for the commit and then sees the job. An enqueue whose jobs have
+// unique options holds nothing (they are inserted by statements of their
+// own, and a job not held only costs the claim a pick).
+
+// seqLockSharedSQL takes the locks of the sequences of queues $1 and keys
+// $2 shared, in the order of their lock ids: two enqueues, and a release
+// that holds one lock while it tries others, never wait in a cycle.
+const seqLockSharedSQL = `SELECT count(pg_advisory_xact_lock_shared(k)) FROM unnest(ARRAY(
+    SELECT DISTINCT fenced_sequence_lock(u.q, u.k) FROM unnest($1::text[], $2::text[]) AS u(q, k) ORDER BY 1)) AS k`
+
+// enqueueHeldSQL is enqueueSQL's held column of a row aliased i (its
+// queue, skey and ord).
+var enqueueHeldSQL = `CASE WHEN i.skey = '' THEN false
+        ELSE row_number() OVER (PARTITION BY i.queue, i.skey ORDER BY i.ord) > 1
+            OR EXISTS (SELECT 1 FROM fenced_jobs b WHERE b.queue = i.queue AND b.sequence_key = i.skey AND ` + blocking("b") + `) END`
+
+// openSequencesSQL lists, of the sequences of queues $1 and keys $2, those
+// with a job that can block them, for a copy's holds.
+var openSequencesSQL = `SELECT u.q, u.k FROM unnest($1::text[], $2::text[]) AS u(q, k)
+WHERE EXISTS (SELECT 1 FROM fenced_jobs b WHERE b.queue = u.q AND b.sequence_key = u.k AND ` + blocking("b") + `)`
+
+// seqKey names a sequence.
+type seqKey struct{ queue, key string }
+
+// seqLocksOf lists the distinct sequences of jobs (queues and keys, for
+// seqLockSharedSQL); ok is false when no job has a sequence key.
+func seqLocksOf(jobs []driver.EnqueueParams) (queues, keys []string, ok bool) {
+	seen := map[seqKey]bool{}
+	for i := range jobs {
+		j := &jobs[i]
+		if k := (seqKey{j.Queue, j.SequenceKey}); j.SequenceKey != "" && !seen[k] {
+			seen[k] = true
+			queues, keys = append(queues, j.Queue), append(keys, j.SequenceKey)
+		}
+	}
+	return queues, keys, len(queues) > 0
+}
+
+// copyHolds takes the locks of the sequences of jobs shared in tx and
+// returns each job's hold for a copy (nil when no job has a sequence key).
+func copyHolds(ctx context.Context, tx pgx.Tx, jobs []driver.EnqueueParams) ([]bool, error) {
+	queues, keys, ok := seqLocksOf(jobs)
+	if !ok {
+		return nil, nil
+	}
+	if _, err := tx.Exec(ctx, seqLockSharedSQL, queues, keys); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, openSequencesSQL, queues, keys)
+	open, err := collectRows(rows, err, func(r pgx.CollectableRow) (seqKey, error) {
+		var k seqKey
+		return k, r.Scan(&k.queue, &k.key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	behind := map[seqKey]bool{}
+	for _, k := range open {
+		behind[k] = true
+	}
+	held := make([]bool, len(jobs))
+	for i := range jobs {
+		if j := &jobs[i]; j.SequenceKey != "" {
+			k := seqKey{j.Queue, j.SequenceKey}
+			held[i], behind[k] = behind[k], true
+		}
+	}
+	return held, nil
+}
 
 // releaseSequenceSQL releases one sequence (fenced_release_sequence): $4
 // true only tries its lock, and returns -1 if another transaction holds it.

@@ -118,6 +118,23 @@ func TestSequenceHoldsAreReleasedByEveryEnd(t *testing.T) {
 	}
 	s = all
 	wantHeld(t, pool, "s", "enqueued", s...)
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { // copied in a caller's transaction
+		_, err := c.EnqueueBulk(ctx, pgdriver.WrapTx(tx), []fenced.EnqueueParams{p("c", 0), p("c", 1)})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := heldOf(t, pool, "c")
+	wantHeld(t, pool, "c", "copied in a caller's transaction", cs...)
+	if len(cs) != 2 {
+		t.Fatalf("sequence c has %d queued jobs, want 2", len(cs))
+	}
+	for _, id := range cs { // out of the way of the claims below
+		if _, err := c.CancelJob(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	ref := claimOne(t, c, s[0], time.Minute)
 	if ids, held := heldOf(t, pool, "s"); !slices.Equal(ids, s[1:]) || slices.Contains(held, false) {

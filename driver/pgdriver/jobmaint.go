@@ -160,7 +160,7 @@ func (s *recoverySweep) swept(at time.Time, full, done bool) {
 //
 // It returns how many jobs it deleted, and the failed jobs among them that
 // blocked their sequences (queue, key, id), whose next jobs are released.
-const deleteFinishedJobsSQL = `
+var deleteFinishedJobsSQL = `
 WITH d AS (
     DELETE FROM fenced_jobs j
     WHERE j.id = ANY(ARRAY(

@@ -2,46 +2,24 @@
 -- sequence behind an earlier job of it that can block it is held: it is in
 -- no claim index, so a claim never reads past it, however long the
 -- sequence. Holding is a hint the claim never trusts: the limited claim
--- still tests every sequenced job it picks under the sequence's lock. What
--- a hold must never do is outlive the reason for it, so every transition
+-- still tests every sequenced job it picks under the sequence's lock (an
+-- enqueue that holds nothing, a unique job's, only costs a pick). What a
+-- hold must never do is outlive the reason for it, so every transition
 -- that can make a held job its sequence's head releases it (an end, a
 -- cancel, a deletion), and the maintainer releases any it finds left over.
 ALTER TABLE fenced_jobs ADD COLUMN held boolean NOT NULL DEFAULT false;
 
 -- The advisory lock of a sequence: the queue's and one of 64 buckets the
 -- key falls in, so that an enqueue of many sequences takes at most 64 locks
--- per queue. Enqueues take it shared from before they decide a hold until
--- they commit; a release takes it exclusively, so it sees every enqueue
--- that saw the job it follows still open.
+-- per queue. An enqueue takes the locks of its sequences shared, in the
+-- order of their ids, before the statement that decides their holds, and
+-- keeps them until it commits; a release takes one exclusively, so it sees
+-- every enqueue that saw the job it follows still open. (The enqueue
+-- decides in its own statements, not in a row trigger: a BEFORE ROW trigger
+-- on fenced_jobs would make every COPY insert row by row.)
 CREATE FUNCTION fenced_sequence_lock(queue text, sequence_key text) RETURNS bigint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ SELECT hashtextextended('fenced.sequence/' || queue || '/' || (hashtext(sequence_key) & 63)::text, 0) $$;
-
--- A job that can block its sequence: open, or failed without
--- sequence_continue_on_failed. (Written out again in the statements that
--- read fenced_jobs_sequence, whose predicate covers these states.)
---
--- fenced_hold_sequenced decides the hold of every sequenced job inserted,
--- whatever the statement (INSERT, COPY): held when a job of its sequence
--- that can block it exists, the rows inserted before it by the same
--- statement included (a volatile function sees them), read after the
--- shared lock: in READ COMMITTED with a snapshot of its own.
-CREATE FUNCTION fenced_hold_sequenced() RETURNS trigger
-    LANGUAGE plpgsql VOLATILE
-    AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock_shared(fenced_sequence_lock(NEW.queue, NEW.sequence_key));
-    NEW.held := NEW.state = 'queued' AND EXISTS (
-        SELECT 1 FROM fenced_jobs s
-        WHERE s.queue = NEW.queue AND s.sequence_key = NEW.sequence_key
-            AND s.state IN ('queued', 'running', 'failed')
-            AND NOT (s.state = 'failed' AND s.sequence_continue_on_failed));
-    RETURN NEW;
-END
-$$;
-
-CREATE TRIGGER fenced_jobs_hold_sequenced BEFORE INSERT ON fenced_jobs
-    FOR EACH ROW WHEN (NEW.sequence_key IS NOT NULL) EXECUTE FUNCTION fenced_hold_sequenced();
 
 -- fenced_release_sequence releases the held head of a sequence, if it has
 -- one: the first job after the given id that can block it, when it is
