@@ -86,42 +86,60 @@ const notFullSQL = `(j.concurrency_key IS NULL OR (
             AND j.kind NOT IN (SELECT kind FROM key_kinds))))`
 
 // claimLimitedPickSQL picks and locks the candidates of a limited round:
-// eligible queued jobs in claim order that the pre-filter (claimableSQL,
-// limitcheck.go) lets through, skipping rows other claimers hold; none
-// when the queue is paused (queueNotPausedMySQL). The first %s names the
-// index, the second is the kind filter. Parameters: queue (five times),
-// the kinds, window.
+// eligible queued jobs in claim order, read whole (the claim returns the
+// ones it starts as the start leaves them, without reading them again:
+// startPicked), that the pre-filter lets through, skipping rows other
+// claimers hold; none when the queue is paused (queueNotPausedMySQL). Each
+// row also says whether the queue has a global limit (a primary-key range
+// of fenced_job_limits) and whether the full keys are any. %[1]s is the
+// WITH of fullKeysSQL or nothing, %[2]s whether any key is full (FALSE
+// without them), %[3]s names the index, %[4]s is the kind filter, %[5]s the
+// pre-filter: claimableSQL, or claimableNoFullSQL without the full keys
+// (limitcheck.go). A locking read's subqueries and CTEs read without
+// locking. Parameters: queue (claimLimitedPickQueues(full) times), the
+// kinds, window.
 const claimLimitedPickSQL = `
-WITH ` + fullKeysSQL + `
-SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, '') FROM fenced_jobs j%s
-WHERE ` + queueNotPausedMySQL + ` AND j.queued_queue = ? AND j.run_at <= ` + now + `%s
-    AND ` + claimableSQL + `
+%[1]sSELECT ` + jobColumns + `,
+    EXISTS (SELECT 1 FROM fenced_job_limits l WHERE l.queue = ? AND l.global_limit > 0), %[2]s
+FROM fenced_jobs j%[3]s
+WHERE ` + queueNotPausedMySQL + ` AND j.queued_queue = ? AND j.run_at <= ` + now + `%[4]s
+    AND %[5]s
 ORDER BY j.priority, j.run_at, j.id
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
 
-// claimLimitedPickQueues is how many times claimLimitedPickSQL takes the
-// queue.
-const claimLimitedPickQueues = 5
+// claimLimitedPickQueues is how many times the limited pick, with or
+// without the full keys, takes the queue.
+func claimLimitedPickQueues(full bool) int {
+	if full {
+		return 6
+	}
+	return 3
+}
 
 // claimLimitedPick returns the limited pick of a kind filter of kinds
-// kinds.
-func claimLimitedPick(kinds int) string {
+// kinds, with the full keys or without them.
+func claimLimitedPick(kinds int, full bool) string {
+	with, anyFull, prefilter := "", "FALSE", claimableNoFullSQL
+	if full {
+		with, anyFull, prefilter = "WITH "+fullKeysSQL+"\n", "EXISTS (SELECT 1 FROM full_keys)", claimableSQL
+	}
 	switch kinds {
 	case 0:
-		return fmt.Sprintf(claimLimitedPickSQL, "", "")
+		return fmt.Sprintf(claimLimitedPickSQL, with, anyFull, "", "", prefilter)
 	case 1:
-		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_queued_kind)", " AND j.kind = ?")
+		return fmt.Sprintf(claimLimitedPickSQL, with, anyFull, " FORCE INDEX (fenced_jobs_queued_kind)", " AND j.kind = ?", prefilter)
 	default:
-		return fmt.Sprintf(claimLimitedPickSQL, " FORCE INDEX (fenced_jobs_queued)", " AND j.kind IN ("+placeholders(kinds)+")")
+		return fmt.Sprintf(claimLimitedPickSQL, with, anyFull, " FORCE INDEX (fenced_jobs_queued)", " AND j.kind IN ("+placeholders(kinds)+")", prefilter)
 	}
 }
 
 // The gate rows of a limited claim (fenced_job_gates): claimGatesLockSQL
 // locks them in name order inside the claim's transaction (%s is the
-// names' placeholders); claimGateAddSQL adds a missing one, outside it.
+// names' placeholders); claimGatesAddSQL adds the missing ones, in name
+// order, in one statement outside it (%s is a (?) row per name).
 const (
-	claimGateAddSQL   = `INSERT IGNORE INTO fenced_job_gates (name) VALUES (?)`
+	claimGatesAddSQL  = `INSERT IGNORE INTO fenced_job_gates (name) VALUES %s`
 	claimGatesLockSQL = `SELECT name FROM fenced_job_gates FORCE INDEX (PRIMARY) WHERE name IN (%s) ORDER BY name FOR UPDATE`
 )
 
