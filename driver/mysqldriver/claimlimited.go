@@ -41,8 +41,17 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 // another connection while the transaction holds one could exhaust the
 // pool.
 func (d *Driver) claimLimitedRound(ctx context.Context, p driver.ClaimJobsParams) ([]*fencedtype.Job, int, error) {
+	retried := false
 	for try := 1; ; try++ {
-		jobs, picked, missing, err := d.claimLimitedTx(ctx, p)
+		full := !d.noFullKeys.Has(p.Queue)
+		jobs, picked, missing, err := d.claimLimitedTx(ctx, p, full)
+		if err == nil && len(missing) == 0 && !full && len(jobs) == 0 && picked > 0 && !retried {
+			// A pick without the full keys found only jobs that could not
+			// run: pick again with them (the hint now says so) rather than
+			// end the claim with nothing.
+			retried = true
+			continue
+		}
 		if err != nil || len(missing) == 0 || try == 5 {
 			return jobs, picked, err
 		}
@@ -63,10 +72,11 @@ func (d *Driver) addGates(ctx context.Context, names []string) error {
 	})
 }
 
-// claimLimitedTx runs a limited round's transaction once. When gate rows
-// are missing it claims nothing and returns their names.
-func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams) (jobs []*fencedtype.Job, picked int, missing []string, err error) {
-	full := !d.noFullKeys.Has(p.Queue)
+// claimLimitedTx runs a limited round's transaction once, its pick with
+// the full keys or without them (Driver.noFullKeys), and updates that
+// hint. When gate rows are missing it claims nothing and returns their
+// names.
+func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, full bool) (jobs []*fencedtype.Job, picked int, missing []string, err error) {
 	var anyFull bool
 	err = d.inTxOpts(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		jobs, picked, missing = nil, 0, nil
