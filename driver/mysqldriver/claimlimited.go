@@ -110,12 +110,13 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, f
 		if missing, err = lockGates(ctx, tx, names); err != nil || len(missing) > 0 {
 			return err
 		}
-		cands, err = sqldb.All(ctx, tx, func(r sqldb.Scanner) (claimlimit.Candidate, error) {
+		read, err := sqldb.All(ctx, tx, func(r sqldb.Scanner) (claimlimit.Candidate, error) {
 			return claimlimit.ScanCandidate(r)
-		}, fmt.Sprintf(claimLimitLoadSQL, placeholders(len(ids))), anys(ids)...)
+		}, fmt.Sprintf(claimLimitLoadSQL, placeholders(len(ids))), append([]any{p.Queue}, anys(ids)...)...)
 		if err != nil {
 			return err
 		}
+		cands = inClaimOrder(read, ids)
 		var load claimlimit.Load
 		if global {
 			if err := readKindCounts(ctx, tx, claimGlobalLimitsSQL, p.Queue, load.AddGlobal); err != nil {
@@ -146,6 +147,21 @@ func (d *Driver) claimLimitedTx(ctx context.Context, p driver.ClaimJobsParams, f
 		}
 	}
 	return jobs, picked, missing, err
+}
+
+// inClaimOrder returns the candidates of read in the order of ids.
+func inClaimOrder(read []claimlimit.Candidate, ids []int64) []claimlimit.Candidate {
+	byID := make(map[int64]claimlimit.Candidate, len(read))
+	for _, c := range read {
+		byID[c.ID] = c
+	}
+	out := make([]claimlimit.Candidate, 0, len(read))
+	for _, id := range ids {
+		if c, ok := byID[id]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // lockGates locks the gate rows of names (sorted) inside tx, in name order,

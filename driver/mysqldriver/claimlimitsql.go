@@ -30,12 +30,18 @@ const keyLimitSQL = `COALESCE(
         WHERE l.queue = j.queue AND l.kind = '' AND l.concurrency_key = ''),
     0)`
 
-// keyRunningSQL counts the running attempts of the concurrency key of the
-// job row aliased j, in its queue. Expired attempts not yet recovered are
-// running and count: their slot frees only when recovery takes the job
-// back.
-const keyRunningSQL = `(SELECT COUNT(*) FROM fenced_jobs r FORCE INDEX (fenced_jobs_key_running)
-    WHERE r.queue = j.queue AND r.running_concurrency_key = j.concurrency_key)`
+// runningKeysSQL defines running_keys: the running attempts of each
+// concurrency key of a queue, read once from fenced_jobs_key_running, which
+// holds the key of running jobs alone: as many entries as the queue has
+// running keyed jobs. Expired attempts not yet recovered are running and
+// count: their slot frees only when recovery takes the job back.
+// Parameter: queue.
+const runningKeysSQL = `running_keys AS (
+    SELECT r.queue, r.running_concurrency_key AS concurrency_key, COUNT(*) AS n
+    FROM fenced_jobs r FORCE INDEX (fenced_jobs_key_running)
+    WHERE r.queue = ? AND r.running_concurrency_key IS NOT NULL
+    GROUP BY r.queue, r.running_concurrency_key
+)`
 
 // sequenceBlockedSQL is true when the job row aliased j has a sequence key
 // and may not run yet: a job of its sequence is running, or an earlier one
@@ -46,21 +52,15 @@ const sequenceBlockedSQL = `(j.sequence_key IS NOT NULL AND EXISTS (SELECT 1 FRO
     AND s.id <> j.id
     AND (s.state = 'running' OR (s.id < j.id AND (s.state = 'queued' OR NOT s.sequence_continue_on_failed)))))`
 
-// fullKeysSQL defines, for a pick of a queue, running_keys: the running
-// attempts of each of its concurrency keys, read once from
-// fenced_jobs_key_running; key_kinds: the kinds of the queue that declare a
+// fullKeysSQL defines, for a pick of a queue, running_keys (runningKeysSQL);
+// key_kinds: the kinds of the queue that declare a
 // per-key default, and the empty kind standing for every other; and
 // full_keys: the running keys whose running attempts reach keyLimitSQL,
 // each with the kinds of key_kinds it is full for. Only keys at or above
 // the queue's smallest declared limit are asked: no limit below it can
 // apply. A locking read's CTEs read without locking. Parameters: queue
 // (three times).
-const fullKeysSQL = `running_keys AS (
-    SELECT r.queue, r.running_concurrency_key AS concurrency_key, COUNT(*) AS n
-    FROM fenced_jobs r FORCE INDEX (fenced_jobs_key_running)
-    WHERE r.queue = ? AND r.running_concurrency_key IS NOT NULL
-    GROUP BY r.queue, r.running_concurrency_key
-),
+const fullKeysSQL = runningKeysSQL + `,
 key_kinds AS (
     SELECT '' AS kind
     UNION ALL
@@ -144,16 +144,21 @@ const (
 )
 
 // claimLimitLoadSQL reads the locked candidates afresh, after the gate
-// locks (a READ COMMITTED read: a snapshot of its own), in claim order, as
+// locks (a READ COMMITTED read: a snapshot of its own), as
 // claimlimit.ScanCandidate scans them: each one's key limit, its key's
-// running attempts and whether its sequence is blocked. %s is the ids'
-// placeholders.
-const claimLimitLoadSQL = `SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''),
+// running attempts (from running_keys, the queue's running keys read once:
+// a count per candidate, a dependent subquery each, cost MariaDB a third
+// more) and whether its sequence is blocked. The rows come in no order:
+// the caller puts them in claim order. %s is the ids' placeholders.
+// Parameters: queue, the ids.
+const claimLimitLoadSQL = `WITH ` + runningKeysSQL + `
+SELECT j.id, j.kind, COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''),
     CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + keyLimitSQL + ` END,
-    CASE WHEN j.concurrency_key IS NULL THEN 0 ELSE ` + keyRunningSQL + ` END,
+    COALESCE(rk.n, 0),
     CASE WHEN ` + sequenceBlockedSQL + ` THEN 1 ELSE 0 END
-FROM fenced_jobs j FORCE INDEX (PRIMARY) WHERE j.id IN (%s) AND j.state = 'queued'
-ORDER BY j.priority, j.run_at, j.id`
+FROM fenced_jobs j FORCE INDEX (PRIMARY)
+LEFT JOIN running_keys rk ON rk.concurrency_key = j.concurrency_key
+WHERE j.id IN (%s) AND j.state = 'queued'`
 
 // claimGlobalLimitsSQL reads the global limits of a queue: kind (empty for
 // the whole queue) and limit.
