@@ -82,3 +82,37 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 		}
 	}
 }
+
+// A claim that made the queue's next picks go without the full keys (it
+// admitted all it picked, and no key was full) is followed by one whose
+// whole window is a full key's queued jobs: that pick starts nothing, and
+// the round picks again with the full keys, which pass over the full key
+// and reach the other key's job behind them, rather than end the claim
+// with nothing.
+func TestLimitedPickWithoutFullKeysThatStartsNothingPicksAgainWithThem(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	q := fenced.DefaultQueue
+	_, err := c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, PerKey: 1})
+	must(t, err, "set limit")
+	enqueue := func(key string) *fenced.Job {
+		j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
+		must(t, err, "enqueue")
+		return j
+	}
+	a1 := enqueue("a")
+	claimed, err := c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
+	must(t, err, "claim")
+	if len(claimed) != 1 || claimed[0].ID != a1.ID {
+		t.Fatalf("claimed %v, want job %d", claimed, a1.ID)
+	}
+	for range 40 { // more than a window of a claim of one job
+		enqueue("a")
+	}
+	b1 := enqueue("b")
+	claimed, err = c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
+	must(t, err, "claim behind the full key")
+	if len(claimed) != 1 || claimed[0].ID != b1.ID {
+		t.Fatalf("claimed %v, want job %d: key a is full, b is not", claimed, b1.ID)
+	}
+}
