@@ -30,9 +30,11 @@ func (d *Driver) claimLimitedJobs(ctx context.Context, p driver.ClaimJobsParams)
 // deadlock is retried. It returns the jobs it started and how many
 // candidates it picked.
 //
-// A round without a global limit is five round trips: BEGIN, the pick
-// (whole rows, and whether the queue has a global limit), the gate locks,
-// the read of the load, the start; and the COMMIT.
+// A round of a queue without a global limit is seven round trips: the
+// transaction's isolation level and its start, the pick (whole rows, and
+// whether the queue has a global limit), the gate locks, the read of the
+// load, the start and the COMMIT. With a global limit, its limits and the
+// queue's running jobs by kind are read after the locks (two more).
 //
 // Gate rows missing (the first claim of keys) end the transaction; the
 // rows are added, by one statement that commits at once, and the round
