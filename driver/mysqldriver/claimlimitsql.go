@@ -53,9 +53,8 @@ const sequenceBlockedSQL = `(j.sequence_key IS NOT NULL AND EXISTS (SELECT 1 FRO
     AND (s.state = 'running' OR (s.id < j.id AND (s.state = 'queued' OR NOT s.sequence_continue_on_failed)))))`
 
 // fullKeysSQL defines, for a pick of a queue, running_keys (runningKeysSQL);
-// key_kinds: the kinds of the queue that declare a
-// per-key default, and the empty kind standing for every other; and
-// full_keys: the running keys whose running attempts reach keyLimitSQL,
+// key_kinds: the kinds of the queue that declare a per-key default, and the
+// empty kind standing for every other; and full_keys: the running keys whose running attempts reach keyLimitSQL,
 // each with the kinds of key_kinds it is full for. Only keys at or above
 // the queue's smallest declared limit are asked: no limit below it can
 // apply. A locking read's CTEs read without locking. Parameters: queue
@@ -146,9 +145,10 @@ const (
 // claimLimitLoadSQL reads the locked candidates afresh, after the gate
 // locks (a READ COMMITTED read: a snapshot of its own), as
 // claimlimit.ScanCandidate scans them: each one's key limit, its key's
-// running attempts (from running_keys, the queue's running keys read once:
-// a count per candidate, a dependent subquery each, cost MariaDB a third
-// more) and whether its sequence is blocked. The rows come in no order:
+// running attempts (from running_keys, the queue's running keys read once
+// and joined: a count per candidate, a dependent subquery each, took
+// MariaDB 10.11 about a quarter longer for a window of 1,016 candidates of
+// 1,000 keys) and whether its sequence is blocked. The rows come in no order:
 // the caller puts them in claim order. %s is the ids' placeholders.
 // Parameters: queue, the ids.
 const claimLimitLoadSQL = `WITH ` + runningKeysSQL + `
