@@ -153,6 +153,12 @@ type Driver struct {
 	// claim whose candidates no key or global limit gates takes the queue
 	// out.
 	limited queueset.Set
+	// noFullKeys holds the queues whose last limited pick with the full
+	// keys found none full and whose round admitted every candidate it
+	// could: their next limited picks leave the full keys out, until a
+	// round cannot admit what it picked (docs/design.md §10, "The limited
+	// claim"). A hint: the read after the gate locks decides.
+	noFullKeys queueset.Set
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -46,13 +46,18 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	tx, err := db.BeginTx(ctx(t), &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	must(t, err, "begin")
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx(t), mysqldriver.ClaimLimitedPick(0), q, q, q, q, q, 10)
+	rows, err := tx.QueryContext(ctx(t), mysqldriver.ClaimLimitedPick(0, true), q, q, q, q, q, q, 10)
 	must(t, err, "pick")
+	cols, err := rows.Columns()
+	must(t, err, "columns")
 	var picked []int64
 	for rows.Next() {
 		var id int64
-		var kind, key, seq string
-		must(t, rows.Scan(&id, &kind, &key, &seq), "scan")
+		dest := []any{&id} // the job's id, then the rest of its row
+		for range cols[1:] {
+			dest = append(dest, new(sql.RawBytes))
+		}
+		must(t, rows.Scan(dest...), "scan")
 		picked = append(picked, id)
 	}
 	must(t, rows.Err(), "rows")
@@ -75,5 +80,39 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 		if err != nil {
 			t.Fatalf("the limit of kind %q and key %q is locked while the pick's transaction is open: %v", scope[0], scope[1], err)
 		}
+	}
+}
+
+// A claim that made the queue's next picks go without the full keys (it
+// admitted all it picked, and no key was full) is followed by one whose
+// whole window is a full key's queued jobs: that pick starts nothing, and
+// the round picks again with the full keys, which pass over the full key
+// and reach the other key's job behind them, rather than end the claim
+// with nothing.
+func TestLimitedPickWithoutFullKeysThatStartsNothingPicksAgainWithThem(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	q := fenced.DefaultQueue
+	_, err := c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, PerKey: 1})
+	must(t, err, "set limit")
+	enqueue := func(key string) *fenced.Job {
+		j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
+		must(t, err, "enqueue")
+		return j
+	}
+	a1 := enqueue("a")
+	claimed, err := c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
+	must(t, err, "claim")
+	if len(claimed) != 1 || claimed[0].ID != a1.ID {
+		t.Fatalf("claimed %v, want job %d", claimed, a1.ID)
+	}
+	for range 40 { // more than a window of a claim of one job
+		enqueue("a")
+	}
+	b1 := enqueue("b")
+	claimed, err = c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
+	must(t, err, "claim behind the full key")
+	if len(claimed) != 1 || claimed[0].ID != b1.ID {
+		t.Fatalf("claimed %v, want job %d: key a is full, b is not", claimed, b1.ID)
 	}
 }

@@ -8,5 +8,10 @@ package mysqldriver
 // decides on the load read after them. It is a constant of its own only so
 // that the chaos suite can show its checkers catch a build without it (the
 // build tag fenced_broken_limits, see limitcheck_broken.go).
-const claimableSQL = `NOT ` + sequenceBlockedSQL + `
+const claimableSQL = claimableNoFullSQL + `
     AND ` + notFullSQL
+
+// claimableNoFullSQL is the pre-filter of a pick without the full keys
+// (Driver.noFullKeys): the job row aliased j is not blocked by its
+// sequence.
+const claimableNoFullSQL = `NOT ` + sequenceBlockedSQL
