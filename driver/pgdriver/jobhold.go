@@ -13,9 +13,8 @@ import (
 // Held sequence jobs (migration 21, docs/design.md §6.10, "Held jobs"): a
 // queued job of a sequence behind an earlier job that can block it is
 // held, in no claim index. Its enqueue holds it (enqueueHeldSQL,
-// copyHolds); a release
-// (fenced_release_sequence) lets the next one go when the job before it
-// stops blocking. A hold is only a hint: the limited claim tests every
+// copyHolds); a release (fenced_release_sequence) lets the next one go when
+// the job before it stops blocking. A hold is only a hint: the limited claim tests every
 // sequenced job it picks under the sequence's lock, so a job wrongly not
 // held costs a pick, never the order. A job wrongly held would wait, so
 // every transition that can end a sequence's head releases after it, and
