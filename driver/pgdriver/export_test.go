@@ -39,7 +39,7 @@ func EnqueueInLanesTx(ctx context.Context, tx pgx.Tx, jobs []driver.EnqueueParam
 	b := &pgx.Batch{}
 	queueLaneEntry(b, le)
 	args, _ := enqueueArgs(jobs)
-	b.Queue(enqueuePlainBulkSQL, append(args, sequencedRows(jobs))...)
+	b.Queue(enqueueStatement(jobs, false, false), append(args, sequencedRows(jobs))...)
 	return tx.SendBatch(ctx, b).Close()
 }
 

@@ -58,10 +58,7 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 		n, err = copyIn(ctx, tx, jobs)
 	default:
 		args, keyed := enqueueArgs(jobs)
-		query := enqueuePlainBulkSQL
-		if keyed {
-			query = enqueueKeyedBulkSQL
-		}
+		query := enqueueStatement(jobs, keyed, false)
 		ptx, _ := pgxOf(tx)
 		if err = lockSequencesIn(ctx, ptx, jobs); err == nil {
 			var tag pgconn.CommandTag
@@ -79,10 +76,7 @@ func (d *Driver) EnqueueBulk(ctx context.Context, tx driver.Tx, jobs []driver.En
 // jobs that run now in their lanes: one round trip.
 func (d *Driver) insertInLanes(ctx context.Context, jobs []driver.EnqueueParams) (int64, error) {
 	args, keyed := enqueueArgs(jobs)
-	query := enqueuePlainBulkSQL
-	if keyed {
-		query = enqueueKeyedBulkSQL
-	}
+	query := enqueueStatement(jobs, keyed, false)
 	b, before := enterBatch(jobs)
 	if b == nil {
 		tag, err := d.pool.Exec(ctx, query, append(args, make([]bool, len(jobs)))...)

@@ -22,8 +22,10 @@ import (
 // (docs/design.md §10, measurements). A row whose seqd ($15) is true enters
 // its lane: it takes a seq, and the statement must run in a transaction
 // that entered the lane first (queueLaneEntry). A row with a sequence key
-// is held behind its sequence (enqueueHeldSQL): the statement must run in
-// a transaction that took its sequences' locks first (seqLockSharedSQL).
+// is held behind its sequence (the first %s: enqueueHeldSQL, or false for a
+// batch without sequence keys, whose statement is planned and run at half
+// the cost): the statement must run in a transaction that took its
+// sequences' locks first (seqLockSharedSQL).
 var enqueueSQL = `
 INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, idempotency_key,
     concurrency_key, sequence_key, sequence_continue_on_failed, metadata, created_at, updated_at,
@@ -33,7 +35,7 @@ SELECT i.kind, i.queue, i.args, i.priority,
     i.max_attempts, NULLIF(i.ikey, ''), NULLIF(i.ckey, ''), NULLIF(i.skey, ''), i.scont, i.meta,
     clock_timestamp(), clock_timestamp(),
     i.policy, i.tags::text[], CASE WHEN i.seqd THEN nextval('fenced_job_seq') END,
-    ` + enqueueHeldSQL + `
+    %s
 FROM %s
 ORDER BY i.ord%s`
 
@@ -60,15 +62,46 @@ WHERE i.ikey = '' OR (i.nth = 1 AND NOT EXISTS (SELECT 1 FROM fenced_jobs e WHER
 const enqueueOnConflict = `
 ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`
 
-// The enqueue statements of batches with and without idempotency keys.
-var (
-	// EnqueueBulk's, which read nothing back.
-	enqueueKeyedBulkSQL = fmt.Sprintf(enqueueSQL, enqueueKeyedRows, enqueueOnConflict)
-	enqueuePlainBulkSQL = fmt.Sprintf(enqueueSQL, enqueuePlainRows, "")
-	// Enqueue's, which read the jobs back.
-	enqueueKeyedSQL = enqueueKeyedBulkSQL + enqueueReturning
-	enqueuePlainSQL = enqueuePlainBulkSQL + enqueueReturning
-)
+// enqueueStatements are the enqueue statements, by [idempotency keys][sequence
+// keys][the jobs read back] in the batch.
+var enqueueStatements = func() (st [2][2][2]string) {
+	for keyed := range 2 {
+		rows, conflict := enqueuePlainRows, ""
+		if keyed == 1 {
+			rows, conflict = enqueueKeyedRows, enqueueOnConflict
+		}
+		for seqs := range 2 {
+			held := "false"
+			if seqs == 1 {
+				held = enqueueHeldSQL
+			}
+			st[keyed][seqs][0] = fmt.Sprintf(enqueueSQL, held, rows, conflict)
+			st[keyed][seqs][1] = st[keyed][seqs][0] + enqueueReturning
+		}
+	}
+	return st
+}()
+
+// enqueueStatement is the enqueue statement of jobs: with or without
+// idempotency keys (keyed, as enqueueArgs says), with the holds of their
+// sequences if one has a sequence key, reading the jobs back if returning.
+func enqueueStatement(jobs []driver.EnqueueParams, keyed, returning bool) string {
+	seqs := 0
+	for i := range jobs {
+		if jobs[i].SequenceKey != "" {
+			seqs = 1
+			break
+		}
+	}
+	k, r := 0, 0
+	if keyed {
+		k = 1
+	}
+	if returning {
+		r = 1
+	}
+	return enqueueStatements[k][seqs][r]
+}
 
 const enqueueReturning = `
 RETURNING ` + jobColumns
@@ -80,10 +113,7 @@ func (d *Driver) Enqueue(ctx context.Context, tx driver.Tx, jobs []driver.Enqueu
 	}
 	n := len(jobs)
 	args, keyed := enqueueArgs(jobs)
-	query := enqueuePlainSQL
-	if keyed {
-		query = enqueueKeyedSQL
-	}
+	query := enqueueStatement(jobs, keyed, true)
 	var q querier = d.pool
 	var inserted []*fencedtype.Job
 	var err error
