@@ -28,17 +28,9 @@ func TestLimitedPickPassesOverFullKeysAndLocksNoRunningJob(t *testing.T) {
 	must(t, err, "set the key's own limit")
 	_, err = c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, Kind: "k", PerKey: 1})
 	must(t, err, "set the kind's default")
-	enqueue := func(key string) *fenced.Job {
-		j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
-		must(t, err, "enqueue")
-		return j
-	}
+	enqueue := func(key string) *fenced.Job { return enqueueKeyed(t, c, key) }
 	a1 := enqueue("a")
-	claimed, err := c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
-	must(t, err, "claim")
-	if len(claimed) != 1 || claimed[0].ID != a1.ID {
-		t.Fatalf("claimed %v, want job %d", claimed, a1.ID)
-	}
+	claimFirstOfKey(t, c, q, a1)
 	enqueue("a")
 	b1 := enqueue("b")
 
@@ -95,24 +87,34 @@ func TestLimitedPickWithoutFullKeysThatStartsNothingPicksAgainWithThem(t *testin
 	q := fenced.DefaultQueue
 	_, err := c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: q, PerKey: 1})
 	must(t, err, "set limit")
-	enqueue := func(key string) *fenced.Job {
-		j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
-		must(t, err, "enqueue")
-		return j
-	}
+	enqueue := func(key string) *fenced.Job { return enqueueKeyed(t, c, key) }
 	a1 := enqueue("a")
-	claimed, err := c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
-	must(t, err, "claim")
-	if len(claimed) != 1 || claimed[0].ID != a1.ID {
-		t.Fatalf("claimed %v, want job %d", claimed, a1.ID)
-	}
+	claimFirstOfKey(t, c, q, a1)
 	for range 40 { // more than a window of a claim of one job
 		enqueue("a")
 	}
 	b1 := enqueue("b")
-	claimed, err = c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
+	claimed, err := c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
 	must(t, err, "claim behind the full key")
 	if len(claimed) != 1 || claimed[0].ID != b1.ID {
 		t.Fatalf("claimed %v, want job %d: key a is full, b is not", claimed, b1.ID)
+	}
+}
+
+// enqueueKeyed enqueues a job of kind k with concurrency key key.
+func enqueueKeyed(t *testing.T, c *fenced.Client, key string) *fenced.Job {
+	t.Helper()
+	j, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "k", ConcurrencyKey: key})
+	must(t, err, "enqueue")
+	return j
+}
+
+// claimFirstOfKey claims one job of queue q and fails unless it is j.
+func claimFirstOfKey(t *testing.T, c *fenced.Client, q string, j *fenced.Job) {
+	t.Helper()
+	claimed, err := c.ClaimJobs(ctx(t), q, "w", 1, time.Minute)
+	must(t, err, "claim")
+	if len(claimed) != 1 || claimed[0].ID != j.ID {
+		t.Fatalf("claimed %v, want job %d", claimed, j.ID)
 	}
 }
