@@ -24,6 +24,9 @@ const (
 	CapJobs Capability = "jobs"
 	// CapSemaphores is the semaphores (driver.SemaphoreDriver).
 	CapSemaphores Capability = "semaphores"
+	// CapWorkflows is the workflows (driver.WorkflowDriver): EnqueueWorkflow
+	// and the reads and administration of workflows.
+	CapWorkflows Capability = "workflows"
 	// CapClock is DatabaseTime (driver.Clock): the database clock read in
 	// a statement of its own.
 	CapClock Capability = "clock"
@@ -38,6 +41,9 @@ var (
 	// ErrSemaphoresNotSupported: the backend keeps no semaphores
 	// (CapSemaphores).
 	ErrSemaphoresNotSupported = fmt.Errorf("the backend keeps no semaphores: %w", errors.ErrUnsupported)
+	// ErrWorkflowsNotSupported: the backend keeps no workflows
+	// (CapWorkflows).
+	ErrWorkflowsNotSupported = fmt.Errorf("the backend keeps no workflows: %w", errors.ErrUnsupported)
 	// ErrClockNotSupported: the backend cannot read its clock in a
 	// statement of its own (CapClock).
 	ErrClockNotSupported = fmt.Errorf("the backend cannot read its clock alone: %w", errors.ErrUnsupported)
@@ -66,6 +72,11 @@ func (c *Client) Unsupported(cap Capability) error {
 				"semaphores are not offered on %s, which keeps %s only: use a lease, or a PostgreSQL, MySQL or SQLite database",
 				c.d.Dialect(), cs.keeps())}
 		}
+	case CapWorkflows:
+		if cs.workflows == nil {
+			return &unsupportedError{ErrWorkflowsNotSupported, fmt.Sprintf(
+				"workflows are not offered on %s, which keeps %s only", c.d.Dialect(), cs.keeps())}
+		}
 	case CapClock:
 		if cs.clock == nil {
 			return &unsupportedError{ErrClockNotSupported, fmt.Sprintf(
@@ -88,6 +99,7 @@ type capabilities struct {
 	listener   driver.JobListener      // enqueues anywhere wake waiters
 	tidier     driver.JobTidier        // the maintainer vacuums the job table
 	floor      driver.FenceFloorReader // leases report Advanced
+	workflows  driver.WorkflowDriver
 }
 
 // assertCapabilities asks d for each capability.
@@ -101,6 +113,7 @@ func assertCapabilities(d driver.Driver) capabilities {
 		cs.bulk, _ = d.(driver.BulkEnqueuer)
 		cs.listener, _ = d.(driver.JobListener)
 		cs.tidier, _ = d.(driver.JobTidier)
+		cs.workflows, _ = d.(driver.WorkflowDriver)
 	}
 	return cs
 }
@@ -135,6 +148,14 @@ func (c *Client) jobQueue() (driver.JobDriver, error) {
 		return nil, c.Unsupported(CapJobs)
 	}
 	return c.caps.jobs, nil
+}
+
+// workflowDriver is the backend's workflows, as jobQueue is its job queue.
+func (c *Client) workflowDriver() (driver.WorkflowDriver, error) {
+	if c.caps.workflows == nil {
+		return nil, c.Unsupported(CapWorkflows)
+	}
+	return c.caps.workflows, nil
 }
 
 // semaphoreDriver is the backend's semaphores, as jobQueue is its job

@@ -24,10 +24,13 @@ type JobState = fencedtype.JobState
 //	   │                 │ ──fail, attempts exhausted or discarded──▶ failed (dead letter)
 //	   │                 └ ──cancel requested, then the worker stops──▶ cancelled
 //	   └──retry── failed, cancelled        queued ──cancel──▶ cancelled
+//	pending ──every dependency finished──▶ queued    pending ──cancel──▶ cancelled
 //
 // queued includes scheduled jobs and jobs waiting to retry (RunAt in the
-// future).
+// future). pending is a workflow task waiting for its dependencies
+// (EnqueueWorkflow); no claim takes it.
 const (
+	JobPending   = fencedtype.JobPending
 	JobQueued    = fencedtype.JobQueued
 	JobRunning   = fencedtype.JobRunning
 	JobSucceeded = fencedtype.JobSucceeded

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// JobState is one of a job's five states.
+// JobState is one of a job's six states.
 type JobState string
 
 // The states of a job:
@@ -15,10 +15,14 @@ type JobState string
 //	   │                 │ ──fail, attempts exhausted or discarded──▶ failed (dead letter)
 //	   │                 └ ──cancel requested, then the worker stops──▶ cancelled
 //	   └──retry── failed, cancelled        queued ──cancel──▶ cancelled
+//	pending ──every dependency finished──▶ queued    pending ──cancel──▶ cancelled
 //
 // queued includes scheduled jobs and jobs waiting to retry (RunAt in the
-// future). succeeded, failed and cancelled are the finished states.
+// future). pending is a workflow task waiting for its dependencies
+// (docs/design.md §6.18); no claim takes it. succeeded, failed and
+// cancelled are the finished states.
 const (
+	JobPending   JobState = "pending"
 	JobQueued    JobState = "queued"
 	JobRunning   JobState = "running"
 	JobSucceeded JobState = "succeeded"
@@ -31,8 +35,10 @@ func (s JobState) Finished() bool {
 	return s == JobSucceeded || s == JobFailed || s == JobCancelled
 }
 
-// Valid reports whether s is one of the five states.
-func (s JobState) Valid() bool { return s == JobQueued || s == JobRunning || s.Finished() }
+// Valid reports whether s is one of the six states.
+func (s JobState) Valid() bool {
+	return s == JobPending || s == JobQueued || s == JobRunning || s.Finished()
+}
 
 // Job is a job as stored, read in the statement that returned it.
 type Job struct {
@@ -93,6 +99,10 @@ type Job struct {
 	// Tags are the job's tags as given at enqueue (distinct, in the order
 	// given); nil when it has none. Listings filter by them (JobFilter.Tags).
 	Tags []string `json:"tags"`
+	// WorkflowID is the workflow the job is a task of; 0 when none.
+	WorkflowID int64 `json:"workflow_id,omitempty"`
+	// TaskName is its task's name in that workflow; "" when none.
+	TaskName string `json:"task_name,omitempty"`
 }
 
 // Ref is the job's current attempt, as its worker passes it to guarded writes.
