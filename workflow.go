@@ -303,3 +303,13 @@ func findCycle(tasks []WorkflowTaskParams, index map[string]int) string {
 	}
 	return tasks[at].Name
 }
+
+// DeleteWorkflow deletes a workflow whole: every task with its history;
+// ErrNotFound when there is none. (DeleteJob refuses a single task.)
+func (c *Client) DeleteWorkflow(ctx context.Context, id int64) error {
+	wd, err := c.workflowDriver()
+	if err != nil {
+		return err
+	}
+	return wd.DeleteWorkflow(ctx, id)
+}

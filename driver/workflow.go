@@ -54,6 +54,10 @@ type WorkflowDriver interface {
 	// RetryJob does: their dependents resume), clears its cancel, in one
 	// transaction, and returns it as read after.
 	RetryWorkflow(ctx context.Context, id int64) (*fencedtype.Workflow, error)
+	// DeleteWorkflow deletes a workflow with every task (and their
+	// attempt histories and edges) in one transaction; ErrNotFound when
+	// there is none. A running task's later writes find no row.
+	DeleteWorkflow(ctx context.Context, id int64) error
 	// TaskDependencies reads the dependencies of the task job id, by name;
 	// nil for a job that is no task or has none.
 	TaskDependencies(ctx context.Context, id int64) ([]fencedtype.TaskDependency, error)
