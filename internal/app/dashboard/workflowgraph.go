@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
+	"math"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -295,7 +296,7 @@ func (g *workflowGraph) SVG() template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="dag" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="the workflow's tasks and their dependencies" %s>`,
 		g.W, g.H, g.W, g.H, chartFont)
-	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto">` +
+	b.WriteString(`<defs><marker id="arrow" viewBox="0 0 8 8" refX="8" refY="4" markerUnits="userSpaceOnUse" markerWidth="8" markerHeight="8" orient="auto">` +
 		`<path d="M0,0 L8,4 L0,8 z" fill="#98a2b3"/></marker></defs>`)
 	for _, e := range g.Edges {
 		fx, fy := g.xy(e.From)
@@ -303,8 +304,11 @@ func (g *workflowGraph) SVG() template.HTML {
 		x1, y1 := fx+boxW, fy+boxH/2
 		x2, y2 := tx, ty+boxH/2
 		bend := colGap / 2
-		fmt.Fprintf(&b, `<path class="edge" data-from="%s" data-to="%s" d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#98a2b3" stroke-width="1.2" marker-end="url(#arrow)">`,
-			esc(e.From.label()), esc(e.To.label()), x1, y1, x1+bend, y1, x2-bend, y2, x2, y2)
+		// An edge standing for many dependencies is drawn wider, up to
+		// four times.
+		width := 1.2 * min(1+math.Log10(float64(e.N)), 4)
+		fmt.Fprintf(&b, `<path class="edge" data-from="%s" data-to="%s" d="M%d,%d C%d,%d %d,%d %d,%d" fill="none" stroke="#98a2b3" stroke-width="%.1f" marker-end="url(#arrow)">`,
+			esc(e.From.label()), esc(e.To.label()), x1, y1, x1+bend, y1, x2-bend, y2, x2, y2, width)
 		if e.N > 1 {
 			fmt.Fprintf(&b, `<title>%d dependencies</title>`, e.N)
 		}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -491,4 +493,35 @@ func TestABackendWithoutWorkflowsSaysSo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWorkflowInBrowser, on PostgreSQL in headless Chromium: the workflow
+// page draws its graph (the policy lets inline SVG through: no script,
+// nothing loaded), its boxes link the tasks' jobs, and a screenshot of
+// the page is saved (workflow.png in the artifacts directory).
+func TestWorkflowInBrowser(t *testing.T) {
+	t.Parallel()
+	bin := chromium(t)
+	e := setupOn(t, testdb.Postgres(t), nil, dashboard.Options{})
+	w := diamond(t, e.c, "release", "wfb")
+	work(t, e.c, "wfb", true)
+	work(t, e.c, "wfb", false)
+	path := fmt.Sprintf("/workflows/%d", w.ID)
+	dom := browse(t, bin, e.url+path, "--dump-dom")
+	if n := len(taskBox.FindAllString(dom, -1)); n != 4 || len(edgePath.FindAllString(dom, -1)) != 4 {
+		t.Fatalf("the browser's DOM holds %d boxes:\n%s", n, dom)
+	}
+	got := section(t, dom, "tasks")
+	for _, want := range []string{"a #" + strconv.FormatInt(taskOf(t, w, "a").JobID, 10) + " step.a wfb succeeded —",
+		"d #" + strconv.FormatInt(taskOf(t, w, "d").JobID, 10) + " step.d wfb cancelled by its workflow b , c"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the tasks read %q, want them to contain %q", got, want)
+		}
+	}
+	shot := filepath.Join(artifacts(t), "workflow.png")
+	browse(t, bin, e.url+path, "--screenshot="+shot, "--window-size=1280,900", "--hide-scrollbars")
+	if fi, err := os.Stat(shot); err != nil || fi.Size() == 0 {
+		t.Fatalf("screenshot %s not written: %v", shot, err)
+	}
+	t.Logf("screenshot of %s: %s", path, shot)
 }
