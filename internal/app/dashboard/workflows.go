@@ -171,14 +171,18 @@ type workflowDetail struct {
 	Page, Pages, PrevPage, NextPage int
 	First, Last                     int // the rows shown, from 1
 	Actions                         []*workflowAction
-	// GraphMaxPerLayer and GraphMaxLayers bound the graph, for the page's
-	// note.
+	// GraphMaxPerLayer, GraphMaxLayers and GraphMaxEdges bound the graph,
+	// for the page's note.
 	GraphMaxPerLayer, GraphMaxLayers, GraphMaxEdges int
+	// Refresh: the page reloads itself, while the workflow runs (a
+	// finished one changes only by an action).
+	Refresh bool
 }
 
 // workflow serves /workflows/{id}?page=N: the workflow's counts, its graph
 // and its tasks (taskPageSize a page), from one read of the workflow
-// (GetWorkflow) and a clock read.
+// (GetWorkflow) and a clock read. It reloads itself while the workflow
+// runs.
 func (h *Handler) workflow(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.workflowID(w, r)
 	if !ok {
@@ -219,8 +223,9 @@ func (h *Handler) workflow(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Tasks = append(p.Tasks, row)
 	}
+	p.Refresh = wf.State == fenced.WorkflowRunning
 	if p.Now, err = h.c.DatabaseTime(r.Context()); err == nil {
-		p.Clock = clock(p.Now, true)
+		p.Clock = clock(p.Now, p.Refresh)
 	}
 	h.render(w, r, http.StatusOK, "workflow", p)
 }

@@ -132,7 +132,7 @@ func TestWorkflowPages(t *testing.T) {
 
 	t.Run("WorkflowPage", func(t *testing.T) {
 		pg := p.get(fmt.Sprintf("/workflows/%d", w.ID))
-		if pg.status != 200 || strings.Contains(pg.body, "<script") {
+		if pg.status != 200 || strings.Contains(pg.body, "<script") || !strings.Contains(pg.body, `http-equiv="refresh"`) {
 			t.Fatalf("GET /workflows/%d = %d:\n%s", w.ID, pg.status, pg.body)
 		}
 		rows := map[string]string{}
@@ -324,6 +324,9 @@ func TestWorkflowActions(t *testing.T) {
 	page := p.get(fmt.Sprintf("/workflows/%d", w.ID)).body
 	if strings.Contains(page, "action=cancel") || !strings.Contains(page, "action=retry") {
 		t.Fatalf("a cancelled workflow should offer retry only:\n%s", page)
+	}
+	if strings.Contains(page, `http-equiv="refresh"`) {
+		t.Error("a finished workflow's page reloads itself")
 	}
 
 	c = p.get(fmt.Sprintf("/workflows/%d/confirm?action=retry", w.ID))
