@@ -23,10 +23,11 @@ func WorkflowStateOf(counts map[fencedtype.JobState]int, cancelled bool) fencedt
 	return fencedtype.WorkflowFailed
 }
 
-// TaskCancelledError is RetryJob's refusal of a task its workflow
-// cancelled (an *InvalidError of "job").
+// TaskCancelledError is RetryJob's refusal of a task that may not run: one
+// its workflow cancelled, or one with a failed dependency that does not
+// run anyway (an *InvalidError of "job").
 func TaskCancelledError(id int64, task string) error {
-	return fencedtype.Invalid("job", "job %d (task %q) was cancelled by its workflow because a dependency failed or was cancelled: retry that dependency", id, task)
+	return fencedtype.Invalid("job", "job %d (task %q) cannot run: a dependency failed or was cancelled; retry that dependency", id, task)
 }
 
 // TaskDeleteError is DeleteJob's refusal of a workflow's task (an

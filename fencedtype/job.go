@@ -100,9 +100,9 @@ type Job struct {
 	// given); nil when it has none. Listings filter by them (JobFilter.Tags).
 	Tags []string `json:"tags"`
 	// WorkflowID is the workflow the job is a task of; 0 when none.
-	WorkflowID int64 `json:"workflow_id,omitempty"`
+	WorkflowID int64 `json:"workflow_id"`
 	// TaskName is its task's name in that workflow; "" when none.
-	TaskName string `json:"task_name,omitempty"`
+	TaskName string `json:"task_name"`
 }
 
 // Ref is the job's current attempt, as its worker passes it to guarded writes.

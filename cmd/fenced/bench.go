@@ -93,6 +93,8 @@ the pool holds --pool connections unless the URL sets pool_max_conns.`,
 	fl.IntVar(&f.o.Keys, "keys", 0, "give job n the concurrency key k<n mod N>, so that every claim takes the limited way")
 	fl.IntVar(&f.o.KeyLimit, "key-limit", 0, "with --keys: declare this per-key limit on the queue for the run (SetJobLimit), removed afterwards")
 	fl.IntVar(&f.o.Sequences, "sequences", 0, "give job n the sequence key s<n mod N>: each sequence's jobs run one at a time, in order")
+	fl.IntVar(&f.o.FanOut, "workflow-fanout", 0, "burn-down of workflows of a split task, N parts after it and a join after them all (1→N→1)")
+	fl.IntVar(&f.o.Chain, "workflow-chain", 0, "burn-down of workflows of N tasks, each after the one before")
 	fl.IntVar(&f.o.Concurrency, "workers", jobbench.DefaultConcurrency, "jobs worked at once")
 	fl.StringVar(&f.o.Queue, "queue", jobbench.DefaultQueue, "queue of the benchmark's jobs")
 	fl.BoolVar(&f.o.Keep, "keep", false, "keep the benchmark's jobs instead of deleting them")
@@ -135,6 +137,8 @@ func (f *benchFlags) check(cmd *cobra.Command) error {
 		return usage("--window must be positive")
 	case fl.Changed("keys") && f.o.Keys < 1:
 		return usage("--keys must be at least 1")
+	case fl.Changed("workflow-fanout") && f.o.FanOut < 1, fl.Changed("workflow-chain") && f.o.Chain < 1:
+		return usage("--workflow-fanout and --workflow-chain must be at least 1")
 	case fl.Changed("sequences") && f.o.Sequences < 1:
 		return usage("--sequences must be at least 1")
 	case fl.Changed("key-limit") && (f.o.KeyLimit < 1 || !fl.Changed("keys")):

@@ -125,6 +125,7 @@ var (
 	jobs       = []fenced.Capability{fenced.CapJobs}
 	semaphores = []fenced.Capability{fenced.CapSemaphores}
 	clock      = []fenced.Capability{fenced.CapClock}
+	workflows  = []fenced.Capability{fenced.CapJobs, fenced.CapWorkflows}
 )
 
 // groups is the suite, in the order Run starts them.
@@ -175,6 +176,7 @@ var groups = []group{
 	{name: "ResumeQueue", run: runResumeQueue, needs: jobs},
 	{name: "ListQueuePauses", run: runListQueuePauses, needs: jobs},
 	{name: "RollupJobMinutes", run: runRollupJobMinutes, needs: jobs},
+	{name: "Workflows", run: runWorkflows, needs: workflows},
 	{name: "DatabaseTime", run: runDatabaseTime, needs: clock},
 
 	{name: "Keeper", run: runKeeper},

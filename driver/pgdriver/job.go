@@ -19,7 +19,7 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata,
-	j.policy, j.tags,
+	j.policy, j.tags, COALESCE(j.workflow_id, 0), COALESCE(j.task_name, ''),
 	clock_timestamp()`
 
 func scanJob(row pgx.Row) (*fencedtype.Job, error) {
@@ -42,11 +42,11 @@ func newJobScanner(extra ...any) *jobScanner {
 }
 
 // jobColumnCount is the number of jobColumns.
-const jobColumnCount = 27
+const jobColumnCount = 29
 
 // jobClockColumn is the index of clock_timestamp() (DecidedAt) in
 // jobColumns, the last.
-const jobClockColumn = 26
+const jobClockColumn = 28
 
 func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	j := new(fencedtype.Job)
@@ -56,7 +56,7 @@ func (s *jobScanner) scan(row pgx.Row) (*fencedtype.Job, error) {
 	d[12], d[13], d[14], d[15], d[16] = &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError, (*[]byte)(&j.Progress), &j.IdempotencyKey
 	d[17], d[18], d[19], d[20], d[21] = &j.CreatedAt, &j.AttemptedAt, &j.FinishedAt, &j.ConcurrencyKey, &j.SequenceKey
 	d[22], d[23] = &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata)
-	d[24], d[25] = &s.policy, &j.Tags
+	d[24], d[25], d[26], d[27] = &s.policy, &j.Tags, &j.WorkflowID, &j.TaskName
 	d[jobClockColumn] = &j.DecidedAt
 	err := row.Scan(d...)
 	j.State = fencedtype.JobState(s.state)

@@ -12,15 +12,17 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// cancelJobSQL cancels a queued job at once and flags a running one; the
-// running job's worker learns it at its next heartbeat.
+// cancelJobSQL cancels a queued job (or a pending workflow task) at once
+// and flags a running one; the running job's worker learns it at its next
+// heartbeat. A task's cancel cancels its dependents by the workflow's rule
+// (the fenced_workflow_step trigger, in this statement).
 const cancelJobSQL = `
 UPDATE fenced_jobs j SET
-    state = CASE WHEN j.state = 'queued' THEN 'cancelled' ELSE j.state END,
-    finished_at = CASE WHEN j.state = 'queued' THEN clock_timestamp() ELSE j.finished_at END,
+    state = CASE WHEN j.state IN ('queued', 'pending') THEN 'cancelled' ELSE j.state END,
+    finished_at = CASE WHEN j.state IN ('queued', 'pending') THEN clock_timestamp() ELSE j.finished_at END,
     cancel_requested = (j.state = 'running'),
     updated_at = clock_timestamp()
-WHERE j.id = $1 AND j.state IN ('queued', 'running')
+WHERE j.id = $1 AND j.state IN ('pending', 'queued', 'running')
 RETURNING ` + jobColumns + `, j.state = 'cancelled' AND j.sequence_key IS NOT NULL AND NOT j.held`
 
 // CancelJob implements driver.JobDriver. A cancelled job that was its
@@ -34,23 +36,44 @@ func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, erro
 	return j, err
 }
 
-// retryJobSQL puts a failed or cancelled job back to queued with a fresh
+// retryJobSet is the retry of a failed or cancelled job: queued (pending,
+// for a workflow's task with a dependency still waiting) with a fresh
 // budget of max_attempts more attempts. It leaves its lane (seq NULL): a
 // job cancelled before it ever ran has fence 0, and its seq may be behind
 // its lane's cursor. It is not held (a job cancelled while it was held
 // was): if an earlier job of its sequence blocks it, the claim passes it
 // over until that one ends, as it passes over any job it finds blocked.
-const retryJobSQL = `
-UPDATE fenced_jobs j SET
-    state = 'queued', run_at = clock_timestamp(), finished_at = NULL, cancel_requested = false, seq = NULL, held = false,
+const retryJobSet = `
+    state = CASE WHEN j.deps_waiting > 0 THEN 'pending' ELSE 'queued' END, run_at = clock_timestamp(),
+    finished_at = NULL, cancel_requested = false, seq = NULL, held = false,
     max_attempts = j.attempt + j.max_attempts,
-    updated_at = clock_timestamp()
-WHERE j.id = $1 AND j.state IN ('failed', 'cancelled')
+    updated_at = clock_timestamp()`
+
+// taskRunnable is true of a job unless it is a workflow's task that may not
+// run: one its workflow cancelled, or one with a failed dependency that does
+// not run anyway. Retrying it is refused: its dependency is what to retry.
+const taskRunnable = `NOT (j.workflow_cancelled OR (j.deps_failed > 0 AND NOT j.run_anyway))`
+
+// retryJobSQL retries one job (retryJobSet). A task's dependents wait for it
+// again by the workflow's rule (the fenced_workflow_step trigger).
+const retryJobSQL = `
+UPDATE fenced_jobs j SET ` + retryJobSet + `
+WHERE j.id = $1 AND j.state IN ('failed', 'cancelled') AND ` + taskRunnable + `
 RETURNING ` + jobColumns
 
-// RetryJob implements driver.JobDriver.
+// RetryJob implements driver.JobDriver. A workflow's task that may not run
+// (taskRunnable) is refused with driver.TaskCancelledError.
 func (d *Driver) RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "retry", id, retryJobSQL)
+	j, err := d.jobAdmin(ctx, "retry", id, retryJobSQL)
+	var se *fencedtype.JobStateError
+	if errors.As(err, &se) && se.State.Finished() {
+		var task string
+		if d.pool.QueryRow(ctx, `SELECT j.task_name FROM fenced_jobs j WHERE j.id = $1 AND NOT `+taskRunnable, id).
+			Scan(&task) == nil {
+			return nil, driver.TaskCancelledError(id, task)
+		}
+	}
+	return j, err
 }
 
 // jobAdmin runs a conditional state change; zero rows is ErrNotFound or
@@ -147,19 +170,27 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	return jobs, nil
 }
 
-// deleteJobSQL deletes a job, and returns its queue and sequence key when
-// it was its sequence's head (not held, and able to block the sequence).
-var deleteJobSQL = `DELETE FROM fenced_jobs j WHERE j.id = $1
+// deleteJobSQL deletes a job, unless it is a workflow's task, and returns
+// its queue and sequence key when it was its sequence's head (not held, and
+// able to block the sequence).
+var deleteJobSQL = `DELETE FROM fenced_jobs j WHERE j.id = $1 AND j.workflow_id IS NULL
 RETURNING j.queue, CASE WHEN NOT j.held AND ` + blockingSQL + ` THEN j.sequence_key END`
 
 // DeleteJob implements driver.JobDriver. The attempt history goes with the
 // job (the fenced_jobs_delete_history trigger). A job that was its
-// sequence's head releases the next (jobhold.go).
+// sequence's head releases the next (jobhold.go). A workflow's task is
+// refused (driver.TaskDeleteError): a workflow is deleted whole.
 func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
 	var queue string
 	var key *string
 	err := d.pool.QueryRow(ctx, deleteJobSQL, id).Scan(&queue, &key)
 	if errors.Is(err, pgx.ErrNoRows) {
+		var task string
+		var workflow int64
+		if d.pool.QueryRow(ctx, `SELECT task_name, workflow_id FROM fenced_jobs WHERE id = $1 AND workflow_id IS NOT NULL`, id).
+			Scan(&task, &workflow) == nil {
+			return driver.TaskDeleteError(id, task, workflow)
+		}
 		return fencedtype.ErrNotFound
 	}
 	if err != nil {

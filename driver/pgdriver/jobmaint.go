@@ -160,12 +160,14 @@ func (s *recoverySweep) swept(at time.Time, full, done bool) {
 //
 // It returns how many jobs it deleted, and the failed jobs among them that
 // blocked their sequences (queue, key, id), whose next jobs are released.
+// A workflow's task is never deleted alone (finishedWorkflowsSQL).
 var deleteFinishedJobsSQL = `
 WITH d AS (
     DELETE FROM fenced_jobs j
     WHERE j.id = ANY(ARRAY(
         SELECT id FROM fenced_jobs
         WHERE finished_at < (SELECT clock_timestamp() - $1::bigint * interval '1 microsecond')
+            AND workflow_id IS NULL
         ORDER BY finished_at LIMIT $2
         FOR UPDATE SKIP LOCKED))
     AND j.state IN ('succeeded', 'failed', 'cancelled')
@@ -177,14 +179,39 @@ SELECT count(*), COALESCE(array_agg(queue) FILTER (WHERE blocked IS NOT NULL), '
     COALESCE(array_agg(id) FILTER (WHERE blocked IS NOT NULL), '{}')
 FROM d`
 
-// DeleteFinishedJobs implements driver.JobDriver. Once its transaction
-// committed, it releases the sequences that a deleted job blocked.
+// finishedWorkflowsSQL picks, and locks, up to $2 workflows whose every
+// task finished more than $1 µs ago: retention deletes them whole
+// (deleteWorkflowsSQL).
+const finishedWorkflowsSQL = `
+SELECT COALESCE(array_agg(id), '{}') FROM (
+    SELECT w.id FROM fenced_workflows w
+    WHERE w.created_at < (SELECT clock_timestamp() - $1::bigint * interval '1 microsecond')
+        AND NOT EXISTS (SELECT 1 FROM fenced_jobs j WHERE j.workflow_id = w.id
+            AND (j.finished_at IS NULL OR j.finished_at >= (SELECT clock_timestamp() - $1::bigint * interval '1 microsecond')))
+    ORDER BY w.id LIMIT $2
+    FOR UPDATE SKIP LOCKED) x`
+
+// DeleteFinishedJobs implements driver.JobDriver: up to limit finished jobs
+// that are no workflow's tasks, and up to limit workflows whose every task
+// finished before age, whole (their tasks count in the number it returns).
+// Once its transaction committed, it releases the sequences that a deleted
+// job blocked.
 func (d *Driver) DeleteFinishedJobs(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
 	var n int64
 	var queues, keys []string
 	var ids []int64
 	err := d.maintenance(ctx, guard, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, deleteFinishedJobsSQL, age.Microseconds(), limit).Scan(&n, &queues, &keys, &ids)
+		if err := tx.QueryRow(ctx, deleteFinishedJobsSQL, age.Microseconds(), limit).Scan(&n, &queues, &keys, &ids); err != nil {
+			return err
+		}
+		var workflows []int64
+		if err := tx.QueryRow(ctx, finishedWorkflowsSQL, age.Microseconds(), limit).Scan(&workflows); err != nil || len(workflows) == 0 {
+			return err
+		}
+		var tasks int64
+		err := tx.QueryRow(ctx, deleteWorkflowsSQL, workflows).Scan(&tasks)
+		n += tasks
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete finished jobs: %w", err)

@@ -18,14 +18,23 @@ const donePoll = 2 * time.Millisecond
 var stallAfter = 2 * fenced.DefaultJobTTL
 
 // burnDown inserts o.Jobs jobs, then works them all.
-func (b *bench) burnDown(ctx context.Context) (*Result, error) {
+func (b *bench) burnDown(ctx context.Context) (res *Result, err error) {
 	n := int64(b.o.Jobs)
 	in := b.newInserter()
 	rep := b.report("insert", n, in.done.Load, nil)
 	t0 := time.Now()
-	err := in.insert(ctx, b.o.Jobs)
+	err = in.insert(ctx, b.o.Jobs)
 	insertTime := time.Since(t0)
 	rep.stop()
+	if len(in.workflows) > 0 && !b.o.Keep {
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if derr := b.deleteWorkflows(cctx, in.workflows); derr != nil && err == nil {
+				res, err = nil, derr
+			}
+		}()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("insert: %w", err)
 	}
@@ -44,7 +53,7 @@ func (b *bench) burnDown(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := b.result(BurnDown, ws)
+	res = b.result(BurnDown, ws)
 	res.Jobs, res.Seconds = n, end.Sub(start).Seconds()
 	res.JobsPerSec = rate(n, res.Seconds)
 	res.Inserted, res.InsertSeconds = n, insertTime.Seconds()

@@ -18,6 +18,8 @@ type inserter struct {
 	c               *fenced.Client
 	queue           string
 	keys, sequences int
+	fanOut, chain   int     // a workflow burn-down's (workflow.go)
+	workflows       []int64 // the workflows it inserted
 	batch           []fenced.EnqueueParams
 	next            int
 	done            atomic.Int64 // jobs inserted so far
@@ -25,11 +27,14 @@ type inserter struct {
 
 func (b *bench) newInserter() *inserter {
 	return &inserter{c: b.db.c, queue: b.o.Queue, keys: b.o.Keys, sequences: b.o.Sequences,
-		batch: make([]fenced.EnqueueParams, InsertBatch)}
+		fanOut: b.o.FanOut, chain: b.o.Chain, batch: make([]fenced.EnqueueParams, InsertBatch)}
 }
 
-// insert enqueues n jobs, a batch per statement.
+// insert enqueues n jobs, a batch per statement, or as workflows.
 func (in *inserter) insert(ctx context.Context, n int) error {
+	if in.fanOut > 0 || in.chain > 0 {
+		return in.insertWorkflows(ctx, n)
+	}
 	for n > 0 {
 		k := min(n, InsertBatch)
 		if err := in.insertBatch(ctx, k); err != nil {

@@ -92,6 +92,11 @@ type Options struct {
 	// Sequences, when above zero, gives job n the sequence key
 	// s<n mod Sequences>: each sequence's jobs run one at a time in order.
 	Sequences int
+	// FanOut, when above zero, inserts a burn-down's jobs as workflows of
+	// a split task, FanOut parts and a join (workflow.go); Chain, as
+	// workflows of Chain tasks, each after the one before. Jobs is rounded
+	// down to whole workflows.
+	FanOut, Chain int
 	// Queue is the queue the benchmark fills and works; it must hold no
 	// unfinished jobs when the run starts. Default DefaultQueue.
 	Queue string
@@ -149,6 +154,9 @@ func (o Options) withDefaults() Options {
 	if o.ProgressEvery <= 0 {
 		o.ProgressEvery = time.Second
 	}
+	if size := o.workflowSize(); size > 0 {
+		o.Jobs = max(1, o.Jobs/size) * size
+	}
 	return o
 }
 
@@ -176,6 +184,12 @@ func (o Options) validate() error {
 	}
 	if o.Wakeups > 0 && (o.Keys > 0 || o.Sequences > 0) {
 		return fencedtype.Invalid("wake-ups", "a wake-up run has no keys or sequences")
+	}
+	if o.FanOut < 0 || o.Chain < 0 || o.FanOut > 0 && o.Chain > 0 || o.FanOut+2 > fenced.MaxWorkflowTasks || o.Chain > fenced.MaxWorkflowTasks {
+		return fencedtype.Invalid("workflow", "give a fan-out or a chain, each up to %d tasks", fenced.MaxWorkflowTasks)
+	}
+	if o.workflowSize() > 0 && (o.Rate > 0 || o.Duration > 0 || o.Wakeups > 0 || o.Keys > 0 || o.Sequences > 0) {
+		return fencedtype.Invalid("workflow", "a workflow run is a burn-down without keys or sequences")
 	}
 	if o.FetchBatch < 0 || o.FetchBatch > fenced.MaxClaimBatch {
 		return fencedtype.Invalid("fetch batch", "%d is outside 1 to %d", o.FetchBatch, fenced.MaxClaimBatch)
@@ -236,6 +250,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	res.Keys, res.KeyLimit, res.Sequences = o.Keys, o.KeyLimit, o.Sequences
+	res.FanOut, res.Chain = o.FanOut, o.Chain
 	if b.watch != nil {
 		b.watch.fill(res)
 	}

@@ -56,6 +56,8 @@ type Result struct {
 	Keys                  int   `json:"keys,omitempty"`
 	KeyLimit              int   `json:"key_limit,omitempty"`
 	Sequences             int   `json:"sequences,omitempty"`
+	FanOut                int   `json:"fan_out,omitempty"` // a workflow run's (Options.FanOut)
+	Chain                 int   `json:"chain,omitempty"`   // a workflow run's (Options.Chain)
 	MaxRunningPerKey      int   `json:"max_running_per_key,omitempty"`
 	MaxRunningPerSequence int   `json:"max_running_per_sequence,omitempty"`
 	SequenceOutOfOrder    int64 `json:"sequence_out_of_order,omitempty"`
@@ -116,6 +118,12 @@ func (r *Result) String() string {
 	}
 	if r.Keys > 0 {
 		fmt.Fprintf(&b, " keys=%d key-limit=%d (at most %d of a key at once)", r.Keys, r.KeyLimit, r.MaxRunningPerKey)
+	}
+	if r.FanOut > 0 {
+		fmt.Fprintf(&b, " workflows of 1→%d→1", r.FanOut)
+	}
+	if r.Chain > 0 {
+		fmt.Fprintf(&b, " workflows of chains of %d", r.Chain)
 	}
 	if r.Sequences > 0 {
 		fmt.Fprintf(&b, " sequences=%d (at most %d of a sequence at once, %d out of order)", r.Sequences, r.MaxRunningPerSequence, r.SequenceOutOfOrder)

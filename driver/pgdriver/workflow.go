@@ -1,0 +1,429 @@
+package pgdriver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fenced/fenced/driver"
+	"github.com/fenced/fenced/driver/internal/reads"
+	"github.com/fenced/fenced/fencedtype"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+var _ driver.WorkflowDriver = (*Driver)(nil)
+
+// insertTasksSQL inserts a workflow's tasks and their edges in one
+// statement. The first %s is the CTE w, one row: the workflow's id (a new
+// workflow's, inserted there, or an existing one's). A task with a
+// dependency is pending (deps_waiting: its edges, all waiting), one without
+// queued. An edge names its dependency by the name of a task of this
+// statement ($17), or else by the id of an existing task ($18). Tasks never
+// enter a lane (seq NULL): they wait in claim order, as keyed jobs do
+// (docs/design.md §6.17). It returns the workflow's id.
+const insertTasksSQL = `
+WITH %s, t AS (
+    INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, concurrency_key, metadata,
+        created_at, updated_at, policy, tags, state, workflow_id, task_name, deps_waiting, run_anyway)
+    SELECT i.kind, i.queue, i.args, i.priority,
+        COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
+        i.max_attempts, NULLIF(i.ckey, ''), i.meta, clock_timestamp(), clock_timestamp(), i.policy, i.tags::text[],
+        CASE WHEN i.waiting > 0 THEN 'pending' ELSE 'queued' END, w.id, i.name, i.waiting, i.anyway
+    FROM w, unnest($2::text[], $3::text[], $4::jsonb[], $5::int[], $6::timestamptz[], $7::bigint[], $8::int[],
+            $9::text[], $10::jsonb[], $11::jsonb[], $12::text[], $13::text[], $14::int[], $15::bool[])
+        WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ckey, meta, policy, tags,
+            name, waiting, anyway, ord)
+    ORDER BY i.ord
+    RETURNING j.id, j.task_name
+), e AS (
+    INSERT INTO fenced_job_deps (dep_id, job_id)
+    SELECT COALESCE(n.id, NULLIF(x.dep_id, 0)), t.id
+    FROM unnest($16::text[], $17::text[], $18::bigint[]) AS x(task, dep, dep_id)
+    JOIN t ON t.task_name = x.task
+    LEFT JOIN t n ON n.task_name = x.dep
+    RETURNING dep_id
+)
+SELECT (SELECT id FROM w), (SELECT count(*) FROM e)`
+
+var (
+	// enqueueWorkflowSQL inserts a workflow ($1: its name) with its tasks.
+	enqueueWorkflowSQL = fmt.Sprintf(insertTasksSQL,
+		`w AS (INSERT INTO fenced_workflows (name, created_at) VALUES ($1, clock_timestamp()) RETURNING id)`)
+	// addTasksSQL inserts tasks into workflow $1.
+	addTasksSQL = fmt.Sprintf(insertTasksSQL, `w AS (SELECT $1::bigint AS id)`)
+)
+
+// taskArgs are insertTasksSQL's arguments $2 to $18 for tasks; existing
+// maps the name of a task of the workflow that is not among them to its
+// id (AddWorkflowTasks).
+func taskArgs(tasks []driver.WorkflowTaskParams, existing map[string]int64) ([]any, int) {
+	jobs := make([]driver.EnqueueParams, len(tasks))
+	names, waiting, anyway := make([]string, len(tasks)), make([]int32, len(tasks)), make([]bool, len(tasks))
+	var edgeTask, edgeDep []string
+	var edgeID []int64
+	for i, t := range tasks {
+		jobs[i] = t.Job
+		names[i], waiting[i], anyway[i] = t.Name, int32(len(t.DependsOn)), t.RunAnyway
+		for _, dep := range t.DependsOn {
+			id := existing[dep]
+			edgeTask, edgeDep, edgeID = append(edgeTask, t.Name), append(edgeDep, dep), append(edgeID, id)
+		}
+	}
+	a, _ := enqueueArgs(jobs)
+	// enqueueArgs: kinds, queues, args, priorities, run_ats, delays, maxes,
+	// idempotency keys, concurrency keys, sequence keys, continues,
+	// metadata, policies, tags. Tasks have no idempotency or sequence keys.
+	args := []any{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[8], a[11], a[12], a[13],
+		names, waiting, anyway, edgeTask, edgeDep, edgeID}
+	return args, len(edgeTask)
+}
+
+// EnqueueWorkflow implements driver.WorkflowDriver: one statement
+// (insertTasksSQL), inside tx when it is non-nil.
+func (d *Driver) EnqueueWorkflow(ctx context.Context, tx driver.Tx, w driver.WorkflowParams) (*fencedtype.Workflow, error) {
+	var q querier = d.pool
+	if tx != nil {
+		ptx, err := pgxOf(tx)
+		if err != nil {
+			return nil, err
+		}
+		q = ptx
+	}
+	args, edges := taskArgs(w.Tasks, nil)
+	var id, n int64
+	if err := q.QueryRow(ctx, enqueueWorkflowSQL, append([]any{w.Name}, args...)...).Scan(&id, &n); err != nil {
+		return nil, fmt.Errorf("enqueue workflow: %w", notMigrated(err))
+	}
+	if n != int64(edges) {
+		return nil, fmt.Errorf("enqueue workflow: %d of %d edges were written", n, edges)
+	}
+	return readWorkflow(ctx, q, id)
+}
+
+// AddWorkflowTasks implements driver.WorkflowDriver. In one transaction
+// (the caller's, or its own): the guard of ref (guardJob: the row
+// share-locked), the existing dependencies named, share-locked and read,
+// the inserts, and the release rule for the dependencies that already
+// finished. A dependency locked so cannot finish until the transaction
+// ends, and when it does, its own statement sees the new edges.
+func (d *Driver) AddWorkflowTasks(ctx context.Context, tx driver.Tx, ref fencedtype.JobRef, tasks []driver.WorkflowTaskParams) (*fencedtype.Workflow, error) {
+	var out *fencedtype.Workflow
+	add := func(ptx pgx.Tx) (err error) {
+		if err := guardJob(ctx, ptx, ref); err != nil {
+			return err
+		}
+		out, err = addTasks(ctx, ptx, ref, tasks)
+		return err
+	}
+	var err error
+	if tx != nil {
+		ptx, perr := pgxOf(tx)
+		if perr != nil {
+			return nil, perr
+		}
+		err = add(ptx)
+	} else {
+		err = d.pool.inTx(ctx, add)
+	}
+	if errors.Is(err, errGuardFailed) {
+		return nil, d.diagnoseJob(ctx, ref)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// addTasks is AddWorkflowTasks after the guard, in its transaction.
+func addTasks(ctx context.Context, tx pgx.Tx, ref fencedtype.JobRef, tasks []driver.WorkflowTaskParams) (*fencedtype.Workflow, error) {
+	var workflow int64
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(workflow_id, 0) FROM fenced_jobs WHERE id = $1`, ref.ID).Scan(&workflow); err != nil {
+		return nil, fmt.Errorf("add workflow tasks: %w", err)
+	}
+	if workflow == 0 {
+		return nil, fencedtype.Invalid("job", "job %d is no workflow's task: only a task adds tasks to its workflow", ref.ID)
+	}
+	ours := make(map[string]bool, len(tasks))
+	for _, t := range tasks {
+		ours[t.Name] = true
+	}
+	var named []string
+	for _, t := range tasks {
+		for _, dep := range t.DependsOn {
+			if !ours[dep] && !slices.Contains(named, dep) {
+				named = append(named, dep)
+			}
+		}
+	}
+	slices.Sort(named) // share-locked in name order, as every addition locks them
+	existing := make(map[string]int64, len(named))
+	var done []int64
+	var failed []int64
+	rows, err := tx.Query(ctx, `SELECT task_name, id, state FROM fenced_jobs
+		WHERE workflow_id = $1 AND task_name = ANY($2::text[]) ORDER BY task_name FOR SHARE`, workflow, named)
+	if err != nil {
+		return nil, fmt.Errorf("add workflow tasks: %w", err)
+	}
+	var name, state string
+	var id int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &id, &state}, func() error {
+		existing[name] = id
+		switch fencedtype.JobState(state) {
+		case fencedtype.JobSucceeded:
+			done = append(done, id)
+		case fencedtype.JobFailed, fencedtype.JobCancelled:
+			failed = append(failed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("add workflow tasks: %w", err)
+	}
+	for _, dep := range named {
+		if _, ok := existing[dep]; !ok {
+			return nil, fencedtype.Invalid("tasks", "a task depends on %q, which is no task of workflow %d", dep, workflow)
+		}
+	}
+	args, edges := taskArgs(tasks, existing)
+	var got, n int64
+	if err := tx.QueryRow(ctx, addTasksSQL, append([]any{workflow}, args...)...).Scan(&got, &n); err != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "fenced_jobs_task" {
+			return nil, fencedtype.Invalid("task name", "a task of workflow %d has one of these names already", workflow)
+		}
+		return nil, fmt.Errorf("add workflow tasks: %w", err)
+	}
+	if n != int64(edges) {
+		return nil, fmt.Errorf("add workflow tasks: %d of %d edges were written", n, edges)
+	}
+	// The dependencies that finished already resolve their new edges.
+	for _, id := range done {
+		if _, err := tx.Exec(ctx, `SELECT fenced_workflow_done($1)`, id); err != nil {
+			return nil, fmt.Errorf("add workflow tasks: %w", err)
+		}
+	}
+	if len(failed) > 0 {
+		if _, err := tx.Exec(ctx, `SELECT fenced_workflow_fail($1)`, failed); err != nil {
+			return nil, fmt.Errorf("add workflow tasks: %w", err)
+		}
+	}
+	return readWorkflow(ctx, tx, workflow)
+}
+
+// GetWorkflow implements driver.WorkflowDriver.
+func (d *Driver) GetWorkflow(ctx context.Context, id int64) (*fencedtype.Workflow, error) {
+	return readWorkflow(ctx, d.pool, id)
+}
+
+// readWorkflow reads workflow id with its tasks, by id, and their
+// dependencies' names (two statements; inside a transaction when q is one).
+func readWorkflow(ctx context.Context, q querier, id int64) (*fencedtype.Workflow, error) {
+	w := &fencedtype.Workflow{ID: id, Counts: map[fencedtype.JobState]int{}}
+	err := q.QueryRow(ctx, `SELECT name, created_at, cancelled_at FROM fenced_workflows WHERE id = $1`, id).
+		Scan(&w.Name, &w.CreatedAt, &w.CancelledAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fencedtype.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get workflow %d: %w", id, err)
+	}
+	rows, err := q.Query(ctx, `
+SELECT j.task_name, j.id, j.kind, j.queue, j.state, j.run_anyway, j.workflow_cancelled,
+    COALESCE(array_agg(d.task_name ORDER BY d.task_name) FILTER (WHERE d.id IS NOT NULL), '{}')
+FROM fenced_jobs j
+LEFT JOIN fenced_job_deps e ON e.job_id = j.id
+LEFT JOIN fenced_jobs d ON d.id = e.dep_id
+WHERE j.workflow_id = $1
+GROUP BY j.id ORDER BY j.id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("get workflow %d tasks: %w", id, err)
+	}
+	var t fencedtype.WorkflowTask
+	var state string
+	_, err = pgx.ForEachRow(rows, []any{&t.Name, &t.JobID, &t.Kind, &t.Queue, &state, &t.RunAnyway, &t.CancelledByWorkflow, &t.DependsOn},
+		func() error {
+			t.State = fencedtype.JobState(state)
+			w.Tasks = append(w.Tasks, t)
+			w.Counts[t.State]++
+			t.DependsOn = nil
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("get workflow %d tasks: %w", id, err)
+	}
+	w.State = driver.WorkflowStateOf(w.Counts, w.CancelledAt != nil)
+	return w, nil
+}
+
+// ListWorkflows implements driver.WorkflowDriver: one statement, the page
+// of workflows by id and each one's counts by state (an index range of
+// fenced_jobs_task per workflow).
+func (d *Driver) ListWorkflows(ctx context.Context, f fencedtype.WorkflowFilter) ([]*fencedtype.Workflow, error) {
+	order := "ASC"
+	if f.Desc {
+		order = "DESC"
+	}
+	rows, err := d.pool.Query(ctx, fmt.Sprintf(`
+SELECT w.id, w.name, w.created_at, w.cancelled_at, c.state, COALESCE(c.n, 0)
+FROM (SELECT * FROM fenced_workflows
+      WHERE id > $1 AND id < $2 AND ($3 = '' OR name = $3)
+      ORDER BY id %[1]s LIMIT $4) w
+LEFT JOIN LATERAL (SELECT state, count(*) AS n FROM fenced_jobs j WHERE j.workflow_id = w.id GROUP BY state) c ON true
+ORDER BY w.id %[1]s`, order), f.AfterID, reads.BeforeBound(f.BeforeID), f.Name, f.Limit)
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	var out []*fencedtype.Workflow
+	var id int64
+	var name string
+	var created time.Time
+	var cancelled *time.Time
+	var state *string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &name, &created, &cancelled, &state, &n}, func() error {
+		if len(out) == 0 || out[len(out)-1].ID != id {
+			out = append(out, &fencedtype.Workflow{ID: id, Name: name, CreatedAt: created, CancelledAt: cancelled,
+				Counts: map[fencedtype.JobState]int{}})
+		}
+		if state != nil {
+			out[len(out)-1].Counts[fencedtype.JobState(*state)] = n
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list workflows: %w", err)
+	}
+	for _, w := range out {
+		w.State = driver.WorkflowStateOf(w.Counts, w.CancelledAt != nil)
+	}
+	return out, nil
+}
+
+// cancelTasksSQL cancels workflow $1's pending and queued tasks and asks
+// its running ones to stop, as cancelJobSQL does one job; their dependents
+// follow by the rule (the trigger).
+const cancelTasksSQL = `
+UPDATE fenced_jobs j SET
+    state = CASE WHEN j.state IN ('queued', 'pending') THEN 'cancelled' ELSE j.state END,
+    finished_at = CASE WHEN j.state IN ('queued', 'pending') THEN clock_timestamp() ELSE j.finished_at END,
+    cancel_requested = (j.state = 'running'),
+    updated_at = clock_timestamp()
+WHERE j.workflow_id = $1 AND j.state IN ('pending', 'queued', 'running')`
+
+// CancelWorkflow implements driver.WorkflowDriver.
+func (d *Driver) CancelWorkflow(ctx context.Context, id int64) (*fencedtype.Workflow, error) {
+	err := retryDeadlock(ctx, func() error {
+		return d.pool.inTx(ctx, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `UPDATE fenced_workflows SET cancelled_at = COALESCE(cancelled_at, clock_timestamp()) WHERE id = $1`, id)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return fencedtype.ErrNotFound
+			}
+			_, err = tx.Exec(ctx, cancelTasksSQL, id)
+			return err
+		})
+	})
+	if err != nil {
+		if errors.Is(err, fencedtype.ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cancel workflow %d: %w", id, err)
+	}
+	return d.GetWorkflow(ctx, id)
+}
+
+// retryTasksSQL retries workflow $1's failed tasks and the cancelled ones
+// its workflow did not cancel, as retryJobSQL does one job; their
+// dependents wait for them again by the rule (the trigger). A task whose
+// dependency it retries becomes runnable only after this statement, so
+// RetryWorkflow runs it until it retries nothing.
+const retryTasksSQL = `
+UPDATE fenced_jobs j SET ` + retryJobSet + `
+WHERE j.workflow_id = $1 AND j.state IN ('failed', 'cancelled') AND ` + taskRunnable
+
+// RetryWorkflow implements driver.WorkflowDriver.
+func (d *Driver) RetryWorkflow(ctx context.Context, id int64) (*fencedtype.Workflow, error) {
+	err := retryDeadlock(ctx, func() error {
+		return d.pool.inTx(ctx, func(tx pgx.Tx) error {
+			tag, err := tx.Exec(ctx, `UPDATE fenced_workflows SET cancelled_at = NULL WHERE id = $1`, id)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				return fencedtype.ErrNotFound
+			}
+			for {
+				tag, err := tx.Exec(ctx, retryTasksSQL, id)
+				if err != nil || tag.RowsAffected() == 0 {
+					return err
+				}
+			}
+		})
+	})
+	if err != nil {
+		if errors.Is(err, fencedtype.ErrNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("retry workflow %d: %w", id, err)
+	}
+	return d.GetWorkflow(ctx, id)
+}
+
+// deleteWorkflowsSQL deletes the workflows $1 names, whole: their tasks
+// (the history goes with them, by its trigger), the tasks' edges and the
+// workflows' rows, in one statement. It returns how many tasks it deleted.
+const deleteWorkflowsSQL = `
+WITH dj AS (
+    DELETE FROM fenced_jobs j WHERE j.workflow_id = ANY ($1::bigint[]) RETURNING j.id
+), de AS (
+    DELETE FROM fenced_job_deps e USING dj WHERE e.job_id = dj.id
+), dw AS (
+    DELETE FROM fenced_workflows w WHERE w.id = ANY ($1::bigint[])
+)
+SELECT count(*) FROM dj`
+
+// DeleteWorkflow implements driver.WorkflowDriver.
+func (d *Driver) DeleteWorkflow(ctx context.Context, id int64) error {
+	return d.pool.inTx(ctx, func(tx pgx.Tx) error {
+		var found bool
+		err := tx.QueryRow(ctx, `SELECT true FROM fenced_workflows WHERE id = $1 FOR UPDATE`, id).Scan(&found)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fencedtype.ErrNotFound
+		}
+		if err == nil {
+			_, err = tx.Exec(ctx, deleteWorkflowsSQL, []int64{id})
+		}
+		if err != nil {
+			return fmt.Errorf("delete workflow %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// TaskDependencies implements driver.WorkflowDriver.
+func (d *Driver) TaskDependencies(ctx context.Context, id int64) ([]fencedtype.TaskDependency, error) {
+	rows, err := d.pool.Query(ctx, `
+SELECT d.task_name, d.id, d.state, d.output, COALESCE(d.last_error, '')
+FROM fenced_job_deps e JOIN fenced_jobs d ON d.id = e.dep_id
+WHERE e.job_id = $1 ORDER BY d.task_name`, id)
+	if err != nil {
+		return nil, fmt.Errorf("task dependencies of job %d: %w", id, err)
+	}
+	var out []fencedtype.TaskDependency
+	var t fencedtype.TaskDependency
+	var state string
+	_, err = pgx.ForEachRow(rows, []any{&t.Name, &t.JobID, &state, (*[]byte)(&t.Output), &t.Error}, func() error {
+		t.State = fencedtype.JobState(state)
+		out = append(out, t)
+		t.Output = nil
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("task dependencies of job %d: %w", id, err)
+	}
+	return out, nil
+}
