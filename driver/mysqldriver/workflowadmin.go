@@ -154,11 +154,15 @@ func deleteWorkflow(ctx context.Context, tx *sql.Tx, id int64) (int, error) {
 	return len(ids), nil
 }
 
-// oldWorkflowsSQL finds workflows with a task finished before the age,
-// through the retention index: candidates, each checked whole after its
-// lock. Parameters: age_us, limit.
-const oldWorkflowsSQL = `SELECT DISTINCT workflow_id FROM fenced_jobs
-WHERE finished_at < ` + now + ` - INTERVAL ? MICROSECOND AND workflow_id IS NOT NULL
+// oldWorkflowsSQL finds workflows whose every task finished before the
+// age: read from the tasks finished before it, through the retention
+// index, each probed for a task that did not (unfinished, or finished
+// since) through the (workflow_id, task_name) key. Candidates, each checked
+// again after its lock. Parameters: age_us, age_us, limit.
+const oldWorkflowsSQL = `SELECT DISTINCT j.workflow_id FROM fenced_jobs j
+WHERE j.finished_at < ` + now + ` - INTERVAL ? MICROSECOND AND j.workflow_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM fenced_jobs y FORCE INDEX (fenced_jobs_task) WHERE y.workflow_id = j.workflow_id
+        AND (y.finished_at IS NULL OR y.finished_at >= ` + now + ` - INTERVAL ? MICROSECOND))
 LIMIT ?`
 
 // lockOldWorkflowSQL locks a candidate workflow row unless another
@@ -176,7 +180,7 @@ FROM fenced_jobs FORCE INDEX (fenced_jobs_task) WHERE workflow_id = ? FOR UPDATE
 // its size, so that none is too large ever to go), and returns the tasks
 // deleted.
 func deleteOldWorkflows(ctx context.Context, tx *sql.Tx, age time.Duration, room int) (int, error) {
-	cands, err := collectIDs(tx.QueryContext(ctx, oldWorkflowsSQL, age.Microseconds(), room))
+	cands, err := collectIDs(tx.QueryContext(ctx, oldWorkflowsSQL, age.Microseconds(), age.Microseconds(), room))
 	if err != nil {
 		return 0, err
 	}
