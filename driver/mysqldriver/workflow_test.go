@@ -558,3 +558,53 @@ func TestMigrationWorkflowsOnJobs(t *testing.T) {
 		t.Fatal("the state CHECK let a bogus state in")
 	}
 }
+
+// TestWorkflowBatchEndsFindTheirTasks: a batch of ends that holds tasks
+// among plain jobs (ended after them, by id) releases the tasks'
+// dependents, whichever way the batch goes: completions alone, or mixed
+// kinds.
+func TestWorkflowBatchEndsFindTheirTasks(t *testing.T) {
+	t.Parallel()
+	_, c := setup(t)
+	w, err := c.EnqueueWorkflow(ctx(t), nil, fenced.WorkflowParams{Name: "batch", Tasks: []fenced.WorkflowTaskParams{
+		task("A"), task("B"), task("after-A", "A"), task("after-B", "B"),
+	}})
+	must(t, err, "enqueue workflow")
+	ids := taskIDs(w)
+	for range 3 {
+		_, _, err := c.Enqueue(ctx(t), fenced.EnqueueParams{Kind: "plain"})
+		must(t, err, "enqueue")
+	}
+	got := claimAll(t, c, time.Minute)
+	if len(got) != 5 {
+		t.Fatalf("claimed %d jobs, want A, B and 3 plain", len(got))
+	}
+	var completes, mixed []fenced.JobEnd
+	plain := 0
+	for _, id := range claimedIDs(got) {
+		switch {
+		case id == ids["A"]:
+			completes = append(completes, fenced.JobEnd{Ref: got[id].Ref(), Kind: fenced.EndComplete})
+		case id == ids["B"]:
+			mixed = append(mixed, fenced.JobEnd{Ref: got[id].Ref(), Kind: fenced.EndFail, Error: "no", Discard: true})
+		case plain == 0:
+			plain++
+			mixed = append(mixed, fenced.JobEnd{Ref: got[id].Ref(), Kind: fenced.EndComplete})
+		default:
+			completes = append(completes, fenced.JobEnd{Ref: got[id].Ref(), Kind: fenced.EndComplete})
+		}
+	}
+	for _, batch := range [][]fenced.JobEnd{completes, mixed} {
+		errs, _, err := c.EndJobs(ctx(t), nil, batch)
+		must(t, err, "end the batch")
+		for _, e := range errs {
+			must(t, e, "an end of the batch")
+		}
+	}
+	if s := stateOf(t, c, ids["after-A"]).State; s != fenced.JobQueued {
+		t.Fatalf("after-A = %s after a batch of completions, want queued", s)
+	}
+	if j := stateOf(t, c, ids["after-B"]); j.State != fenced.JobCancelled || j.LastError != driver.TaskCancelError {
+		t.Fatalf("after-B = %s %q after B failed in a mixed batch, want cancelled by its workflow", j.State, j.LastError)
+	}
+}
