@@ -7,7 +7,8 @@
 -- CHECK of migration 2 is a column constraint named state, which no DROP
 -- CONSTRAINT reaches, so the column is modified without it; MySQL 8 made
 -- it a table constraint with a name of its own (fenced_jobs_chk_N), read
--- from the catalog and dropped (written for MySQL, run only on MariaDB).
+-- from the catalog and dropped with DROP CHECK, which MySQL has since
+-- 8.0.16 (written for MySQL, run only on MariaDB).
 -- The new CHECK is a named table constraint on both.
 --
 -- On the job row: workflow_id and task_name, unique together (a job that
@@ -35,7 +36,7 @@ SET @fenced_workflows = IF(EXISTS (SELECT 1 FROM information_schema.COLUMNS
         CASE WHEN @fenced_state_check IS NULL THEN ''
             WHEN @fenced_state_check = 'state' THEN
                 'MODIFY COLUMN state VARCHAR(16) CHARACTER SET ascii COLLATE ascii_bin NOT NULL DEFAULT ''queued'', '
-            ELSE CONCAT('DROP CONSTRAINT `', @fenced_state_check, '`, ') END,
+            ELSE CONCAT('DROP CHECK `', @fenced_state_check, '`, ') END,
         'ADD CONSTRAINT fenced_jobs_state_valid
             CHECK (state IN (''pending'', ''queued'', ''running'', ''succeeded'', ''failed'', ''cancelled'')),
         ADD COLUMN workflow_id BIGINT NULL,
