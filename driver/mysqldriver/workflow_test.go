@@ -608,3 +608,64 @@ func TestWorkflowBatchEndsFindTheirTasks(t *testing.T) {
 		t.Fatalf("after-B = %s %q after B failed in a mixed batch, want cancelled by its workflow", j.State, j.LastError)
 	}
 }
+
+// TestWorkflowAdditionAndADependencyFinishingMeanwhile: a dependency's
+// completion begun while an addition naming it is not committed waits for
+// it (on the dependency's row, which the addition read share-locked), and
+// then releases the task it added.
+func TestWorkflowAdditionAndADependencyFinishingMeanwhile(t *testing.T) {
+	t.Parallel()
+	url, c := setup(t)
+	w, err := c.EnqueueWorkflow(ctx(t), nil, fenced.WorkflowParams{Name: "meanwhile", Tasks: []fenced.WorkflowTaskParams{
+		task("adder"), task("dep"),
+	}})
+	must(t, err, "enqueue workflow")
+	ids := taskIDs(w)
+	got := claimAll(t, c, time.Minute)
+	adder, dep := got[ids["adder"]], got[ids["dep"]]
+	done := make(chan error, 1)
+	must(t, c.JobTx(ctx(t), adder.Ref(), func(tx fenced.Tx) error {
+		if _, err := c.AddWorkflowTasks(ctx(t), tx, adder.Ref(), []fenced.WorkflowTaskParams{task("new", "dep")}); err != nil {
+			return err
+		}
+		go func() { done <- c.CompleteJob(ctx(t), dep.Ref(), nil) }()
+		testdb.MySQLWaitBlocked(t, url)
+		return nil
+	}), "add in a JobTx")
+	must(t, <-done, "complete dep")
+	w, err = c.GetWorkflow(ctx(t), w.ID)
+	must(t, err, "get workflow")
+	if s := stateOf(t, c, taskIDs(w)["new"]).State; s != fenced.JobQueued {
+		t.Fatalf("new = %s after its dependency completed, want queued", s)
+	}
+}
+
+// TestWorkflowRecoveryEndsTasks: recovery that fails a task out of
+// attempts, or cancels one asked to stop, resolves its dependents in its
+// transaction.
+func TestWorkflowRecoveryEndsTasks(t *testing.T) {
+	t.Parallel()
+	url, c := setup(t)
+	once := task("once")
+	once.Job.MaxAttempts = 1
+	w, err := c.EnqueueWorkflow(ctx(t), nil, fenced.WorkflowParams{Name: "recovered", Tasks: []fenced.WorkflowTaskParams{
+		once, task("stop"), task("after-once", "once"), task("after-stop", "stop"),
+	}})
+	must(t, err, "enqueue workflow")
+	ids := taskIDs(w)
+	claimAll(t, c, time.Minute)
+	if _, err := c.CancelJob(ctx(t), ids["stop"]); err != nil {
+		t.Fatalf("cancel stop: %v", err)
+	}
+	testdb.MySQLExec(t, url, `UPDATE fenced_jobs SET lease_expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE state = 'running'`)
+	n, err := c.RecoverJobs(ctx(t), nil, 100, fenced.Backoff{Base: time.Microsecond, Max: time.Microsecond, Jitter: -1})
+	if err != nil || n != 2 {
+		t.Fatalf("recover = %d, %v", n, err)
+	}
+	for name, want := range map[string]fenced.JobState{"once": fenced.JobFailed, "stop": fenced.JobCancelled,
+		"after-once": fenced.JobCancelled, "after-stop": fenced.JobCancelled} {
+		if s := stateOf(t, c, ids[name]).State; s != want {
+			t.Fatalf("%s = %s after recovery, want %s", name, s, want)
+		}
+	}
+}
