@@ -46,7 +46,7 @@ func execAtTask(ctx context.Context, tx *sql.Tx, query string, args ...any) (int
 }
 
 // endedTasksSQL reads the states of the tasks among rows a transition just
-// changed (and locked). Parameters: none; %s are the ids.
+// changed (and locked). %s are the ids.
 const endedTasksSQL = `SELECT id, state FROM fenced_jobs FORCE INDEX (PRIMARY)
 WHERE id IN (%s) AND workflow_id IS NOT NULL LOCK IN SHARE MODE`
 

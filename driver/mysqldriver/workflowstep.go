@@ -69,9 +69,9 @@ WHERE dep_id IN (%[4]s) AND status = CASE WHEN dep_id IN (%[3]s) THEN 2 ELSE 0 E
 //   - cancelled by its workflow with no failed edge left: pending, or
 //     queued when no edge waits (stepCancelledSQL clears the rest).
 //
-// Parameters: the deltas of done, failed and again edges (each twice in
-// the state, as w' = w - done - failed + again and f' = f + failed - again,
-// then once more each for the counters), then the ids.
+// %[1]d, %[2]d and %[3]d are the deltas of done, failed and again edges
+// (w' = w - done - failed + again, f' = f + failed - again), %[4]s the
+// ids: integers the driver writes, no input.
 const stepDependentsSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = CASE
         WHEN state = 'pending' AND deps_failed + %[2]d - %[3]d > 0 AND NOT run_anyway THEN 'cancelled'
@@ -87,13 +87,13 @@ WHERE id IN (%[4]s)`
 
 // stepLockSQL locks dependents in id order before several statements
 // change them, so that two resolutions lock shared dependents in the same
-// order. Parameters: the ids.
+// order. %s are the ids.
 const stepLockSQL = `SELECT id FROM fenced_jobs FORCE INDEX (PRIMARY) WHERE id IN (%s) ORDER BY id FOR UPDATE`
 
 // stepTransitionsSQL finds, among dependents stepDependentsSQL changed
 // (and locked), those it cancelled (cancelled, finished_at still NULL: a
 // pending task has none) and those it took out of their workflow's cancel
-// (pending or queued, finished_at still set). Parameters: the ids.
+// (pending or queued, finished_at still set). %s are the ids.
 const stepTransitionsSQL = `SELECT id, state = 'cancelled' FROM fenced_jobs FORCE INDEX (PRIMARY)
 WHERE id IN (%s) AND ((state = 'cancelled' AND finished_at IS NULL)
     OR (state IN ('pending', 'queued') AND finished_at IS NOT NULL))
@@ -102,7 +102,7 @@ LOCK IN SHARE MODE`
 // stepCancelledSQL completes the transitions stepTransitionsSQL found: a
 // task its workflow cancelled records it, its error and its finish; one
 // taken out of that cancel clears them. Every assignment reads state alone,
-// which none assigns. Parameters: the cancel's error, the ids.
+// which none assigns. Parameter: the cancel's error; %s are the ids.
 const stepCancelledSQL = `UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     workflow_cancelled = (state = 'cancelled'),
     last_error = IF(state = 'cancelled', ?, NULL),
