@@ -21,11 +21,12 @@ import (
 //   - shape: every workflow the enqueuer was told about exists; each has
 //     exactly the tasks and edges of its shape (its name), a split
 //     workflow's parts, which its root added at run time, included.
-//   - end: every workflow is succeeded, every task succeeded (none left
-//     pending, queued or running, none failed or cancelled), every edge
-//     done.
-//   - effect: every task has exactly one ledger row (a row names its own
-//     workflow and task), and each row has the count workload's effect
+//   - end: every workflow is succeeded with every task succeeded (none
+//     left pending, queued or running, none failed or cancelled; one
+//     anomaly per workflow, with its tasks' states), and every edge between
+//     two succeeded tasks is done.
+//   - effect: every succeeded task has exactly one ledger row, any other
+//     none (a row names its own workflow and task), and each row has the count workload's effect
 //     of the same attempt beside it (they commit in one transaction), so
 //     the job checkers' exactly-once verdict covers the tasks.
 //   - stale: the row was written under the fence the task succeeded under
@@ -126,11 +127,14 @@ func judgeWorkflows(in wfInput) wfVerdict {
 		byWorkflow[t.workflow] = append(byWorkflow[t.workflow], t)
 	}
 	deps := map[int64][]int64{} // a task's dependencies' job ids
+	succeeded := func(id int64) bool { return tasks[id].state == string(fenced.JobSucceeded) }
 	for _, e := range in.edges {
 		deps[e.job] = append(deps[e.job], e.dep)
 		v.edges++
-		if e.status != 1 {
-			v.add(anomalyWorkflowEnd, "the edge from job %d to job %d ended with status %d, not done", e.dep, e.job, e.status)
+		// An edge into a task that has not run yet may still wait: the
+		// task's workflow is reported as not succeeded, once.
+		if e.status != 1 && succeeded(e.dep) && succeeded(e.job) {
+			v.add(anomalyWorkflowEnd, "the edge from job %d to job %d, both succeeded, ended with status %d, not done", e.dep, e.job, e.status)
 		}
 	}
 	rows := map[int64][]wfLedgerRow{}
@@ -149,12 +153,16 @@ func judgeWorkflows(in wfInput) wfVerdict {
 	for _, w := range in.workflows {
 		v.workflows++
 		v.shapes[w.name]++
-		if w.state == string(fenced.WorkflowSucceeded) {
+		ts := byWorkflow[w.id]
+		states := map[string]int{}
+		for _, t := range ts {
+			states[t.state]++
+		}
+		if w.state == string(fenced.WorkflowSucceeded) && states[string(fenced.JobSucceeded)] == len(ts) {
 			v.succeeded++
 		} else {
-			v.add(anomalyWorkflowEnd, "workflow %d (%s) ended %s, not succeeded", w.id, w.name, w.state)
+			v.add(anomalyWorkflowEnd, "workflow %d (%s) ended %s, not succeeded: its tasks %s", w.id, w.name, w.state, tally(states))
 		}
-		ts := byWorkflow[w.id]
 		v.tasks += len(ts)
 		if w.name == shapeSplit {
 			v.added += max(0, len(ts)-1)
@@ -164,18 +172,25 @@ func judgeWorkflows(in wfInput) wfVerdict {
 			v.add(anomalyWorkflowShape, "workflow %d: %q is no shape of the workload", w.id, w.name)
 			continue
 		}
-		judgeShape(&v, w, ts, graph, tasks, deps)
+		// A split workflow has its parts once its root succeeded; until then
+		// (an undrained run) it is its root alone, reported above.
+		unsplit := w.name == shapeSplit && len(ts) == 1 && ts[0].name == "root" && ts[0].state != string(fenced.JobSucceeded)
+		judgeShape(&v, w, ts, graph, tasks, deps, unsplit)
 	}
 	for _, t := range in.tasks {
-		w := byID[t.workflow]
-		if t.state != string(fenced.JobSucceeded) {
-			v.add(anomalyWorkflowEnd, "workflow %d (%s): task %s (job %d) ended %s, not succeeded", t.workflow, w.name, t.name, t.id, t.state)
+		w, ok := byID[t.workflow]
+		if !ok {
+			v.add(anomalyWorkflowShape, "task %s (job %d) names workflow %d, which is not in the database", t.name, t.id, t.workflow)
 		}
 		rs := rows[t.id]
 		switch {
-		case len(rs) != 1 && (t.state == string(fenced.JobSucceeded) || len(rs) > 0):
+		case len(rs) != 1 && t.state == string(fenced.JobSucceeded):
 			v.add(anomalyWorkflowEffect, "workflow %d (%s): task %s (job %d) has %d effects in the ledger, not 1 (fences %s)",
 				t.workflow, w.name, t.name, t.id, len(rs), fences(rs))
+		case len(rs) > 0 && t.state != string(fenced.JobSucceeded):
+			// its effect commits with its completion: none without it
+			v.add(anomalyWorkflowEffect, "workflow %d (%s): task %s (job %d) is %s but has %d effects in the ledger (fences %s)",
+				t.workflow, w.name, t.name, t.id, t.state, len(rs), fences(rs))
 		case len(rs) == 1 && t.state == string(fenced.JobSucceeded) && rs[0].fence != t.fence:
 			v.add(anomalyWorkflowStale, "workflow %d (%s): task %s (job %d): its effect was written under fence %d, but it succeeded under fence %d",
 				t.workflow, w.name, t.name, t.id, rs[0].fence, t.fence)
@@ -187,8 +202,9 @@ func judgeWorkflows(in wfInput) wfVerdict {
 	return v
 }
 
-// judgeShape holds a workflow's tasks and their edges to its shape's graph.
-func judgeShape(v *wfVerdict, w wfRow, ts []wfTask, graph map[string][]string, tasks map[int64]wfTask, deps map[int64][]int64) {
+// judgeShape holds a workflow's tasks and their edges to its shape's graph;
+// partial: it may lack tasks.
+func judgeShape(v *wfVerdict, w wfRow, ts []wfTask, graph map[string][]string, tasks map[int64]wfTask, deps map[int64][]int64, partial bool) {
 	seen := map[string]bool{}
 	for _, t := range ts {
 		want, ok := graph[t.name]
@@ -215,7 +231,7 @@ func judgeShape(v *wfVerdict, w wfRow, ts []wfTask, graph map[string][]string, t
 			v.add(anomalyWorkflowShape, "workflow %d (%s): task %s depends on %v, its shape says %v", w.id, w.name, t.name, got, want)
 		}
 	}
-	if len(seen) != len(graph) {
+	if len(seen) != len(graph) && !partial {
 		var missing []string
 		for name := range graph {
 			if !seen[name] {

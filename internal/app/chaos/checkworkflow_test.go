@@ -72,12 +72,27 @@ func TestJudgeWorkflowsFindsEachAnomaly(t *testing.T) {
 			in.tasks[3].state, in.tasks[3].succeeded = "pending", 0
 			in.edges[3].status = 0
 			in.ledger = in.ledger[:3]
-		}, []string{anomalyWorkflowEnd, anomalyWorkflowEnd, anomalyWorkflowEnd}},
+		}, []string{anomalyWorkflowEnd}},
+		{"a task the workflow's state hides", func(in *wfInput) {
+			in.tasks[2].state = "cancelled"
+		}, []string{anomalyWorkflowEffect, anomalyWorkflowEnd}},
+		{"an edge between succeeded tasks still waiting", func(in *wfInput) {
+			in.edges[0].status = 0
+		}, []string{anomalyWorkflowEnd}},
 		{"a task missing from the shape", func(in *wfInput) {
 			in.tasks, in.ledger, in.edges = in.tasks[:3], in.ledger[:3], in.edges[:2]
 		}, []string{anomalyWorkflowShape}},
 		{"an edge the shape lacks", func(in *wfInput) {
 			in.edges = append(in.edges, wfEdge{2, 3, 1})
+		}, []string{anomalyWorkflowShape}},
+		{"a split root that has not run", func(in *wfInput) {
+			*in = wfInput{workflows: []wfRow{{id: 9, name: shapeSplit, state: "running"}},
+				tasks: []wfTask{{id: 1, workflow: 9, name: "root", state: "queued"}}}
+		}, []string{anomalyWorkflowEnd}},
+		{"a split root that succeeded without its parts", func(in *wfInput) {
+			*in = wfInput{workflows: []wfRow{{id: 9, name: shapeSplit, state: "succeeded"}},
+				tasks:  []wfTask{{id: 1, workflow: 9, name: "root", state: "succeeded", succeeded: 1, fence: 1}},
+				ledger: []wfLedgerRow{{id: 1, workflow: 9, job: 1, task: "root", fence: 1}}}
 		}, []string{anomalyWorkflowShape}},
 		{"a workflow enqueued and lost", func(in *wfInput) {
 			in.confirmed = append(in.confirmed, enqueuedWorkflow{id: 8, shape: shapeChain})
