@@ -106,9 +106,10 @@ const (
 // workflowStep applies the release rule inside tx for tasks that just
 // finished: failed (failed for good, or cancelled) and succeeded, each a
 // list of job ids of tasks whose transition tx wrote (a job that is no task
-// has no edges, and costs a lookup). The failures go first: a dependent of
-// both a failed and a succeeded task must be cancelled, not queued by the
-// success before the failure is counted.
+// has no edges, and costs a lookup). The order does not matter: a
+// dependent of both a failed and a succeeded task still has the failed
+// one's edge waiting while the success is counted, so the success alone
+// never queues it.
 func workflowStep(ctx context.Context, tx *sql.Tx, failed, succeeded []int64) error {
 	if len(failed) > 0 {
 		if err := stepFailed(ctx, tx, failed); err != nil {
