@@ -516,6 +516,55 @@ func TestWorkflowStaleAttemptCannotAddTasks(t *testing.T) {
 	wantCountersAgree(t, d)
 }
 
+// Cancelling a workflow cancels its pending and queued tasks and asks the
+// running one to stop; its cancelled end finishes the workflow cancelled.
+// Retrying the workflow runs again what the cancel stopped, in rounds (b,
+// cancelled with the workflow, has a failed edge until a is retried), and
+// deleting it leaves no task, attempt or edge.
+func TestWorkflowCancelRetryAndDeleteWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, d := newWorkflows(t)
+	w := enqueueWorkflow(t, c, tk("a"), tk("b", "a"), tk("c", "b"), tk("x"))
+	got := claimTasks(t, c, fenced.DefaultQueue, wfLong)
+	wantClaimed(t, got, "a", "x")
+	complete(t, c, got["x"])
+	wf, err := c.CancelWorkflow(ctx, w.ID)
+	if err != nil || wf.CancelledAt == nil || wf.State != fenced.WorkflowRunning {
+		t.Fatalf("cancel workflow = %+v, %v", wf, err)
+	}
+	wantStates(t, c, w.ID, map[string]fenced.JobState{"a": fenced.JobRunning, "b": fenced.JobCancelled, "c": fenced.JobCancelled})
+	if _, err := c.EndJob(ctx, nil, fenced.JobEnd{Ref: got["a"].Ref(), Kind: fenced.EndCancel, Error: "stopped"}); err != nil {
+		t.Fatalf("end a cancelled: %v", err)
+	}
+	if wf, _ := c.GetWorkflow(ctx, w.ID); wf.State != fenced.WorkflowCancelled {
+		t.Fatalf("workflow is %s, want cancelled", wf.State)
+	}
+	wantCountersAgree(t, d)
+	wf, err = c.RetryWorkflow(ctx, w.ID)
+	if err != nil || wf.CancelledAt != nil {
+		t.Fatalf("retry workflow = %+v, %v", wf, err)
+	}
+	wantStates(t, c, w.ID, map[string]fenced.JobState{"a": fenced.JobQueued, "b": fenced.JobPending,
+		"c": fenced.JobPending, "x": fenced.JobSucceeded})
+	wantCountersAgree(t, d)
+	if _, err := c.CancelWorkflow(ctx, w.ID+1000); !errors.Is(err, fenced.ErrNotFound) {
+		t.Fatalf("cancel of no workflow: %v", err)
+	}
+
+	if err := c.DeleteWorkflow(ctx, w.ID); err != nil {
+		t.Fatalf("delete workflow: %v", err)
+	}
+	var left int
+	if err := d.DB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM fenced_jobs) + (SELECT count(*) FROM fenced_job_attempts)
+		+ (SELECT count(*) FROM fenced_job_deps) + (SELECT count(*) FROM fenced_workflows)`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d rows left after deleting the workflow (%v)", left, err)
+	}
+	if err := c.DeleteWorkflow(ctx, w.ID); !errors.Is(err, fenced.ErrNotFound) {
+		t.Fatalf("second delete: %v", err)
+	}
+}
+
 // A task is never deleted alone; retention deletes a workflow whole (its
 // row, tasks, their attempts and edges) once every task finished, and
 // counts its tasks among the jobs it deleted.
