@@ -313,6 +313,32 @@ func runWorkflows(t *testing.T, b Backend) {
 		}
 		wantClaimed(t, e.claimTasks(t, "A", long), "join")
 	})
+	t.Run("AnEndThatWaitedForAFanOutReleasesWhatItAdded", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, b)
+		other := e.b.open(t, e.url, fenced.Config{})
+		w := e.workflow(t, task("split"), task("dep"))
+		got := e.claimTasks(t, "A", long)
+		split, dep := got["split"], got["dep"]
+		// split adds a task after dep while dep's worker completes it: the
+		// completion waits for the addition, and then releases the task.
+		done := make(chan error, 1)
+		err := e.c.JobTx(ctx(t), split.Ref(), func(tx fenced.Tx) error {
+			if _, err := e.c.AddWorkflowTasks(ctx(t), tx, split.Ref(), []fenced.WorkflowTaskParams{task("late", "dep")}); err != nil {
+				return err
+			}
+			go func() { done <- other.CompleteJob(ctx(t), dep.Ref(), nil) }()
+			if e.b.WaitBlocked != nil {
+				e.b.WaitBlocked(t, e.url)
+			} else {
+				time.Sleep(300 * time.Millisecond)
+			}
+			return nil
+		})
+		wantNoErr(t, err, "fan out")
+		wantNoErr(t, <-done, "complete dep")
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"dep": fenced.JobSucceeded, "late": fenced.JobQueued})
+	})
 	t.Run("AStaleAttemptCannotFanOut", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, b)

@@ -74,7 +74,7 @@ WITH n AS (
     RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord, e.at,
         CASE WHEN j.sequence_key IS NOT NULL
             AND (j.state IN ('succeeded', 'cancelled') OR (j.state = 'failed' AND j.sequence_continue_on_failed))
-            THEN j.queue END AS release_queue, j.sequence_key
+            THEN j.queue END AS release_queue, j.sequence_key, j.dependents
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, at,
@@ -82,8 +82,24 @@ WITH n AS (
              WHEN kind = 'snooze' THEN 'snoozed' WHEN state = 'failed' THEN 'failed' ELSE 'retry' END,
         NULLIF(error, '')
     FROM j WHERE kind <> 'complete'
-)
-SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j`
+), ` + releaseDependentsSQL + `
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j, rn`
+
+// releaseDependentsSQL is the release rule (docs/design.md §6.18) after the
+// successes of an end statement's CTE j (its rows' state and dependents):
+// fenced_workflow_done (migration 22) counts each succeeded task's
+// dependents down and queues those left with nothing to wait for. rn is
+// one row, joined to the statement's result so that it runs, and calls
+// the function only when a task with dependents succeeded. It reads the
+// dependents from j, the rows the statement itself locked and updated, so
+// one that AddWorkflowTasks added meanwhile (it locks and updates the
+// dependency's row) is among them, and the function's statement, with a
+// snapshot of its own, sees its row. (Failures, cancels and retries are the
+// fenced_workflow_step trigger's.)
+const releaseDependentsSQL = `rn AS (
+    SELECT CASE WHEN edges IS NOT NULL THEN fenced_workflow_done(edges) END AS released
+    FROM (SELECT array_agg(d.id) AS edges FROM j, unnest(j.dependents) AS d(id) WHERE j.state = 'succeeded') r
+)`
 
 // endCompletesSQL is endJobsSQL for a batch of completions only, the
 // common case: the same guard, clock reading and report, without the
@@ -102,9 +118,9 @@ WITH n AS (
     FROM e
     WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + `
     RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at,
-        CASE WHEN j.sequence_key IS NOT NULL THEN j.queue END AS release_queue, j.sequence_key
-)
-SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j`
+        CASE WHEN j.sequence_key IS NOT NULL THEN j.queue END AS release_queue, j.sequence_key, j.dependents, j.state
+), ` + releaseDependentsSQL + `
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j, rn`
 
 // EndJobs implements driver.JobDriver: one statement ends the batch; an
 // end it did not write is diagnosed after it, a replay of how its attempt

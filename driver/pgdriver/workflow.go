@@ -16,37 +16,53 @@ import (
 
 var _ driver.WorkflowDriver = (*Driver)(nil)
 
-// insertTasksSQL inserts a workflow's tasks and their edges in one
-// statement. The first %s is the CTE w, one row: the workflow's id (a new
-// workflow's, inserted there, or an existing one's). A task with a
-// dependency is pending (deps_waiting: its edges, all waiting), one without
-// queued. An edge names its dependency by the name of a task of this
-// statement ($17), or else by the id of an existing task ($18). Tasks never
-// enter a lane (seq NULL): they wait in claim order, as keyed jobs do
-// (docs/design.md §6.17). It returns the workflow's id.
+// insertTasksSQL inserts tasks of workflow w (the %s: a CTE of one row, the
+// workflow's id, a new workflow's inserted there or an existing one's) in
+// one statement. Their ids are drawn first, so that each row is written
+// with its edges: its dependencies (ids of tasks of this statement, by
+// position, $16 and $17, or of existing ones, $18) and its dependents among
+// these tasks. Each task comes with its state and counters, which the
+// caller computed ($13 to $15, $19, $20). Tasks never enter a lane (seq
+// NULL): they wait in claim order, as keyed jobs do (docs/design.md §6.17).
+// It returns the workflow's id and the new tasks' ids by position.
 const insertTasksSQL = `
-WITH %s, t AS (
-    INSERT INTO fenced_jobs AS j (kind, queue, args, priority, run_at, max_attempts, concurrency_key, metadata,
-        created_at, updated_at, policy, tags, state, workflow_id, task_name, deps_waiting, run_anyway)
-    SELECT i.kind, i.queue, i.args, i.priority,
+WITH %s, ids AS (
+    SELECT o AS ord, nextval(pg_get_serial_sequence('fenced_jobs', 'id')) AS id
+    FROM generate_series(1, cardinality($2::text[])) AS o
+), deps AS (
+    SELECT x.task, array_agg(COALESCE(i.id, x.dep_id) ORDER BY x.k) AS ids
+    FROM unnest($16::int[], $17::int[], $18::bigint[]) WITH ORDINALITY AS x(task, dep, dep_id, k)
+    LEFT JOIN ids i ON i.ord = x.dep
+    GROUP BY x.task
+), dts AS (
+    SELECT x.dep, array_agg(i.id ORDER BY i.id) AS ids
+    FROM unnest($16::int[], $17::int[]) AS x(task, dep)
+    JOIN ids i ON i.ord = x.task
+    WHERE x.dep > 0
+    GROUP BY x.dep
+), t AS (
+    INSERT INTO fenced_jobs AS j (id, kind, queue, args, priority, run_at, max_attempts, concurrency_key, metadata,
+        created_at, updated_at, policy, tags, state, workflow_id, task_name, dependencies, dependents,
+        deps_waiting, deps_failed, run_anyway, workflow_cancelled, finished_at, last_error)
+    OVERRIDING SYSTEM VALUE
+    SELECT ids.id, i.kind, i.queue, i.args, i.priority,
         COALESCE(i.run_at, clock_timestamp() + i.delay_us * interval '1 microsecond'),
         i.max_attempts, NULLIF(i.ckey, ''), i.meta, clock_timestamp(), clock_timestamp(), i.policy, i.tags::text[],
-        CASE WHEN i.waiting > 0 THEN 'pending' ELSE 'queued' END, w.id, i.name, i.waiting, i.anyway
+        i.state, w.id, i.name, deps.ids, dts.ids, i.waiting, i.failed, i.anyway, i.state = 'cancelled',
+        CASE WHEN i.state = 'cancelled' THEN clock_timestamp() END,
+        CASE WHEN i.state = 'cancelled' THEN '` + driver.TaskCancelError + `' END
     FROM w, unnest($2::text[], $3::text[], $4::jsonb[], $5::int[], $6::timestamptz[], $7::bigint[], $8::int[],
-            $9::text[], $10::jsonb[], $11::jsonb[], $12::text[], $13::text[], $14::int[], $15::bool[])
+            $9::text[], $10::jsonb[], $11::jsonb[], $12::text[], $13::text[], $14::int[], $15::bool[],
+            $19::int[], $20::text[])
         WITH ORDINALITY AS i(kind, queue, args, priority, run_at, delay_us, max_attempts, ckey, meta, policy, tags,
-            name, waiting, anyway, ord)
+            name, waiting, anyway, failed, state, ord)
+    JOIN ids ON ids.ord = i.ord
+    LEFT JOIN deps ON deps.task = i.ord
+    LEFT JOIN dts ON dts.dep = i.ord
     ORDER BY i.ord
-    RETURNING j.id, j.task_name
-), e AS (
-    INSERT INTO fenced_job_deps (dep_id, job_id)
-    SELECT COALESCE(n.id, NULLIF(x.dep_id, 0)), t.id
-    FROM unnest($16::text[], $17::text[], $18::bigint[]) AS x(task, dep, dep_id)
-    JOIN t ON t.task_name = x.task
-    LEFT JOIN t n ON n.task_name = x.dep
-    RETURNING dep_id
+    RETURNING j.id
 )
-SELECT (SELECT id FROM w), (SELECT count(*) FROM e)`
+SELECT (SELECT id FROM w), ARRAY(SELECT id FROM ids ORDER BY ord), (SELECT count(*) FROM t)`
 
 var (
 	// enqueueWorkflowSQL inserts a workflow ($1: its name) with its tasks.
@@ -56,29 +72,110 @@ var (
 	addTasksSQL = fmt.Sprintf(insertTasksSQL, `w AS (SELECT $1::bigint AS id)`)
 )
 
-// taskArgs are insertTasksSQL's arguments $2 to $18 for tasks; existing
-// maps the name of a task of the workflow that is not among them to its
-// id (AddWorkflowTasks).
-func taskArgs(tasks []driver.WorkflowTaskParams, existing map[string]int64) ([]any, int) {
-	jobs := make([]driver.EnqueueParams, len(tasks))
-	names, waiting, anyway := make([]string, len(tasks)), make([]int32, len(tasks)), make([]bool, len(tasks))
-	var edgeTask, edgeDep []string
+// taskStart is how an inserted task starts: its state and counters.
+type taskStart struct {
+	state           fencedtype.JobState
+	waiting, failed int
+}
+
+// startTasks decides how each task starts from its dependencies: a new
+// task or an existing one that has not finished waits; an existing one
+// failed or cancelled (existing[name] false) has failed, as has a new one
+// that starts cancelled (a failed dependency and not running anyway, as
+// the rule would have cancelled it). done names the existing dependencies
+// that succeeded. The tasks form a DAG among themselves (validated).
+func startTasks(tasks []driver.WorkflowTaskParams, existing map[string]fencedtype.JobState) []taskStart {
+	index := make(map[string]int, len(tasks))
+	for i, t := range tasks {
+		index[t.Name] = i
+	}
+	out := make([]taskStart, len(tasks))
+	decided := make([]bool, len(tasks))
+	var decide func(i int)
+	decide = func(i int) {
+		if decided[i] {
+			return
+		}
+		decided[i] = true
+		s := &out[i]
+		for _, dep := range tasks[i].DependsOn {
+			if j, ok := index[dep]; ok {
+				decide(j)
+				if out[j].state == fencedtype.JobCancelled {
+					s.failed++
+				} else {
+					s.waiting++
+				}
+				continue
+			}
+			switch existing[dep] {
+			case fencedtype.JobSucceeded:
+			case fencedtype.JobFailed, fencedtype.JobCancelled:
+				s.failed++
+			default:
+				s.waiting++
+			}
+		}
+		switch {
+		case s.failed > 0 && !tasks[i].RunAnyway:
+			s.state = fencedtype.JobCancelled
+		case s.waiting > 0:
+			s.state = fencedtype.JobPending
+		default:
+			s.state = fencedtype.JobQueued
+		}
+	}
+	for i := range tasks {
+		decide(i)
+	}
+	return out
+}
+
+// taskArgs are insertTasksSQL's arguments $2 to $20 for tasks; existing
+// maps the name of each task of the workflow they depend on that is not
+// among them to its id.
+func taskArgs(tasks []driver.WorkflowTaskParams, starts []taskStart, existing map[string]int64) []any {
+	n := len(tasks)
+	jobs := make([]driver.EnqueueParams, n)
+	names, waiting, failed := make([]string, n), make([]int32, n), make([]int32, n)
+	anyway, states := make([]bool, n), make([]string, n)
+	index := make(map[string]int32, n)
+	for i, t := range tasks {
+		index[t.Name] = int32(i + 1)
+	}
+	var edgeTask, edgeDep []int32
 	var edgeID []int64
 	for i, t := range tasks {
 		jobs[i] = t.Job
-		names[i], waiting[i], anyway[i] = t.Name, int32(len(t.DependsOn)), t.RunAnyway
+		names[i], anyway[i] = t.Name, t.RunAnyway
+		waiting[i], failed[i], states[i] = int32(starts[i].waiting), int32(starts[i].failed), string(starts[i].state)
 		for _, dep := range t.DependsOn {
-			id := existing[dep]
-			edgeTask, edgeDep, edgeID = append(edgeTask, t.Name), append(edgeDep, dep), append(edgeID, id)
+			edgeTask, edgeDep, edgeID = append(edgeTask, int32(i+1)), append(edgeDep, index[dep]), append(edgeID, existing[dep])
 		}
 	}
 	a, _ := enqueueArgs(jobs)
 	// enqueueArgs: kinds, queues, args, priorities, run_ats, delays, maxes,
 	// idempotency keys, concurrency keys, sequence keys, continues,
 	// metadata, policies, tags. Tasks have no idempotency or sequence keys.
-	args := []any{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[8], a[11], a[12], a[13],
-		names, waiting, anyway, edgeTask, edgeDep, edgeID}
-	return args, len(edgeTask)
+	return []any{a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[8], a[11], a[12], a[13],
+		names, waiting, anyway, edgeTask, edgeDep, edgeID, failed, states}
+}
+
+// insertTasks runs statement (enqueueWorkflowSQL or addTasksSQL) with its
+// first argument first, and returns the workflow's id and the new tasks'
+// ids by position.
+func insertTasks(ctx context.Context, q querier, statement string, first any, tasks []driver.WorkflowTaskParams,
+	starts []taskStart, existing map[string]int64) (int64, []int64, error) {
+	var id, n int64
+	var ids []int64
+	args := append([]any{first}, taskArgs(tasks, starts, existing)...)
+	if err := q.QueryRow(ctx, statement, args...).Scan(&id, &ids, &n); err != nil {
+		return 0, nil, err
+	}
+	if n != int64(len(tasks)) || len(ids) != len(tasks) {
+		return 0, nil, fmt.Errorf("%d of %d tasks were written", n, len(tasks))
+	}
+	return id, ids, nil
 }
 
 // EnqueueWorkflow implements driver.WorkflowDriver: one statement
@@ -92,23 +189,20 @@ func (d *Driver) EnqueueWorkflow(ctx context.Context, tx driver.Tx, w driver.Wor
 		}
 		q = ptx
 	}
-	args, edges := taskArgs(w.Tasks, nil)
-	var id, n int64
-	if err := q.QueryRow(ctx, enqueueWorkflowSQL, append([]any{w.Name}, args...)...).Scan(&id, &n); err != nil {
+	id, _, err := insertTasks(ctx, q, enqueueWorkflowSQL, w.Name, w.Tasks, startTasks(w.Tasks, nil), nil)
+	if err != nil {
 		return nil, fmt.Errorf("enqueue workflow: %w", notMigrated(err))
-	}
-	if n != int64(edges) {
-		return nil, fmt.Errorf("enqueue workflow: %d of %d edges were written", n, edges)
 	}
 	return readWorkflow(ctx, q, id)
 }
 
 // AddWorkflowTasks implements driver.WorkflowDriver. In one transaction
 // (the caller's, or its own): the guard of ref (guardJob: the row
-// share-locked), the existing dependencies named, share-locked and read,
-// the inserts, and the release rule for the dependencies that already
-// finished. A dependency locked so cannot finish until the transaction
-// ends, and when it does, its own statement sees the new edges.
+// share-locked), the existing dependencies named, locked (FOR NO KEY
+// UPDATE, in id order) and read, the inserts, and the new tasks' ids
+// appended to those dependencies' dependents. A dependency locked so cannot
+// finish until the transaction ends; the statement that ends it then locks
+// and updates its newest row, and releases from that row's dependents.
 func (d *Driver) AddWorkflowTasks(ctx context.Context, tx driver.Tx, ref fencedtype.JobRef, tasks []driver.WorkflowTaskParams) (*fencedtype.Workflow, error) {
 	var out *fencedtype.Workflow
 	add := func(ptx pgx.Tx) (err error) {
@@ -158,54 +252,49 @@ func addTasks(ctx context.Context, tx pgx.Tx, ref fencedtype.JobRef, tasks []dri
 			}
 		}
 	}
-	slices.Sort(named) // share-locked in name order, as every addition locks them
-	existing := make(map[string]int64, len(named))
-	var done []int64
-	var failed []int64
+	ids := make(map[string]int64, len(named))
+	states := make(map[string]fencedtype.JobState, len(named))
 	rows, err := tx.Query(ctx, `SELECT task_name, id, state FROM fenced_jobs
-		WHERE workflow_id = $1 AND task_name = ANY($2::text[]) ORDER BY task_name FOR SHARE`, workflow, named)
+		WHERE workflow_id = $1 AND task_name = ANY($2::text[]) ORDER BY id FOR NO KEY UPDATE`, workflow, named)
 	if err != nil {
 		return nil, fmt.Errorf("add workflow tasks: %w", err)
 	}
 	var name, state string
 	var id int64
 	_, err = pgx.ForEachRow(rows, []any{&name, &id, &state}, func() error {
-		existing[name] = id
-		switch fencedtype.JobState(state) {
-		case fencedtype.JobSucceeded:
-			done = append(done, id)
-		case fencedtype.JobFailed, fencedtype.JobCancelled:
-			failed = append(failed, id)
-		}
+		ids[name], states[name] = id, fencedtype.JobState(state)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("add workflow tasks: %w", err)
 	}
 	for _, dep := range named {
-		if _, ok := existing[dep]; !ok {
+		if _, ok := ids[dep]; !ok {
 			return nil, fencedtype.Invalid("tasks", "a task depends on %q, which is no task of workflow %d", dep, workflow)
 		}
 	}
-	args, edges := taskArgs(tasks, existing)
-	var got, n int64
-	if err := tx.QueryRow(ctx, addTasksSQL, append([]any{workflow}, args...)...).Scan(&got, &n); err != nil {
-		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "fenced_jobs_task" {
+	_, added, err := insertTasks(ctx, tx, addTasksSQL, workflow, tasks, startTasks(tasks, states), ids)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "fenced_jobs_task" {
 			return nil, fencedtype.Invalid("task name", "a task of workflow %d has one of these names already", workflow)
 		}
 		return nil, fmt.Errorf("add workflow tasks: %w", err)
 	}
-	if n != int64(edges) {
-		return nil, fmt.Errorf("add workflow tasks: %d of %d edges were written", n, edges)
-	}
-	// The dependencies that finished already resolve their new edges.
-	for _, id := range done {
-		if _, err := tx.Exec(ctx, `SELECT fenced_workflow_done($1)`, id); err != nil {
-			return nil, fmt.Errorf("add workflow tasks: %w", err)
+	// The existing dependencies learn their new dependents.
+	var deps, dependents []int64
+	for i, t := range tasks {
+		for _, dep := range t.DependsOn {
+			if !ours[dep] {
+				deps, dependents = append(deps, ids[dep]), append(dependents, added[i])
+			}
 		}
 	}
-	if len(failed) > 0 {
-		if _, err := tx.Exec(ctx, `SELECT fenced_workflow_fail($1)`, failed); err != nil {
+	if len(deps) > 0 {
+		if _, err := tx.Exec(ctx, `
+UPDATE fenced_jobs d SET dependents = COALESCE(d.dependents, '{}') || x.ids
+FROM (SELECT dep, array_agg(id ORDER BY id) AS ids FROM unnest($1::bigint[], $2::bigint[]) AS u(dep, id) GROUP BY dep) x
+WHERE d.id = x.dep`, deps, dependents); err != nil {
 			return nil, fmt.Errorf("add workflow tasks: %w", err)
 		}
 	}
@@ -231,12 +320,10 @@ func readWorkflow(ctx context.Context, q querier, id int64) (*fencedtype.Workflo
 	}
 	rows, err := q.Query(ctx, `
 SELECT j.task_name, j.id, j.kind, j.queue, j.state, j.run_anyway, j.workflow_cancelled,
-    COALESCE(array_agg(d.task_name ORDER BY d.task_name) FILTER (WHERE d.id IS NOT NULL), '{}')
+    ARRAY(SELECT d.task_name FROM fenced_jobs d WHERE d.id = ANY (j.dependencies) ORDER BY d.task_name)
 FROM fenced_jobs j
-LEFT JOIN fenced_job_deps e ON e.job_id = j.id
-LEFT JOIN fenced_jobs d ON d.id = e.dep_id
 WHERE j.workflow_id = $1
-GROUP BY j.id ORDER BY j.id`, id)
+ORDER BY j.id`, id)
 	if err != nil {
 		return nil, fmt.Errorf("get workflow %d tasks: %w", id, err)
 	}
@@ -374,13 +461,11 @@ func (d *Driver) RetryWorkflow(ctx context.Context, id int64) (*fencedtype.Workf
 }
 
 // deleteWorkflowsSQL deletes the workflows $1 names, whole: their tasks
-// (the history goes with them, by its trigger), the tasks' edges and the
-// workflows' rows, in one statement. It returns how many tasks it deleted.
+// (the history goes with them, by its trigger) and the workflows' rows, in
+// one statement. It returns how many tasks it deleted.
 const deleteWorkflowsSQL = `
 WITH dj AS (
     DELETE FROM fenced_jobs j WHERE j.workflow_id = ANY ($1::bigint[]) RETURNING j.id
-), de AS (
-    DELETE FROM fenced_job_deps e USING dj WHERE e.job_id = dj.id
 ), dw AS (
     DELETE FROM fenced_workflows w WHERE w.id = ANY ($1::bigint[])
 )
@@ -408,8 +493,9 @@ func (d *Driver) DeleteWorkflow(ctx context.Context, id int64) error {
 func (d *Driver) TaskDependencies(ctx context.Context, id int64) ([]fencedtype.TaskDependency, error) {
 	rows, err := d.pool.Query(ctx, `
 SELECT d.task_name, d.id, d.state, d.output, COALESCE(d.last_error, '')
-FROM fenced_job_deps e JOIN fenced_jobs d ON d.id = e.dep_id
-WHERE e.job_id = $1 ORDER BY d.task_name`, id)
+FROM fenced_jobs d
+WHERE d.id = ANY ((SELECT j.dependencies FROM fenced_jobs j WHERE j.id = $1)::bigint[])
+ORDER BY d.task_name`, id)
 	if err != nil {
 		return nil, fmt.Errorf("task dependencies of job %d: %w", id, err)
 	}
