@@ -363,29 +363,40 @@ func scanTask(row sqldb.Scanner) (fencedtype.WorkflowTask, error) {
 	return t, nil
 }
 
-// listWorkflowsSQL lists the workflows within (?1, ?2) by id, named ?3
-// (any when empty), at most ?4, with their tasks' counts by state (one row
-// per workflow and state; the tasks read by fenced_jobs_task's prefix). %s
-// is the order.
+// listWorkflowsSQL lists the workflows within (?1, ?2) by id, at most ?4,
+// with their tasks' counts by state (one row per workflow and state; the
+// tasks read by fenced_jobs_task's prefix). %[1]s is the order, %[2]s the
+// name filter: none, or ?3 (then fenced_workflows_name serves the page in
+// id order).
 const listWorkflowsSQL = `
 SELECT w.id, w.name, w.created_us, w.cancelled_us, j.state, count(j.id)
 FROM (SELECT id, name, created_us, cancelled_us FROM fenced_workflows
-      WHERE id > ?1 AND id < ?2 AND (?3 = '' OR name = ?3)
+      WHERE id > ?1 AND id < ?2%[2]s
       ORDER BY id %[1]s LIMIT ?4) AS w
 LEFT JOIN fenced_jobs j ON j.workflow_id = w.id
 GROUP BY w.id, j.state
 ORDER BY w.id %[1]s`
 
+// The listings of each order, without and with a name.
 var (
-	listWorkflowsAscSQL  = fmt.Sprintf(listWorkflowsSQL, "ASC")
-	listWorkflowsDescSQL = fmt.Sprintf(listWorkflowsSQL, "DESC")
+	listWorkflowsAscSQL       = fmt.Sprintf(listWorkflowsSQL, "ASC", "")
+	listWorkflowsDescSQL      = fmt.Sprintf(listWorkflowsSQL, "DESC", "")
+	listNamedWorkflowsAscSQL  = fmt.Sprintf(listWorkflowsSQL, "ASC", " AND name = ?3")
+	listNamedWorkflowsDescSQL = fmt.Sprintf(listWorkflowsSQL, "DESC", " AND name = ?3")
 )
 
 // ListWorkflows implements driver.WorkflowDriver: one statement.
 func (d *Driver) ListWorkflows(ctx context.Context, f fencedtype.WorkflowFilter) ([]*fencedtype.Workflow, error) {
-	query := listWorkflowsAscSQL
-	if f.Desc {
+	var query string
+	switch named := f.Name != ""; {
+	case named && f.Desc:
+		query = listNamedWorkflowsDescSQL
+	case named:
+		query = listNamedWorkflowsAscSQL
+	case f.Desc:
 		query = listWorkflowsDescSQL
+	default:
+		query = listWorkflowsAscSQL
 	}
 	rows, err := d.db.QueryContext(ctx, query, f.AfterID, reads.BeforeBound(f.BeforeID), f.Name, f.Limit)
 	if err != nil {

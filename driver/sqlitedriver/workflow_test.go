@@ -565,6 +565,48 @@ func TestWorkflowCancelRetryAndDeleteWhole(t *testing.T) {
 	}
 }
 
+// Listings page workflows by id, either way, filtered by name, with their
+// counts and without their tasks.
+func TestWorkflowListFiltersByName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c, _ := newWorkflows(t)
+	var ids []int64
+	for _, name := range []string{"x", "y", "x", "x"} {
+		w, err := c.EnqueueWorkflow(ctx, nil, fenced.WorkflowParams{Name: name, Tasks: []fenced.WorkflowTaskParams{tk("a"), tk("b", "a")}})
+		if err != nil {
+			t.Fatalf("enqueue: %v", err)
+		}
+		ids = append(ids, w.ID)
+	}
+	for _, tc := range []struct {
+		f    fenced.WorkflowFilter
+		want []int64
+	}{
+		{fenced.WorkflowFilter{}, ids},
+		{fenced.WorkflowFilter{Name: "x"}, []int64{ids[0], ids[2], ids[3]}},
+		{fenced.WorkflowFilter{Name: "x", Desc: true, Limit: 2}, []int64{ids[3], ids[2]}},
+		{fenced.WorkflowFilter{Name: "x", AfterID: ids[0], BeforeID: ids[3]}, []int64{ids[2]}},
+		{fenced.WorkflowFilter{Name: "y", Desc: true}, []int64{ids[1]}},
+		{fenced.WorkflowFilter{Name: "z"}, nil},
+	} {
+		ws, err := c.ListWorkflows(ctx, tc.f)
+		if err != nil {
+			t.Fatalf("list %+v: %v", tc.f, err)
+		}
+		var got []int64
+		for _, w := range ws {
+			got = append(got, w.ID)
+			if w.Tasks != nil || w.Counts[fenced.JobQueued] != 1 || w.Counts[fenced.JobPending] != 1 || w.State != fenced.WorkflowRunning {
+				t.Fatalf("listed %+v", w)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("list %+v = %v, want %v", tc.f, got, tc.want)
+		}
+	}
+}
+
 // A task is never deleted alone; retention deletes a workflow whole (its
 // row, tasks, their attempts and edges) once every task finished, and
 // counts its tasks among the jobs it deleted.
