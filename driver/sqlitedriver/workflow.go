@@ -112,7 +112,11 @@ func insertTasks(ctx context.Context, tx *sql.Tx, workflow int64, tasks []driver
 	var edges [][2]int64
 	for _, t := range tasks {
 		for _, dep := range t.DependsOn {
-			edges = append(edges, [2]int64{ids[dep], ids[t.Name]})
+			id, ok := ids[dep]
+			if !ok {
+				return fencedtype.Invalid("tasks", "task %q depends on %q, which is no task of workflow %d", t.Name, dep, workflow)
+			}
+			edges = append(edges, [2]int64{id, ids[t.Name]})
 		}
 	}
 	for start := 0; start < len(edges); start += edgeRun {
