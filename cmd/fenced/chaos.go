@@ -51,6 +51,15 @@ verifies from those rows that no more attempts of a key overlapped than
 its limit, and that no attempt wrote after a later one took its key's last
 slot.
 
+With --workload workflow (on a backend with workflows: PostgreSQL) the run
+enqueues workflows — chains of 10, diamonds, and fan-outs 1→50→1, half of
+which enqueue their root alone and have it add the parts as it completes —
+whose tasks each increment a counter and write a workflow ledger row in
+the job-fenced transaction that completes them. The workflow checker then
+verifies that every task has exactly one effect, written under the fence it
+succeeded under, after every dependency's effect, and that every workflow
+succeeded. --rate counts tasks.
+
 The run works in a place of its own, removed at the end: a schema on
 PostgreSQL, a database on MySQL, a new file beside the named one on SQLite.
 The same --seed gives the same fault schedule. Exits 1 on any anomaly.`,
@@ -58,6 +67,7 @@ The same --seed gives the same fault schedule. Exits 1 on any anomaly.`,
   fenced --db postgres://postgres@127.0.0.1:5432/test chaos --long --report chaos.json
   fenced --db postgres://postgres@127.0.0.1:5432/test chaos --seed 42 --duration 2m --workers 4
   fenced --db mysql://root@127.0.0.1:3306/test chaos --workload keyed
+  fenced --db postgres://postgres@127.0.0.1:5432/test chaos --workload workflow
   fenced --db sqlite:/tmp/chaos/fenced.db chaos --long`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error { return a.chaos(cmd, f) },
@@ -65,7 +75,7 @@ The same --seed gives the same fault schedule. Exits 1 on any anomaly.`,
 	d := chaos.DefaultOptions()
 	fl := cmd.Flags()
 	fl.BoolVar(&f.long, "long", false, "the long variant: 10 minutes, 6 workers, 100 jobs a second, on PostgreSQL one restart (other flags override it)")
-	fl.StringVar(&f.o.Workload, "workload", chaos.WorkloadCount, "the jobs' workload: count (each job increments a counter), or keyed (jobs under per-key concurrency limits of 1 or 2, each attempt writing START and END rows; the keyed checker verifies the limits)")
+	fl.StringVar(&f.o.Workload, "workload", chaos.WorkloadCount, "the jobs' workload: count (each job increments a counter), keyed (jobs under per-key concurrency limits of 1 or 2, each attempt writing START and END rows; the keyed checker verifies the limits), or workflow (chains, diamonds and fan-outs of tasks; the workflow checker verifies each task's one effect came after its dependencies'; needs a backend with workflows)")
 	fl.Uint64Var(&f.o.Seed, "seed", 0, "seed of the fault schedule and the workload (default random)")
 	fl.DurationVar(&f.o.Duration, "duration", d.Duration, "length of the faulty phase")
 	fl.IntVar(&f.o.Workers, "workers", d.Workers, "worker processes")
@@ -90,8 +100,8 @@ The same --seed gives the same fault schedule. Exits 1 on any anomaly.`,
 // (a negative interval or skew): a value given must mean what it says.
 func (f *chaosFlags) check(cmd *cobra.Command) error {
 	fl := cmd.Flags()
-	if w := f.o.Workload; w != chaos.WorkloadCount && w != chaos.WorkloadKeyed {
-		return usage("--workload must be %s or %s", chaos.WorkloadCount, chaos.WorkloadKeyed)
+	if w := f.o.Workload; w != chaos.WorkloadCount && w != chaos.WorkloadKeyed && w != chaos.WorkloadWorkflow {
+		return usage("--workload must be %s, %s or %s", chaos.WorkloadCount, chaos.WorkloadKeyed, chaos.WorkloadWorkflow)
 	}
 	for _, c := range []struct {
 		name     string

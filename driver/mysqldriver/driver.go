@@ -49,6 +49,12 @@
 //     the owner, relying on a single-table UPDATE assigning left to right,
 //     which MySQL documents and MariaDB does unless SIMULTANEOUS_ASSIGNMENT
 //     is set (which gives the same result here).
+//   - LAST_INSERT_ID() read back within a statement. The UPDATEs that end
+//     attempts also say whether a row they ended is a workflow's task, by
+//     a flag every row ORs into the LAST_INSERT_ID the row before it set
+//     (workflowend.go); both servers document that LAST_INSERT_ID(expr)
+//     makes expr the value LAST_INSERT_ID() returns next, observed within
+//     one statement only on MariaDB.
 //   - RETURNING. MariaDB has INSERT … RETURNING and DELETE … RETURNING,
 //     MySQL has none; the driver uses none, so both servers take the same
 //     statements (see below).
@@ -112,6 +118,12 @@
 //     MySQL, utf8mb4_nopad_bin on MariaDB.)
 //   - Migrations are DDL, which commits implicitly: they run under a named
 //     lock (GET_LOCK) and every statement in them is idempotent.
+//   - No trigger may update the table it is defined on, so the release
+//     rule of workflows (docs/design.md §6.18) runs in Go, in the
+//     transaction of every transition that finishes a task or takes it out
+//     of a finished state (workflowstep.go): a conditional UPDATE of each
+//     dependent row per step, which reads the latest committed counters
+//     under the row's lock.
 //   - No LISTEN/NOTIFY exists, so the driver is not a driver.JobListener and
 //     idle workers poll.
 //   - A grant lost in a crash would be granted twice, so the server must

@@ -23,7 +23,7 @@ const jobColumns = `j.id, j.kind, j.queue, j.args, j.priority, j.state, j.attemp
 	COALESCE(j.owner, ''), j.run_at, j.lease_expires_at, j.cancel_requested, j.output, COALESCE(j.last_error, ''),
 	j.progress, COALESCE(j.idempotency_key, ''), j.created_at, j.attempted_at, j.finished_at,
 	COALESCE(j.concurrency_key, ''), COALESCE(j.sequence_key, ''), j.sequence_continue_on_failed, j.metadata,
-	j.policy, j.tags, ` + now
+	j.policy, j.tags, COALESCE(j.workflow_id, 0), COALESCE(j.task_name, ''), ` + now
 
 const (
 	getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs j WHERE j.id = ?`
@@ -46,7 +46,7 @@ func (s *jobScan) dest() []any {
 		&j.Owner, &s.runAt, &s.expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
 		(*[]byte)(&j.Progress), &j.IdempotencyKey, &s.created, &s.attempted, &s.finished,
 		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata),
-		&s.policy, &s.tags, &s.at}
+		&s.policy, &s.tags, &j.WorkflowID, &j.TaskName, &s.at}
 }
 
 // row is the job scanned; a policy column that does not decode (which

@@ -13,40 +13,60 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// cancelJobSQL cancels a queued job at once and flags a running one; the
-// running job's worker learns it at its next heartbeat. state is assigned
-// last, as the others read it.
+// cancelJobSQL cancels a pending or queued job at once and flags a running
+// one; the running job's worker learns it at its next heartbeat. state is
+// assigned last, as the others read it.
 const cancelJobSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
-    finished_at = IF(state = 'queued', ` + now + `, finished_at),
+    finished_at = IF(state IN ('pending', 'queued'), ` + now + `, finished_at),
     cancel_requested = (state = 'running'),
     updated_at = ` + now + `,
-    state = IF(state = 'queued', 'cancelled', state)
-WHERE id = ? AND state IN ('queued', 'running')`
+    state = IF(state IN ('pending', 'queued'), 'cancelled', state)
+WHERE id = ? AND state IN ('pending', 'queued', 'running')`
 
-// CancelJob implements driver.JobDriver.
+// CancelJob implements driver.JobDriver. A task it cancels resolves its
+// dependents in the same transaction (the release rule).
 func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL)
+	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL, func(tx *sql.Tx, j *fencedtype.Job) error {
+		if j.WorkflowID == 0 || j.State != fencedtype.JobCancelled {
+			return nil
+		}
+		return workflowStep(ctx, tx, resolved{failed: []int64{j.ID}})
+	})
 }
 
 // retryJobSQL puts a failed or cancelled job back to queued with a fresh
-// budget of max_attempts more attempts.
+// budget of max_attempts more attempts; a task with a dependency still
+// waiting goes to pending. It refuses a task its workflow cancelled, and
+// one with a failed dependency that does not run anyway: retry that
+// dependency. state is assigned first, from columns none assigns.
 const retryJobSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
-    state = 'queued', run_at = ` + now + `, finished_at = NULL, cancel_requested = FALSE,
+    state = IF(deps_waiting > 0, 'pending', 'queued'),
+    run_at = ` + now + `, finished_at = NULL, cancel_requested = FALSE,
     max_attempts = attempt + max_attempts,
     updated_at = ` + now + `
-WHERE id = ? AND state IN ('failed', 'cancelled')`
+WHERE id = ? AND state IN ('failed', 'cancelled') AND NOT workflow_cancelled AND (deps_failed = 0 OR run_anyway)`
 
-// RetryJob implements driver.JobDriver.
+// RetryJob implements driver.JobDriver. A task it retries takes its
+// dependents out of their failure in the same transaction (the release
+// rule); a task its workflow cancelled is refused
+// (driver.TaskCancelledError).
 func (d *Driver) RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "retry", id, retryJobSQL)
+	return d.jobAdmin(ctx, "retry", id, retryJobSQL, func(tx *sql.Tx, j *fencedtype.Job) error {
+		if j.WorkflowID == 0 {
+			return nil
+		}
+		return workflowStep(ctx, tx, resolved{again: []int64{j.ID}})
+	})
 }
 
 // jobAdmin runs a conditional state change and reads the job in the same
 // transaction: the row it changed, or, when it changed nothing, the row
-// (locked) that says why: ErrNotFound or a *fencedtype.JobStateError.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*fencedtype.Job, error) {
+// (locked) that says why: ErrNotFound, a *fencedtype.JobStateError, or for
+// a retry of a task in a retryable state, driver.TaskCancelledError. after
+// runs in the transaction on the row changed.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string, after func(*sql.Tx, *fencedtype.Job) error) (*fencedtype.Job, error) {
 	var j *fencedtype.Job
 	changed := false
 	err := d.inTx(ctx, func(tx *sql.Tx) error {
@@ -58,8 +78,10 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 			return err
 		}
 		changed = n == 1
-		j, err = readJob(ctx, tx, jobLockSQL, id)
-		return err
+		if j, err = readJob(ctx, tx, jobLockSQL, id); err != nil || j == nil || !changed {
+			return err
+		}
+		return after(tx, j)
 	})
 	var ue *fencedtype.UniqueConflictError
 	switch {
@@ -69,6 +91,8 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
 	case j == nil:
 		return nil, fencedtype.ErrNotFound
+	case !changed && op == "retry" && j.WorkflowID != 0 && (j.State == fencedtype.JobFailed || j.State == fencedtype.JobCancelled):
+		return nil, driver.TaskCancelledError(id, j.TaskName)
 	case !changed:
 		return nil, &fencedtype.JobStateError{Op: op, ID: id, State: j.State}
 	}
@@ -167,17 +191,26 @@ func listJobs(p fencedtype.JobFilter) (string, []any) {
 }
 
 // DeleteJob implements driver.JobDriver. The attempt history goes with the
-// job (ON DELETE CASCADE).
+// job (ON DELETE CASCADE). A workflow's task is refused
+// (driver.TaskDeleteError): a workflow is deleted whole.
 func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
 	var n int64
+	var task *fencedtype.Job
 	err := d.inTx(ctx, func(tx *sql.Tx) (err error) {
-		n, err = execCount(ctx, tx, `DELETE FROM fenced_jobs WHERE id = ?`, id)
+		task = nil
+		n, err = execCount(ctx, tx, `DELETE FROM fenced_jobs WHERE id = ? AND workflow_id IS NULL`, id)
+		if err != nil || n == 1 {
+			return err
+		}
+		task, err = readJob(ctx, tx, jobLockSQL, id)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("delete job %d: %w", id, err)
-	}
-	if n == 0 {
+	case task != nil:
+		return driver.TaskDeleteError(id, task.TaskName, task.WorkflowID)
+	case n == 0:
 		return fencedtype.ErrNotFound
 	}
 	return nil

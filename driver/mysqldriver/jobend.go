@@ -74,7 +74,7 @@ UPDATE fenced_jobs j FORCE INDEX (PRIMARY) JOIN %s e ON e.id = j.id SET
     j.lease_expires_at = NULL,
     j.updated_at = ` + now + `
 WHERE j.id IN (%s) AND ` + endFenceMatch + ` AND j.state = 'running' AND j.lease_expires_at > ` + now + `
-    AND ` + clockAsInsertID
+    AND ` + fmt.Sprintf(taskFlagAsInsertID, "j.")
 
 // endCompletesSQL ends a chunk whose ends are all completions, the common
 // case, with a single-table UPDATE: the general statement's join with the
@@ -83,11 +83,14 @@ WHERE j.id IN (%s) AND ` + endFenceMatch + ` AND j.state = 'running' AND j.lease
 // (outputOf), the second the picked ids, the third their (id, fence)
 // pairs; the guard is the general statement's. The statement's clock
 // reading is handed back (clockAsInsertID).
-const endCompletesSQL = `
+var endCompletesSQL = `
 UPDATE fenced_jobs FORCE INDEX (PRIMARY) SET
     state = 'succeeded', finished_at = ` + now + `, output = %s, last_error = NULL,
     lease_expires_at = NULL, updated_at = ` + now + `
-WHERE id IN (%s) AND ` + endPairsMatch + ` AND ` + jobGuard + ` AND ` + clockAsInsertID
+WHERE id IN (%s) AND ` + endPairsMatch + ` AND ` + jobGuard + ` AND ` + taskFlagEnd
+
+// taskFlagEnd is taskFlagAsInsertID of endCompletesSQL's unqualified row.
+var taskFlagEnd = fmt.Sprintf(taskFlagAsInsertID, "")
 
 // outputOf is the output expression of endCompletesSQL for ends[at...] and
 // its arguments: NULL when no end has an output, else a CASE on the id.
@@ -241,6 +244,7 @@ func endChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []in
 	if len(picked) > 0 {
 		var n int64
 		var t time.Time
+		var tasks bool
 		var err error
 		if completes {
 			output, args := outputOf(ends, at)
@@ -248,7 +252,7 @@ func endChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []in
 			for _, id := range picked {
 				args = append(args, id, fenceOf(refs, id))
 			}
-			n, t, err = execAt(ctx, tx, fmt.Sprintf(endCompletesSQL, output, placeholders(len(picked)), pairPlaceholders(len(picked))), args...)
+			n, t, tasks, err = execAtTask(ctx, tx, fmt.Sprintf(endCompletesSQL, output, placeholders(len(picked)), pairPlaceholders(len(picked))), args...)
 		} else {
 			var table string
 			var rowArgs []any
@@ -256,7 +260,7 @@ func endChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []in
 				return err
 			}
 			args := append(rowArgs, anys(picked)...)
-			n, t, err = execAt(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
+			n, t, tasks, err = execAtTask(ctx, tx, fmt.Sprintf(endJobsSQL, table, placeholders(len(picked))), args...)
 		}
 		if err != nil {
 			return err
@@ -290,6 +294,13 @@ func endChunk(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd, at []in
 			args := append(rowArgs, anys(recorded)...)
 			if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobAttemptsSQL, table, placeholders(len(recorded))), args...); err != nil {
 				return fmt.Errorf("history: %w", err)
+			}
+		}
+		// The release rule, in the end's transaction, for the rows it
+		// ended: a stale end ended nothing and releases nothing.
+		if tasks && len(ended) > 0 {
+			if err := releaseEnded(ctx, tx, ended); err != nil {
+				return err
 			}
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // clock, skipping rows a worker or another maintainer has locked.
 // Parameter: limit.
 const jobExpiredSQL = `
-SELECT id, fence FROM fenced_jobs
+SELECT id, fence, workflow_id IS NOT NULL FROM fenced_jobs
 WHERE state = 'running' AND lease_expires_at <= ` + now + `
 ORDER BY lease_expires_at
 LIMIT ?
@@ -56,15 +56,19 @@ func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit 
 		if err != nil {
 			return err
 		}
-		var ids []int64
+		var ids, tasks []int64
 		var pairs []any
 		for rows.Next() {
 			var id, fence int64
-			if err := rows.Scan(&id, &fence); err != nil {
+			var task bool
+			if err := rows.Scan(&id, &fence, &task); err != nil {
 				rows.Close()
 				return err
 			}
 			ids, pairs = append(ids, id), append(pairs, id, fence)
+			if task {
+				tasks = append(tasks, id)
+			}
 		}
 		if err := rows.Close(); err != nil {
 			return err
@@ -83,6 +87,11 @@ func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit 
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(jobLostSQL, placeholders(len(ids))), anys(ids)...); err != nil {
 			return fmt.Errorf("history: %w", err)
 		}
+		// A task recovery ended (out of attempts, or asked to cancel)
+		// resolves its dependents in the same transaction.
+		if err := releaseEnded(ctx, tx, tasks); err != nil {
+			return err
+		}
 		n = len(ids)
 		return nil
 	})
@@ -97,7 +106,7 @@ func (d *Driver) RecoverJobs(ctx context.Context, guard *driver.LeaseRef, limit 
 // Parameters: age_us, limit.
 const jobOldFinishedSQL = `
 SELECT id FROM fenced_jobs
-WHERE finished_at < ` + now + ` - INTERVAL ? MICROSECOND
+WHERE finished_at < ` + now + ` - INTERVAL ? MICROSECOND AND workflow_id IS NULL
 ORDER BY finished_at
 LIMIT ?
 FOR UPDATE SKIP LOCKED`
@@ -108,23 +117,34 @@ FOR UPDATE SKIP LOCKED`
 // age_us.
 const deleteFinishedJobsSQL = `
 DELETE j FROM fenced_jobs j FORCE INDEX (PRIMARY)
-WHERE j.id IN (%s) AND j.state IN ('succeeded', 'failed', 'cancelled')
+WHERE j.id IN (%s) AND j.state IN ('succeeded', 'failed', 'cancelled') AND j.workflow_id IS NULL
     AND j.finished_at < ` + now + ` - INTERVAL ? MICROSECOND`
 
 // DeleteFinishedJobs implements driver.JobDriver. Attempt history goes with
 // its job (ON DELETE CASCADE, which the affected-row count leaves out); the
-// count is of jobs.
+// count is of jobs. A workflow's task is never deleted alone: with room
+// left in limit, whole workflows whose every task finished before the age
+// go too (deleteOldWorkflows), their tasks counted.
 func (d *Driver) DeleteFinishedJobs(ctx context.Context, guard *driver.LeaseRef, age time.Duration, limit int) (int, error) {
 	var n int64
 	err := d.maintenance(ctx, guard, func(tx *sql.Tx) error {
 		n = 0
 		ids, err := collectIDs(tx.QueryContext(ctx, jobOldFinishedSQL, age.Microseconds(), limit))
-		if err != nil || len(ids) == 0 {
+		if err != nil {
 			return err
 		}
-		n, err = execCount(ctx, tx, fmt.Sprintf(deleteFinishedJobsSQL, placeholders(len(ids))),
-			append(anys(ids), age.Microseconds())...)
-		return err
+		if len(ids) > 0 {
+			if n, err = execCount(ctx, tx, fmt.Sprintf(deleteFinishedJobsSQL, placeholders(len(ids))),
+				append(anys(ids), age.Microseconds())...); err != nil {
+				return err
+			}
+		}
+		if int(n) < limit {
+			k, err := deleteOldWorkflows(ctx, tx, age, limit-int(n))
+			n += int64(k)
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("delete finished jobs: %w", err)

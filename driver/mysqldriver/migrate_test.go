@@ -10,7 +10,7 @@ import (
 )
 
 // latestMigration is the number of migrations in migrations/.
-const latestMigration = 14
+const latestMigration = 15
 
 func TestConcurrentMigrationsApplyOnce(t *testing.T) {
 	t.Parallel()
@@ -84,7 +84,7 @@ func TestMigrationCutShortRunsAgain(t *testing.T) {
 	}
 	must(t, rows.Err(), "read the catalog")
 	want := []string{"fenced_jobs_finished", "fenced_jobs_idempotency_key", "fenced_jobs_key_running", "fenced_jobs_queued",
-		"fenced_jobs_queued_kind", "fenced_jobs_sequence", "fenced_jobs_state", "fenced_jobs_unique"}
+		"fenced_jobs_queued_kind", "fenced_jobs_sequence", "fenced_jobs_state", "fenced_jobs_task", "fenced_jobs_unique"}
 	if !slices.Equal(indexes, want) {
 		t.Fatalf("fenced_jobs has indexes %v, want %v", indexes, want)
 	}

@@ -179,21 +179,33 @@ func insertTasks(ctx context.Context, q querier, statement string, first any, ta
 }
 
 // EnqueueWorkflow implements driver.WorkflowDriver: one statement
-// (insertTasksSQL), inside tx when it is non-nil.
+// (insertTasksSQL) and the read of what it wrote, inside tx when it is
+// non-nil, else in a transaction of their own (so that an error before the
+// commit means nothing was written).
 func (d *Driver) EnqueueWorkflow(ctx context.Context, tx driver.Tx, w driver.WorkflowParams) (*fencedtype.Workflow, error) {
-	var q querier = d.pool
-	if tx != nil {
-		ptx, err := pgxOf(tx)
+	var out *fencedtype.Workflow
+	enqueue := func(q querier) error {
+		id, _, err := insertTasks(ctx, q, enqueueWorkflowSQL, w.Name, w.Tasks, startTasks(w.Tasks, nil), nil)
 		if err != nil {
+			return fmt.Errorf("enqueue workflow: %w", notMigrated(err))
+		}
+		out, err = readWorkflow(ctx, q, id)
+		return err
+	}
+	if tx == nil {
+		if err := d.pool.inTx(ctx, func(t pgx.Tx) error { return enqueue(t) }); err != nil {
 			return nil, err
 		}
-		q = ptx
+		return out, nil
 	}
-	id, _, err := insertTasks(ctx, q, enqueueWorkflowSQL, w.Name, w.Tasks, startTasks(w.Tasks, nil), nil)
+	ptx, err := pgxOf(tx)
 	if err != nil {
-		return nil, fmt.Errorf("enqueue workflow: %w", notMigrated(err))
+		return nil, err
 	}
-	return readWorkflow(ctx, q, id)
+	if err := enqueue(ptx); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // AddWorkflowTasks implements driver.WorkflowDriver. In one transaction

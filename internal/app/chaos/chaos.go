@@ -58,9 +58,12 @@ type Options struct {
 	Keys int
 	// Leases is the number of singleton leases.
 	Leases int
-	// Workload is the jobs' workload: WorkloadCount (the default) or
+	// Workload is the jobs' workload: WorkloadCount (the default),
 	// WorkloadKeyed (jobs under per-key concurrency limits, checked by the
-	// keyed checker besides the job checkers).
+	// keyed checker besides the job checkers) or WorkloadWorkflow
+	// (workflows of tasks, checked by the workflow checker besides the job
+	// checkers; on a backend with workflows only, fenced.CapWorkflows).
+	// With WorkloadWorkflow, JobsPerSecond counts tasks.
 	Workload string
 	// JobTTL is the job lease; LeaseTTL the singleton leases' TTL.
 	JobTTL, LeaseTTL time.Duration
@@ -173,8 +176,8 @@ func (o *Options) fill(b backend) error {
 		return fmt.Errorf("duration: %s is under 5s: %w", o.Duration, fenced.ErrInvalid)
 	case o.JobTTL < 100*time.Millisecond || o.LeaseTTL < 100*time.Millisecond:
 		return fmt.Errorf("ttl: job and lease TTLs must be at least 100ms: %w", fenced.ErrInvalid)
-	case o.Workload != WorkloadCount && o.Workload != WorkloadKeyed:
-		return fmt.Errorf("workload: %q is neither %s nor %s: %w", o.Workload, WorkloadCount, WorkloadKeyed, fenced.ErrInvalid)
+	case o.Workload != WorkloadCount && o.Workload != WorkloadKeyed && o.Workload != WorkloadWorkflow:
+		return fmt.Errorf("workload: %q is none of %s, %s and %s: %w", o.Workload, WorkloadCount, WorkloadKeyed, WorkloadWorkflow, fenced.ErrInvalid)
 	case o.RestartPostgres && len(o.Failover) > 0:
 		return fmt.Errorf("restart and failover: choose one fault for the middle of the run: %w", fenced.ErrInvalid)
 	}
@@ -277,6 +280,11 @@ func (r *run) setup(ctx context.Context) error {
 	}
 	if r.c, err = r.b.open(ctx, r.url, fenced.Config{}); err != nil {
 		return err
+	}
+	if r.o.Workload == WorkloadWorkflow {
+		if err := r.c.Unsupported(fenced.CapWorkflows); err != nil {
+			return fmt.Errorf("workload %s needs workflows: %w", WorkloadWorkflow, err)
+		}
 	}
 	if _, err := r.c.Migrate(ctx); err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -388,7 +396,7 @@ func (r *run) execute(ctx context.Context) (*Report, error) {
 	if len(o.Failover) > 0 && n.count[faultFailover] == 0 {
 		rep.anomaly(anomalyNemesis, "the failover did not happen: %s", n.lastErr[faultFailover])
 	}
-	if err := check(ctx, r, rep, enq.confirmed()); err != nil {
+	if err := check(ctx, r, rep, enq.confirmed(), enq.confirmedWorkflows()); err != nil {
 		return nil, err
 	}
 	rep.Reproduce = reproduce(o, r.d)

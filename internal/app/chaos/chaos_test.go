@@ -217,3 +217,73 @@ func TestBrokenLimitsBuildIsCaught(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowChaosRunFindsNoAnomaly is the short variant with the workflow
+// workload on PostgreSQL: chains, diamonds and fan-outs (half of these
+// adding their parts at run time) under pauses, kills and connection kills.
+// It fails on any anomaly, and unless every kind of fault was injected,
+// some stale write was rejected, every shape ran, some tasks were added at
+// run time and every workflow succeeded.
+func TestWorkflowChaosRunFindsNoAnomaly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	o := chaos.DefaultOptions()
+	o.URL, o.Log, o.Workload = testdb.Postgres(t), logWriter{t}, chaos.WorkloadWorkflow
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	rep, err := chaos.Run(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	rep.WriteTable(&table)
+	t.Log("\n" + table.String())
+	if rep.AnomalyCount != 0 {
+		t.Fatalf("%d anomalies", rep.AnomalyCount)
+	}
+	if rep.Pauses == 0 || rep.Kills == 0 || rep.ConnKills == 0 {
+		t.Errorf("faults injected: %d pauses, %d kills, %d connection kills; want some of each", rep.Pauses, rep.Kills, rep.ConnKills)
+	}
+	if rep.StaleRejected == 0 {
+		t.Error("no stale write was rejected: the faults never produced a stale writer")
+	}
+	for _, shape := range []string{"chain", "diamond", "fanout", "split"} {
+		if rep.WorkflowShapes[shape] == 0 {
+			t.Errorf("no %s workflow ran (shapes %v)", shape, rep.WorkflowShapes)
+		}
+	}
+	if rep.Workflows == 0 || rep.WorkflowsSucceeded != rep.Workflows || rep.WorkflowTasksAdded == 0 || rep.WorkflowEdges == 0 {
+		t.Errorf("workflows: %d, %d succeeded, %d tasks added at run time, %d edges", rep.Workflows, rep.WorkflowsSucceeded,
+			rep.WorkflowTasksAdded, rep.WorkflowEdges)
+	}
+}
+
+// TestWorkflowBrokenBuildIsCaught runs the workflow workload with the
+// fenced_broken build (an attempt's end and its job-fenced transaction
+// guarded by the job's state and lease, not its fence) on PostgreSQL, and
+// passes only if the workflow checker itself reports a stale attempt's
+// write that stuck: a task whose effect was written under a fence it did
+// not succeed under, a task with other than one effect, or an effect
+// before a dependency's. As in TestBrokenBuildIsCaught, up to brokenRuns
+// runs, each with a seed of its own.
+func TestWorkflowBrokenBuildIsCaught(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	bin := buildBroken(t, "fenced_broken")
+	url := testdb.Postgres(t)
+	for run := 1; ; run++ {
+		o := BrokenOptions()
+		o.URL, o.Log, o.Exe, o.Workload = url, logWriter{t}, bin, chaos.WorkloadWorkflow
+		rep := brokenRun(t, url, o)
+		if rep.AnomalyKinds["workflow-stale"]+rep.AnomalyKinds["workflow-effect"]+rep.AnomalyKinds["workflow-order"] > 0 {
+			return
+		}
+		if run == brokenRuns {
+			t.Fatalf("in %d runs the workflow checker found no stale write that stuck in a build without the fence check (last run's anomalies: %v)",
+				run, rep.AnomalyKinds)
+		}
+		t.Logf("run %d: no stale task write stuck (%d stale rejected); running again with another seed", run, rep.StaleRejected)
+	}
+}

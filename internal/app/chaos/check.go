@@ -19,7 +19,7 @@ const linTimeout = 5 * time.Minute
 
 // check runs every checker over the histories and the database, adding its
 // counts and anomalies to rep.
-func check(ctx context.Context, r *run, rep *Report, enqueued []int64) error {
+func check(ctx context.Context, r *run, rep *Report, enqueued []int64, workflows []enqueuedWorkflow) error {
 	h, err := readHistories(r.dir)
 	if err != nil {
 		return fmt.Errorf("read histories: %w", err)
@@ -60,8 +60,13 @@ func check(ctx context.Context, r *run, rep *Report, enqueued []int64) error {
 		}
 		rep.AfterFailover = &w
 	}
-	if r.o.Workload == WorkloadKeyed {
+	switch r.o.Workload {
+	case WorkloadKeyed:
 		if err := checkKeyed(ctx, r, rep); err != nil {
+			return err
+		}
+	case WorkloadWorkflow:
+		if err := checkWorkflows(ctx, r, rep, workflows); err != nil {
 			return err
 		}
 	}

@@ -67,6 +67,17 @@ type Report struct {
 	KeyedUnended  int            `json:"keyed_attempts_without_end,omitempty"`
 	KeyedPeak     map[string]int `json:"keyed_peak_overlap,omitempty"`
 
+	// The workflow workload: workflows in the database, by shape, and
+	// those that ended succeeded; their tasks, those of them added at run
+	// time (a split workflow's parts), and the dependency edges whose
+	// order the checker verified.
+	Workflows          int            `json:"workflows,omitempty"`
+	WorkflowShapes     map[string]int `json:"workflow_shapes,omitempty"`
+	WorkflowsSucceeded int            `json:"workflows_succeeded,omitempty"`
+	WorkflowTasks      int            `json:"workflow_tasks,omitempty"`
+	WorkflowTasksAdded int            `json:"workflow_tasks_added,omitempty"`
+	WorkflowEdges      int            `json:"workflow_edges,omitempty"`
+
 	StaleRejected int            `json:"stale_writes_rejected"`
 	Stale         map[string]int `json:"stale_by_kind"`
 
@@ -98,6 +109,12 @@ const (
 	anomalyKeyOverlap = "key-overlap"     // more attempts of a key overlapped than its limit
 	anomalyKeyLate    = "key-late-write"  // an attempt wrote after a later one took its key's last slot
 	anomalyKeyedRow   = "keyed-row"       // a keyed ledger row off its job's key, or an END without its effect
+
+	anomalyWorkflowShape  = "workflow-shape"  // a workflow missing, or its tasks or edges not its shape's
+	anomalyWorkflowEnd    = "workflow-end"    // a workflow or task not succeeded, an edge not done
+	anomalyWorkflowEffect = "workflow-effect" // a task's effects not exactly one, or a row off its task
+	anomalyWorkflowStale  = "workflow-stale"  // a task's effect written under a fence it did not succeed under
+	anomalyWorkflowOrder  = "workflow-order"  // a task's effect before a dependency's
 )
 
 func (r *Report) anomaly(kind, format string, args ...any) {
@@ -133,6 +150,10 @@ func (r *Report) WriteTable(w io.Writer) {
 	row("jobs", fmt.Sprintf("%d (%d succeeded, %d failed), %d attempts", r.Jobs, r.Succeeded, r.Failed, r.Attempts))
 	if r.KeyedAttempts > 0 {
 		row("keyed attempts", fmt.Sprintf("%d (%d without END), peak overlap on a key %s", r.KeyedAttempts, r.KeyedUnended, kinds(r.KeyedPeak)))
+	}
+	if r.Workflows > 0 {
+		row("workflows", fmt.Sprintf("%d (%s), %d succeeded", r.Workflows, workflowShapeCounts(r.WorkflowShapes), r.WorkflowsSucceeded))
+		row("workflow tasks", fmt.Sprintf("%d (%d added at run time), %d edges checked in order", r.WorkflowTasks, r.WorkflowTasksAdded, r.WorkflowEdges))
 	}
 	row("operations", fmt.Sprintf("%d (%d lease/resource calls, %d job attempt writes)", r.Operations, r.LeaseOps, r.JobWrites))
 	row("unknown outcomes", r.Unknown)

@@ -118,9 +118,10 @@ func runWorker(ctx context.Context, a workerArgs) error {
 	if err != nil {
 		return err
 	}
-	h := &jobHandler{rec: rec, d: b.dialect(), rng: rand.New(rand.NewPCG(a.seed, 1))}
+	h := &jobHandler{c: c, rec: rec, d: b.dialect(), rng: rand.New(rand.NewPCG(a.seed, 1))}
 	w.Handle(JobKind, h.handle)
 	w.Handle(KeyedKind, h.handleKeyed)
+	w.Handle(WorkflowKind, h.handleWorkflow)
 	if err := w.Start(context.Background()); err != nil {
 		return err
 	}
@@ -157,6 +158,7 @@ type jobArgs struct {
 // end (a handler that does not check it): after a pause past the lease
 // their writes reach the database, which must reject them.
 type jobHandler struct {
+	c   *client // for a task's additions to its workflow
 	rec *recorder
 	d   *dialect
 	mu  sync.Mutex // guards rng: handlers run concurrently

@@ -40,8 +40,11 @@ func schemaSQL(o *Options, d *dialect) []string {
 	for i := range o.Keys {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_counters VALUES ('%s', 0)`, counterKey(i)))
 	}
-	if o.Workload == WorkloadKeyed {
+	switch o.Workload {
+	case WorkloadKeyed:
 		qs = append(qs, keyedSchemaSQL(d)...)
+	case WorkloadWorkflow:
+		qs = append(qs, workflowSchemaSQL(d)...)
 	}
 	for i := range o.Leases {
 		qs = append(qs, fmt.Sprintf(`INSERT INTO chaos_lease_counters VALUES ('%s', 0)`, leaseName(i)))
@@ -57,9 +60,10 @@ func counterKey(i int) string { return fmt.Sprintf("k%02d", i) }
 // or may not exist, so the checkers hold every job in the database to the
 // rules, and require every job the enqueuer was told about to be there.
 type enqueuer struct {
-	n   atomic.Int64
-	mu  sync.Mutex
-	ids []int64 // jobs whose enqueue was confirmed
+	n         atomic.Int64
+	mu        sync.Mutex
+	ids       []int64            // jobs whose enqueue was confirmed
+	workflows []enqueuedWorkflow // workflows whose enqueue was confirmed (WorkloadWorkflow)
 }
 
 // confirmed returns the ids of the jobs whose enqueue returned them.
@@ -69,7 +73,18 @@ func (e *enqueuer) confirmed() []int64 {
 	return append([]int64{}, e.ids...)
 }
 
+// confirmedWorkflows returns the workflows whose enqueue returned them.
+func (e *enqueuer) confirmedWorkflows() []enqueuedWorkflow {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]enqueuedWorkflow{}, e.workflows...)
+}
+
 func (e *enqueuer) run(ctx context.Context, r *run) {
+	if r.o.Workload == WorkloadWorkflow {
+		e.enqueueWorkflows(ctx, r)
+		return
+	}
 	rng := rand.New(rand.NewPCG(r.o.Seed, 0x656e71))
 	per := max(1, r.o.JobsPerSecond/10)
 	t := time.NewTicker(100 * time.Millisecond)

@@ -46,8 +46,9 @@ var actions = []*action{
 			_, err := c.RetryJob(ctx, id)
 			return err
 		}},
-	{Name: "cancel", Verb: "Cancel", Done: "cancelled", States: []fenced.JobState{fenced.JobQueued, fenced.JobRunning},
-		Explain: "cancels a queued job at once; a running job is asked to stop, and its worker learns it at its next heartbeat.",
+	{Name: "cancel", Verb: "Cancel", Done: "cancelled", States: []fenced.JobState{fenced.JobPending, fenced.JobQueued, fenced.JobRunning},
+		Explain: "cancels a pending or queued job at once; a running job is asked to stop, and its worker learns it at its next heartbeat. " +
+			"A workflow's task that ends cancelled cancels the tasks waiting for it, except those that run anyway.",
 		do: func(ctx context.Context, c *fenced.Client, id int64) error {
 			_, err := c.CancelJob(ctx, id)
 			return err
@@ -121,11 +122,12 @@ func (a *action) appliesTo(s fenced.JobState) bool {
 	return a.States == nil || slices.Contains(a.States, s)
 }
 
-// actionsFor is the actions that apply to j in its state.
+// actionsFor is the actions that apply to j in its state. A workflow's
+// task is never deleted alone (its workflow is, whole): it has no delete.
 func actionsFor(j *fenced.Job) []*action {
 	var out []*action
 	for _, a := range actions {
-		if a.appliesTo(j.State) && !(a.Name == "cancel" && j.CancelRequested) {
+		if a.appliesTo(j.State) && !(a.Name == "cancel" && j.CancelRequested) && !(a.Name == "delete" && j.WorkflowID != 0) {
 			out = append(out, a)
 		}
 	}
@@ -330,6 +332,10 @@ func (h *Handler) act(w http.ResponseWriter, r *http.Request) {
 			p.Skipped = append(p.Skipped, fmt.Sprintf("#%d is unique and another job holds its slot", id))
 		case errors.Is(err, fenced.ErrNotFound):
 			p.Skipped = append(p.Skipped, fmt.Sprintf("#%d no longer exists", id))
+		case errors.Is(err, fenced.ErrInvalid):
+			// A workflow's task: a retry of one its workflow cancelled, a
+			// delete of one task alone.
+			p.Skipped = append(p.Skipped, fmt.Sprintf("#%d: %v", id, err))
 		default:
 			p.Failed = append(p.Failed, fmt.Sprintf("#%d: %v", id, err))
 		}

@@ -264,8 +264,8 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	dom := browse(t, bin, e.url+"/", "--dump-dom")
 	for id, wants := range map[string][]string{
-		// queue, then queued running succeeded failed cancelled total
-		"queues":   {"mail 1 0 3 0 0 4", "media 0 1 0 0 0 1", "reports 0 0 0 1 0 1"},
+		// queue, then pending queued running succeeded failed cancelled total
+		"queues":   {"mail 0 1 0 3 0 0 4", "media 0 0 1 0 0 0 1", "reports 0 0 0 0 1 0 1"},
 		"overdue":  {fmt.Sprintf("#%d video.transcode media worker-gone 1/3", bad+1)},
 		"kinds":    {"report.build 1 0"},
 		"failures": {fmt.Sprintf("#%d report.build reports failed 2/2", bad), failure + " (try 2)"},

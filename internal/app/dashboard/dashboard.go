@@ -1,10 +1,11 @@
 // Package dashboard is fenced's HTML dashboard: a server-rendered overview
 // of queues, overdue running jobs, failures, leases and stale writes
 // rejected; a job browser (by state, queue and kind, newest first, paged
-// by id); a page per job with its attempt history; and actions on jobs
-// (retry, cancel, delete, one job or every job matching a filter) and on
-// queues (pause, resume), each confirmed on a page of its own and posted
-// as a plain form. It uses
+// by id); a page per job with its attempt history; the workflows, each
+// with its tasks and its graph drawn as SVG; and actions on jobs (retry,
+// cancel, delete, one job or every job matching a filter), on queues
+// (pause, resume) and on workflows (cancel, retry), each confirmed on a
+// page of its own and posted as a plain form. It uses
 // html/template (so every value is escaped) and no JavaScript.
 //
 // It is mounted by internal/app/server as Config.Dashboard for every path
@@ -18,6 +19,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -93,6 +95,9 @@ type Handler struct {
 	sess   *sessions
 	mux    *http.ServeMux
 	noJobs error // nil, or why the backend has no job pages (fenced.CapJobs)
+	// noWorkflows is nil, or why the backend has no workflow pages
+	// (fenced.CapWorkflows).
+	noWorkflows error
 }
 
 // New returns the dashboard over c; g gives the server's metrics, read for
@@ -111,7 +116,7 @@ func New(c *fenced.Client, g prometheus.Gatherer, o Options) *Handler {
 		o.Secure = func(r *http.Request) bool { return r.TLS != nil }
 	}
 	h := &Handler{c: c, g: g, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now, o.Secure), mux: http.NewServeMux(),
-		noJobs: c.Unsupported(fenced.CapJobs)}
+		noJobs: c.Unsupported(fenced.CapJobs), noWorkflows: c.Unsupported(fenced.CapWorkflows)}
 	h.mux.HandleFunc("GET /{$}", h.overview)
 	h.mux.HandleFunc("GET /charts", h.charts)
 	// The job pages and the actions (on jobs and queues), or, on a backend
@@ -120,6 +125,16 @@ func New(c *fenced.Client, g prometheus.Gatherer, o Options) *Handler {
 	for pattern, page := range jobPages {
 		if h.noJobs != nil {
 			page = func(w http.ResponseWriter, r *http.Request) { h.fail(w, r, h.noJobs) }
+		}
+		h.mux.HandleFunc(pattern, page)
+	}
+	// The workflow pages and actions, or the error of the job queue or of
+	// the workflows, whichever the backend lacks, in their place.
+	workflowPages := map[string]http.HandlerFunc{"GET /workflows": h.workflows, "GET /workflows/{id}": h.workflow,
+		"GET /workflows/{id}/confirm": h.workflowConfirm, "POST /workflows/{id}/act": h.workflowAct}
+	for pattern, page := range workflowPages {
+		if missing := cmp.Or(h.noJobs, h.noWorkflows); missing != nil {
+			page = func(w http.ResponseWriter, r *http.Request) { h.fail(w, r, missing) }
 		}
 		h.mux.HandleFunc(pattern, page)
 	}
@@ -251,6 +266,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, title = http.StatusBadRequest, "Invalid request"
 	case errors.Is(err, fenced.ErrJobsNotSupported):
 		status, title = http.StatusNotImplemented, "No job queue"
+	case errors.Is(err, fenced.ErrWorkflowsNotSupported):
+		status, title = http.StatusNotImplemented, "No workflows"
 	}
 	h.render(w, r, status, "error", &errorPage{Title: title, Message: err.Error()})
 }

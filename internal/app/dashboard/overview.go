@@ -22,8 +22,9 @@ const (
 	recentFailures = 15
 )
 
-// states are the job states, in the order of the queue table's columns.
-var states = []fenced.JobState{fenced.JobQueued, fenced.JobRunning, fenced.JobSucceeded,
+// states are the job states, in the order of the queue table's columns:
+// pending (a workflow's task waiting for its dependencies) first.
+var states = []fenced.JobState{fenced.JobPending, fenced.JobQueued, fenced.JobRunning, fenced.JobSucceeded,
 	fenced.JobFailed, fenced.JobCancelled}
 
 // overview is the data of /.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver/pgdriver"
 )
 
 // A workflow burn-down inserts its jobs as the tasks of workflows
@@ -74,8 +75,18 @@ func (in *inserter) insertWorkflows(ctx context.Context, n int) error {
 	return nil
 }
 
-// deleteWorkflows deletes the run's workflows, whole.
+// deleteWorkflows deletes the run's workflows, whole: on PostgreSQL in one
+// statement (their tasks with them; the cleanup may then truncate the
+// table), elsewhere one DeleteWorkflow each.
 func (b *bench) deleteWorkflows(ctx context.Context, ids []int64) error {
+	if d, ok := b.db.d.(*pgdriver.Driver); ok {
+		_, err := d.Pool().Exec(ctx, `WITH j AS (DELETE FROM fenced_jobs WHERE workflow_id = ANY ($1::bigint[]))
+DELETE FROM fenced_workflows WHERE id = ANY ($1::bigint[])`, ids)
+		if err != nil {
+			return fmt.Errorf("delete the benchmark's workflows: %w", err)
+		}
+		return nil
+	}
 	for _, id := range ids {
 		if err := b.db.c.DeleteWorkflow(ctx, id); err != nil {
 			return fmt.Errorf("delete the benchmark's workflow %d: %w", id, err)

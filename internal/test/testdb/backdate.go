@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// PostgresBackdate moves every time of the jobs and attempts of the
+// PostgresBackdate moves every time of the jobs, attempts and workflows of the
 // PostgreSQL database at url d into the past, as if all had happened d
 // earlier (drivertest.Backend.Backdate).
 func PostgresBackdate(t testing.TB, url string, d time.Duration) {
@@ -16,6 +16,7 @@ func PostgresBackdate(t testing.TB, url string, d time.Duration) {
 updated_at = updated_at - %[1]s, attempted_at = attempted_at - %[1]s, finished_at = finished_at - %[1]s,
 lease_expires_at = lease_expires_at - %[1]s`, iv))
 	Exec(t, url, fmt.Sprintf(`UPDATE fenced_job_attempts SET started_at = started_at - %[1]s, ended_at = ended_at - %[1]s`, iv))
+	Exec(t, url, fmt.Sprintf(`UPDATE fenced_workflows SET created_at = created_at - %[1]s, cancelled_at = cancelled_at - %[1]s`, iv))
 }
 
 // SQLiteBackdate is PostgresBackdate on a SQLite database.
@@ -36,4 +37,5 @@ func MySQLBackdate(t testing.TB, url string, d time.Duration) {
 updated_at = updated_at - %[1]s, attempted_at = attempted_at - %[1]s, finished_at = finished_at - %[1]s,
 lease_expires_at = lease_expires_at - %[1]s`, iv))
 	MySQLExec(t, url, fmt.Sprintf(`UPDATE fenced_job_attempts SET started_at = started_at - %[1]s, ended_at = ended_at - %[1]s`, iv))
+	MySQLExec(t, url, fmt.Sprintf(`UPDATE fenced_workflows SET created_at = created_at - %[1]s, cancelled_at = cancelled_at - %[1]s`, iv))
 }

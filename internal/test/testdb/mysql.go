@@ -93,7 +93,7 @@ func MySQLExec(t testing.TB, url, query string, args ...any) {
 
 // mysqlTables are the fenced tables, parents before children.
 var mysqlTables = []string{"fenced_meta", "fenced_leases", "fenced_resources", "fenced_resource_ops",
-	"fenced_jobs", "fenced_job_attempts"}
+	"fenced_workflows", "fenced_jobs", "fenced_job_attempts", "fenced_job_deps"}
 
 // MySQLSnapshot copies the fenced tables of url's database (a "backup") and
 // returns a function that restores them, as a dump and restore would.
