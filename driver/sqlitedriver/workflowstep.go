@@ -31,8 +31,9 @@ import (
 //
 // Only edges still waiting (or, for a retry, failed) are resolved, so a
 // step run for a dependency whose older edges were resolved already (a
-// task added to a workflow later) resolves just the new ones, and a
-// dependent fed twice is counted once.
+// task added to a workflow later) resolves just the new ones, and a task
+// that reaches a frontier again (one its workflow cancelled, reached by a
+// later failure of another dependency) changes nothing the second time.
 
 // stepEdgesSQL sets the edges of the frontier ?1 (a JSON array of job ids)
 // whose status is ?2 to status ?3 and returns each edge's dependent.
