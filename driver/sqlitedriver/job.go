@@ -22,7 +22,7 @@ const jobColumns = `id, kind, queue, args, priority, state, attempt, max_attempt
 	COALESCE(owner, ''), run_at_us, lease_expires_us, cancel_requested, output, COALESCE(last_error, ''),
 	progress, COALESCE(idempotency_key, ''), created_us, attempted_us, finished_us,
 	COALESCE(concurrency_key, ''), COALESCE(sequence_key, ''), sequence_continue_on_failed, metadata,
-	policy, tags, ` + nowUS
+	policy, tags, COALESCE(workflow_id, 0), COALESCE(task_name, ''), ` + nowUS
 
 const getJobSQL = `SELECT ` + jobColumns + ` FROM fenced_jobs WHERE id = ?1`
 
@@ -36,7 +36,7 @@ func scanJob(row sqldb.Scanner) (*fencedtype.Job, error) {
 		&j.Owner, &runAt, &expires, &j.CancelRequested, (*[]byte)(&j.Output), &j.LastError,
 		(*[]byte)(&j.Progress), &j.IdempotencyKey, &created, &attempted, &finished,
 		&j.ConcurrencyKey, &j.SequenceKey, &j.SequenceContinueOnFailed, (*[]byte)(&j.Metadata),
-		&policy, &tags, &now)
+		&policy, &tags, &j.WorkflowID, &j.TaskName, &now)
 	if err != nil {
 		return nil, err
 	}

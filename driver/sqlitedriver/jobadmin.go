@@ -12,50 +12,101 @@ import (
 	"github.com/fenced/fenced/fencedtype"
 )
 
-// cancelJobSQL cancels a queued job at once and flags a running one; the
-// running job's worker learns it at its next heartbeat.
+// cancelJobSQL cancels a queued job (or a pending workflow task) at once
+// and flags a running one; the running job's worker learns it at its next
+// heartbeat.
 const cancelJobSQL = `
 UPDATE fenced_jobs SET
-    state = CASE WHEN state = 'queued' THEN 'cancelled' ELSE state END,
-    finished_us = CASE WHEN state = 'queued' THEN ` + nowUS + ` ELSE finished_us END,
+    state = CASE WHEN state IN ('pending', 'queued') THEN 'cancelled' ELSE state END,
+    finished_us = CASE WHEN state IN ('pending', 'queued') THEN ` + nowUS + ` ELSE finished_us END,
     cancel_requested = (state = 'running'),
     updated_us = ` + nowUS + `
-WHERE id = ?1 AND state IN ('queued', 'running')
+WHERE id = ?1 AND state IN ('pending', 'queued', 'running')
 RETURNING ` + jobColumns
 
-// CancelJob implements driver.JobDriver.
+// CancelJob implements driver.JobDriver. A task it cancels cancels its
+// dependents by the workflow's rule (workflowStep), in the same
+// transaction.
 func (d *Driver) CancelJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL)
+	return d.jobAdmin(ctx, "cancel", id, cancelJobSQL, func(tx *sql.Tx, j *fencedtype.Job) error {
+		if j.WorkflowID == 0 || j.State != fencedtype.JobCancelled {
+			return nil
+		}
+		return workflowStep(ctx, tx, []int64{j.ID}, nil)
+	})
 }
 
-// retryJobSQL puts a failed or cancelled job back to queued with a fresh
+// taskRunnable is true of a job unless it is a workflow's task that may
+// not run: one its workflow cancelled, or one with a failed dependency
+// that does not run anyway (an operator cancelled it, and then its
+// dependency failed). A retry of it is refused: its dependency is what to
+// retry.
+const taskRunnable = `NOT (workflow_cancelled OR (deps_failed > 0 AND NOT run_anyway))`
+
+// retryJobSet is the retry of a failed or cancelled job: queued (pending,
+// for a workflow's task with a dependency still waiting) with a fresh
 // budget of max_attempts more attempts.
-const retryJobSQL = `
-UPDATE fenced_jobs SET
-    state = 'queued', run_at_us = ` + nowUS + `, finished_us = NULL, cancel_requested = 0,
+const retryJobSet = `
+    state = CASE WHEN deps_waiting > 0 THEN 'pending' ELSE 'queued' END,
+    run_at_us = ` + nowUS + `, finished_us = NULL, cancel_requested = 0,
     max_attempts = attempt + max_attempts,
-    updated_us = ` + nowUS + `
-WHERE id = ?1 AND state IN ('failed', 'cancelled')
+    updated_us = ` + nowUS
+
+// retryJobSQL retries one job (retryJobSet) that may run (taskRunnable).
+const retryJobSQL = `
+UPDATE fenced_jobs SET ` + retryJobSet + `
+WHERE id = ?1 AND state IN ('failed', 'cancelled') AND ` + taskRunnable + `
 RETURNING ` + jobColumns
 
-// RetryJob implements driver.JobDriver.
+// RetryJob implements driver.JobDriver. A task's dependents wait for it
+// again by the workflow's rule (workflowRetried), in the same transaction;
+// a task that may not run (taskRunnable) is refused with
+// driver.TaskCancelledError.
 func (d *Driver) RetryJob(ctx context.Context, id int64) (*fencedtype.Job, error) {
-	return d.jobAdmin(ctx, "retry", id, retryJobSQL)
+	return d.jobAdmin(ctx, "retry", id, retryJobSQL, func(tx *sql.Tx, j *fencedtype.Job) error {
+		if j.WorkflowID == 0 {
+			return nil
+		}
+		return workflowRetried(ctx, tx, []int64{j.ID})
+	})
 }
 
-// jobAdmin runs a conditional state change; zero rows is ErrNotFound or a
-// *fencedtype.JobStateError naming the state read in the same write transaction.
-func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string) (*fencedtype.Job, error) {
+// refusedTaskSQL reads the name of task ?1 when it is finished and may not
+// run (taskRunnable): why retryJobSQL changed nothing.
+const refusedTaskSQL = `SELECT task_name FROM fenced_jobs
+WHERE id = ?1 AND workflow_id IS NOT NULL AND state IN ('failed', 'cancelled') AND NOT ` + taskRunnable
+
+// jobAdmin runs a conditional state change and then after (the release
+// rule of a task it changed), in one write transaction; zero rows is
+// ErrNotFound, a *fencedtype.JobStateError naming the state read in the
+// same transaction, or, for a retry, driver.TaskCancelledError.
+func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string, after func(*sql.Tx, *fencedtype.Job) error) (*fencedtype.Job, error) {
 	var j, cur *fencedtype.Job
+	var refused error
 	err := d.writeTx(ctx, func(tx *sql.Tx) (err error) {
+		j, cur, refused = nil, nil, nil
 		j, err = scanJob(tx.QueryRowContext(ctx, query, id))
-		if errors.Is(err, sql.ErrNoRows) {
-			cur, err = readJob(ctx, tx, id)
+		if err == nil {
+			return after(tx, j)
 		}
 		if ue := uniqueConflict(ctx, tx, op, id, err); ue != nil {
 			return ue
 		}
-		return err
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		j = nil
+		if cur, err = readJob(ctx, tx, id); err != nil || cur == nil || op != "retry" {
+			return err
+		}
+		var task string
+		switch err := tx.QueryRowContext(ctx, refusedTaskSQL, id).Scan(&task); {
+		case err == nil:
+			refused = driver.TaskCancelledError(id, task)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		return nil
 	})
 	var ue *fencedtype.UniqueConflictError
 	switch {
@@ -65,6 +116,8 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 		return nil, fmt.Errorf("%s job %d: %w", op, id, err)
 	case j != nil:
 		return j, nil
+	case refused != nil:
+		return nil, refused
 	case cur == nil:
 		return nil, fencedtype.ErrNotFound
 	}
@@ -140,22 +193,42 @@ func (d *Driver) ListJobs(ctx context.Context, p fencedtype.JobFilter) ([]*fence
 	return jobs, nil
 }
 
+// deleteJobSQL deletes job ?1 unless it is a workflow's task.
+const deleteJobSQL = `DELETE FROM fenced_jobs WHERE id = ?1 AND workflow_id IS NULL`
+
 // DeleteJob implements driver.JobDriver. The attempt history goes with the
-// job (ON DELETE CASCADE).
+// job (ON DELETE CASCADE). A workflow's task is refused
+// (driver.TaskDeleteError): a workflow is deleted whole (DeleteWorkflow).
 func (d *Driver) DeleteJob(ctx context.Context, id int64) error {
 	var n int64
+	var refused error
 	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM fenced_jobs WHERE id = ?1`, id)
+		refused = nil
+		res, err := tx.ExecContext(ctx, deleteJobSQL, id)
 		if err != nil {
 			return err
 		}
-		n, err = res.RowsAffected()
-		return err
+		if n, err = res.RowsAffected(); err != nil || n > 0 {
+			return err
+		}
+		var task string
+		var workflow int64
+		err = tx.QueryRowContext(ctx, `SELECT task_name, workflow_id FROM fenced_jobs WHERE id = ?1 AND workflow_id IS NOT NULL`, id).
+			Scan(&task, &workflow)
+		switch {
+		case err == nil:
+			refused = driver.TaskDeleteError(id, task, workflow)
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		return nil
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("delete job %d: %w", id, err)
-	}
-	if n == 0 {
+	case refused != nil:
+		return refused
+	case n == 0:
 		return fencedtype.ErrNotFound
 	}
 	return nil

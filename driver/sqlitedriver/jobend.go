@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fenced/fenced/driver"
 	"github.com/fenced/fenced/driver/internal/sqldb"
@@ -34,7 +35,9 @@ const jobGuardByID = `+state = 'running' AND +lease_expires_us > ` + nowUS
 // (backoffUS) instead of delay_us. The clock is read once per statement
 // (SQLite's 'now' holds for a whole statement), so every end is recorded at
 // the reading its guard used, which it returns. It returns one row per job
-// it ended: a job whose fence or lease no longer holds is left alone.
+// it ended: a job whose fence or lease no longer holds is left alone. Each
+// row says whether the job is a workflow's task, whose finish the release
+// rule follows (workflowStep) in the same transaction.
 //
 // Each job is looked up by its id (jobGuardByID), the one plan that costs a
 // lookup per end. Like every plan of this driver it assumes no planner
@@ -70,7 +73,7 @@ FROM (SELECT value ->> 0 AS end_id, value ->> 1 AS end_fence, value ->> 2 AS end
         value ->> 8 AS end_max_us, value ->> 9 AS end_jitter
     FROM jsonb_each(?1)) AS e
 WHERE fenced_jobs.id = e.end_id AND ` + endFenceMatch + ` AND ` + jobGuardByID + `
-RETURNING id, state, updated_us`
+RETURNING id, state, updated_us, workflow_id IS NOT NULL`
 
 // jobAttemptSQL records the attempt that just ended on job ?1, read from the
 // row the ending statement left (updated_us is its clock reading).
@@ -80,12 +83,14 @@ SELECT id, attempt, fence, owner, attempted_us, updated_us, ?2, NULLIF(?3, '')
 FROM fenced_jobs WHERE id = ?1`
 
 // EndJobs implements driver.JobDriver: one write transaction (or the
-// caller's) running the guarded end of the batch and, for each attempt that
-// did not complete its job, its history row. A job whose end changed
-// nothing is diagnosed in the same transaction, a replay of how its attempt
-// ended included (diagnoseEnd). With tx non-nil the caller already holds
-// SQLite's write lock (a JobTx or its own IMMEDIATE transaction), so the
-// writer slot is not taken again.
+// caller's) running the guarded end of the batch, for each attempt that
+// did not complete its job its history row, and, for the tasks of
+// workflows it finished, the release rule (workflowStep): only ends that
+// changed a row feed it, so a stale end writes nothing and releases
+// nothing. A job whose end changed nothing is diagnosed in the same
+// transaction, a replay of how its attempt ended included (diagnoseEnd).
+// With tx non-nil the caller already holds SQLite's write lock (a JobTx or
+// its own IMMEDIATE transaction), so the writer slot is not taken again.
 func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
 	return driver.EndJobsIn(ctx, tx, ends, sqlOf, d.writeTx, endJobs)
 }
@@ -133,6 +138,9 @@ func endJobs(ctx context.Context, tx *sql.Tx, ends []fencedtype.JobEnd) ([]error
 				}
 			}
 			answers[start+i] = fencedtype.JobEnded{At: usTime(r.us)}
+		}
+		if err := releaseEnded(ctx, tx, ended); err != nil {
+			return nil, nil, err
 		}
 		start = stop
 	}
@@ -194,6 +202,28 @@ func runOfDistinctJobs(ends []fencedtype.JobEnd, start int, seen map[int64]struc
 type endedJob struct {
 	state fencedtype.JobState
 	us    int64
+	task  bool // a workflow's task
+}
+
+// releaseEnded applies the release rule for the tasks among ended that
+// finished; nothing when none is a task.
+func releaseEnded(ctx context.Context, tx *sql.Tx, ended map[int64]endedJob) error {
+	var failed, succeeded []int64
+	for id, r := range ended {
+		switch {
+		case !r.task:
+		case r.state == fencedtype.JobSucceeded:
+			succeeded = append(succeeded, id)
+		case r.state == fencedtype.JobFailed || r.state == fencedtype.JobCancelled:
+			failed = append(failed, id)
+		}
+	}
+	if len(failed) == 0 && len(succeeded) == 0 {
+		return nil
+	}
+	slices.Sort(failed)
+	slices.Sort(succeeded)
+	return workflowStep(ctx, tx, failed, succeeded)
 }
 
 // endRun runs endJobsSQL on run, whose ends name distinct jobs, and returns
@@ -213,7 +243,7 @@ func endRun(ctx context.Context, tx *sql.Tx, run []fencedtype.JobEnd) (map[int64
 		var id int64
 		var state string
 		var r endedJob
-		if err := rows.Scan(&id, &state, &r.us); err != nil {
+		if err := rows.Scan(&id, &state, &r.us, &r.task); err != nil {
 			return nil, err
 		}
 		r.state = fencedtype.JobState(state)
