@@ -401,6 +401,7 @@ func runWorkflows(t *testing.T, b Backend) {
 		b := e.claimTasks(t, "A", long)["b"]
 		wantNoErr(t, e.c.CompleteJob(ctx(t), b.Ref(), nil), "complete b")
 		plain := e.enqueue(t, fenced.EnqueueParams{Kind: "other"})
+		time.Sleep(5 * time.Millisecond) // past b's finish on a millisecond clock (SQLite)
 		n, err := e.c.DeleteFinishedJobs(ctx(t), nil, 0, 100)
 		wantNoErr(t, err, "retention")
 		if n != 2 {

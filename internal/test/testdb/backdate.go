@@ -27,6 +27,7 @@ func SQLiteBackdate(t testing.TB, url string, d time.Duration) {
 updated_us = updated_us - %[1]d, attempted_us = attempted_us - %[1]d, finished_us = finished_us - %[1]d,
 lease_expires_us = lease_expires_us - %[1]d`, us))
 	SQLiteExec(t, url, fmt.Sprintf(`UPDATE fenced_job_attempts SET started_us = started_us - %[1]d, ended_us = ended_us - %[1]d`, us))
+	SQLiteExec(t, url, fmt.Sprintf(`UPDATE fenced_workflows SET created_us = created_us - %[1]d, cancelled_us = cancelled_us - %[1]d`, us))
 }
 
 // MySQLBackdate is PostgresBackdate on a MySQL or MariaDB database.
