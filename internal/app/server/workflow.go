@@ -370,3 +370,27 @@ func workflowNotFound(id int64, err error) error {
 	}
 	return err
 }
+
+// DecodeWorkflow reads body, a workflow as POST /v1/workflows takes it
+// ({"name", "tasks": [...]}), as strictly as the route does, for the
+// command's "workflow enqueue --file". A refusal is a *fenced.InvalidError
+// naming the field as the route's 400 does; the library checks the rest
+// when the workflow is enqueued.
+func DecodeWorkflow(body []byte) (fenced.WorkflowParams, error) {
+	var req workflowRequest
+	err := decodeJSON(body, &req)
+	var tasks []fenced.WorkflowTaskParams
+	if err == nil {
+		tasks, err = decodeTasks(req.Tasks, nil)
+	}
+	var ae *apiError
+	if errors.As(err, &ae) {
+		if b, ok := ae.body.(*invalidBody); ok {
+			return fenced.WorkflowParams{}, &fenced.InvalidError{Field: b.Field, Reason: b.Message}
+		}
+	}
+	if err != nil {
+		return fenced.WorkflowParams{}, err
+	}
+	return fenced.WorkflowParams{Name: req.Name, Tasks: tasks}, nil
+}
