@@ -424,7 +424,7 @@ the next one is printed to stderr.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&state, "state", "", "only jobs in this state: queued, running, succeeded, failed or cancelled")
+	fl.StringVar(&state, "state", "", "only jobs in this state: pending (workflow tasks waiting for their dependencies), queued, running, succeeded, failed or cancelled")
 	fl.StringVar(&f.Queue, "queue", "", "only jobs of this queue")
 	fl.StringVar(&f.Kind, "kind", "", "only jobs of this kind")
 	fl.IntVar(&f.Limit, "limit", defaultListLimit, fmt.Sprintf("at most this many jobs (1 to %d)", fenced.MaxListLimit))

@@ -154,8 +154,9 @@ func newJobCountsCmd(a *app) *cobra.Command {
 		Use:     "counts",
 		Aliases: []string{"stats"},
 		Short:   "Count jobs by queue and state",
-		Long: `Count the jobs of every queue in each state. Queued includes jobs scheduled
-for later and jobs waiting to retry.`,
+		Long: `Count the jobs of every queue in each state. Pending is workflow tasks
+waiting for their dependencies; queued includes jobs scheduled for later and
+jobs waiting to retry.`,
 		Example: `  fenced job counts
   fenced job stats --json | jq '.[] | select(.failed > 0) | .queue'`,
 		Args: exactArgs(),

@@ -42,6 +42,10 @@ func writeJob(w io.Writer, j *fenced.Job) error {
 	line("kind", display.Name(j.Kind))
 	line("queue", display.Name(j.Queue))
 	line("state", jobStateText(j))
+	if j.WorkflowID != 0 {
+		line("workflow", fmt.Sprint(j.WorkflowID))
+		line("task", display.Name(j.TaskName))
+	}
 	line("priority", fmt.Sprint(j.Priority))
 	line("attempt", fmt.Sprintf("%d of %d", j.Attempt, j.MaxAttempts))
 	line("fence", fmt.Sprint(j.Fence))
@@ -108,9 +112,9 @@ func writeJobTable(w io.Writer, jobs []*fenced.Job) error {
 
 // writeCountsTable prints job counts as one line per queue.
 func writeCountsTable(w io.Writer, counts []wire.QueueCounts) error {
-	rows := [][]string{{"QUEUE", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "TOTAL"}}
+	rows := [][]string{{"QUEUE", "PENDING", "QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED", "TOTAL"}}
 	for _, q := range counts {
-		rows = append(rows, []string{display.Name(q.Queue), fmt.Sprint(q.Queued), fmt.Sprint(q.Running),
+		rows = append(rows, []string{display.Name(q.Queue), fmt.Sprint(q.Pending), fmt.Sprint(q.Queued), fmt.Sprint(q.Running),
 			fmt.Sprint(q.Succeeded), fmt.Sprint(q.Failed), fmt.Sprint(q.Cancelled), fmt.Sprint(q.Total)})
 	}
 	return display.Table{Rows: rows}.Write(w)

@@ -1,5 +1,5 @@
 """A client of ``fenced serve``: leases, semaphores, fenced resources, the
-job queue (with its limits and pauses) and a worker. Standard library only.
+job queue (with its limits, pauses and workflows) and a worker. Standard library only.
 
     from fenced_client import Client, Worker
 
@@ -29,6 +29,7 @@ from .jobs import Heartbeat, Job, JobAttempt, JobHistory, JobPage, Jobs, JobWrit
 from .leases import Lease, Leases
 from .resources import Resource, Resources, ResourceWrite
 from .semaphores import Semaphore, Semaphores, Slot
+from .workflows import TaskDependency, Workflow, WorkflowPage, WorkflowTask
 from .worker import Handler, JobContext, JobStopped, Worker, WorkerStats
 
 __version__ = "0.1.0"
@@ -62,6 +63,7 @@ __all__ = [
     "Semaphore",
     "Semaphores",
     "Slot",
+    "TaskDependency",
     "StaleError",
     "TooLargeError",
     "UnauthorizedError",
@@ -70,4 +72,7 @@ __all__ = [
     "UnsupportedError",
     "Worker",
     "WorkerStats",
+    "Workflow",
+    "WorkflowPage",
+    "WorkflowTask",
 ]

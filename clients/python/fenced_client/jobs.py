@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 from ._wire import db_time, format_time, parse_time, seg
+from .workflows import TaskDependency, Workflow, WorkflowPage, tasks_body
 
 if TYPE_CHECKING:
     from .client import Client
@@ -35,7 +36,9 @@ class Job:
     context under ``"traceparent"``), None when none was given.
     ``timeout_ms`` and ``retry`` (a dict of ``base_ms``, ``max_ms`` and
     ``jitter``) are the job's own attempt timeout and retry backoff given at
-    enqueue, None when none was given."""
+    enqueue, None when none was given. ``workflow_id`` and ``task_name``
+    name the workflow and task the job is (0 and "" for a job of its own);
+    a task waiting for its dependencies is ``pending``."""
 
     id: int
     kind: str
@@ -62,6 +65,8 @@ class Job:
     attempted_at: Optional[datetime] = None
     finished_at: Optional[datetime] = None
     tags: Optional[List[str]] = None
+    workflow_id: int = 0
+    task_name: str = ""
     existing: bool = False
     db_time: Optional[datetime] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -96,6 +101,8 @@ class Job:
             attempted_at=parse_time(b.get("attempted_at")),
             finished_at=parse_time(b.get("finished_at")),
             tags=list(b["tags"]) if b.get("tags") else None,
+            workflow_id=int(b.get("workflow_id") or 0),
+            task_name=str(b.get("task_name") or ""),
             existing=bool(b.get("existing", False)),
             db_time=db_time(b),
             raw=dict(b),
@@ -427,4 +434,65 @@ class Jobs:
         such job."""
         self._c.request("DELETE", "/v1/jobs/%d" % job_id)
 
+    # Workflows (fenced_client.workflows).
 
+    def enqueue_workflow(self, name: str, tasks: Sequence[Mapping[str, Any]]) -> Workflow:
+        """Enqueue a workflow of ``tasks`` (dicts: see
+        :mod:`fenced_client.workflows`) in one transaction and return it with
+        its tasks. The tasks' names are distinct, their ``depends_on`` name
+        tasks of the workflow and form no cycle; anything invalid raises
+        :class:`InvalidError` and nothing is written. A task with
+        dependencies is pending until they finish."""
+        return Workflow.from_json(self._c.request("POST", "/v1/workflows", {"name": name, "tasks": tasks_body(tasks)}))
+
+    def get_workflow(self, workflow_id: int) -> Workflow:
+        """The workflow with its tasks; :class:`NotFoundError` when there is
+        none."""
+        return Workflow.from_json(self._c.request("GET", "/v1/workflows/%d" % workflow_id))
+
+    def list_workflows(self, *, name: Optional[str] = None, limit: Optional[int] = None,
+                       after: Optional[int] = None, before: Optional[int] = None,
+                       desc: bool = False) -> WorkflowPage:
+        """One page of workflows by id (newest first with ``desc``), of
+        ``name`` when given, with their counts but not their tasks; pass the
+        page's ``next_after`` as ``after`` (or ``next_before`` as ``before``
+        with ``desc``) for the next one."""
+        b = self._c.request("GET", "/v1/workflows", query={"name": name, "limit": limit, "after": after,
+                                                            "before": before, "order": "desc" if desc else None})
+        na, nb = b.get("next_after"), b.get("next_before")
+        return WorkflowPage(workflows=[Workflow.from_json(w) for w in b.get("workflows") or []],
+                            next_after=None if na is None else int(na), next_before=None if nb is None else int(nb))
+
+    def cancel_workflow(self, workflow_id: int) -> Workflow:
+        """Cancel a workflow: its pending and queued tasks at once, its
+        running ones asked to stop. :class:`NotFoundError` when there is
+        none."""
+        return Workflow.from_json(self._c.request("POST", "/v1/workflows/%d/cancel" % workflow_id, {}))
+
+    def retry_workflow(self, workflow_id: int) -> Workflow:
+        """Resume a workflow: its failed tasks, and the cancelled ones its
+        workflow did not cancel, are queued again, and their dependents wait
+        for them again. :class:`NotFoundError` when there is none."""
+        return Workflow.from_json(self._c.request("POST", "/v1/workflows/%d/retry" % workflow_id, {}))
+
+    def delete_workflow(self, workflow_id: int) -> None:
+        """Delete a workflow whole: every task, in any state, with its
+        history. :class:`NotFoundError` when there is none."""
+        self._c.request("DELETE", "/v1/workflows/%d" % workflow_id)
+
+    def task_dependencies(self, job_id: int) -> List[TaskDependency]:
+        """The dependencies of the task ``job_id``, by name: each one's
+        state, and its output once it succeeded (a task's handler reads its
+        inputs so). [] for a job that is no task or has none;
+        :class:`NotFoundError` when there is no such job."""
+        b = self._c.request("GET", "/v1/jobs/%d/dependencies" % job_id)
+        return [TaskDependency.from_json(d) for d in b.get("dependencies") or []]
+
+    def add_workflow_tasks(self, job_id: int, fence: int, tasks: Sequence[Mapping[str, Any]]) -> Workflow:
+        """Add ``tasks`` to the workflow of the running task ``job_id``, under
+        its attempt's ``fence`` (fan-out), and return the workflow. The new
+        tasks may depend on each other and on any task of the workflow. A
+        fenced write: :class:`StaleError` when the attempt is no longer
+        current, and nothing is added."""
+        return Workflow.from_json(self._c.request("POST", "/v1/jobs/%d/tasks" % job_id,
+                                                  {"fence": fence, "tasks": tasks_body(tasks)}))

@@ -40,11 +40,12 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 from .client import Client
 from .errors import FencedError, InvalidError, NotFoundError, StaleError, TooLargeError, UnknownOutcomeError
 from .jobs import DEFAULT_LEASE_MS, Job, JobWrite
+from .workflows import TaskDependency, Workflow
 
 __all__ = ["Worker", "JobContext", "JobStopped", "WorkerStats", "Handler"]
 
@@ -211,6 +212,22 @@ class JobContext:
         :class:`StaleError`; nothing is merged."""
         try:
             return self.client.jobs.merge_metadata(self.id, self.fence, patch)
+        except (StaleError, NotFoundError):
+            self.stop("stale")
+            raise
+
+    def dependencies(self) -> List[TaskDependency]:
+        """The dependencies of this task (a job of a workflow), by name: each
+        one's state, and its output once it succeeded; [] for a job that is
+        no task."""
+        return self.client.jobs.task_dependencies(self.id)
+
+    def add_tasks(self, tasks: Sequence[Mapping[str, Any]]) -> Workflow:
+        """Add ``tasks`` to this task's workflow under this attempt's fence
+        (fan-out) and return the workflow. A stale addition sets ``stopped``
+        and raises :class:`StaleError`; nothing is added."""
+        try:
+            return self.client.jobs.add_workflow_tasks(self.id, self.fence, tasks)
         except (StaleError, NotFoundError):
             self.stop("stale")
             raise

@@ -114,6 +114,54 @@ func (e enqueueReply) MarshalJSON() ([]byte, error) {
 // maxDelay bounds delay_ms, as the library bounds a delay.
 const maxDelay = 10 * 365 * 24 * time.Hour
 
+// params checks the request's own encoding (run_at, the durations in
+// milliseconds, the retry and unique options) and returns the library's
+// job; the library checks the rest. The traceparent and tracestate headers
+// of h join the metadata unless it has a traceparent of its own
+// (withTraceHeaders). A workflow's tasks are read by the same function.
+func (r *enqueueRequest) params(h http.Header) (p fenced.EnqueueParams, err error) {
+	p = fenced.EnqueueParams{Kind: r.Kind, Queue: r.Queue, Priority: r.Priority,
+		MaxAttempts: r.MaxAttempts, IdempotencyKey: r.IdempotencyKey,
+		ConcurrencyKey: r.ConcurrencyKey, SequenceKey: r.SequenceKey, SequenceContinueOnFailed: r.SequenceContinueOnFailed,
+		Tags: r.Tags} // Enqueue checks them
+	if len(r.Args) > 0 && string(r.Args) != "null" {
+		p.Args = r.Args // Enqueue checks a backend can store it
+	}
+	// The traceparent and tracestate headers join the metadata unless it
+	// has a traceparent of its own (withTraceHeaders).
+	r.Metadata = withTraceHeaders(h, r.Metadata)
+	if len(r.Metadata) > 0 && string(r.Metadata) != "null" {
+		p.Metadata = r.Metadata // Enqueue checks it is an object a backend can store
+	}
+	if r.RunAt != nil && r.DelayMs != nil {
+		return p, invalid("run_at", "give run_at or delay_ms, not both")
+	}
+	if r.RunAt != nil {
+		t, err := time.Parse(time.RFC3339Nano, *r.RunAt)
+		if err != nil {
+			return p, invalid("run_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z")
+		}
+		// In UTC, as the library checks its year and the reply shows it: a
+		// local year 9999 can be 10000 in UTC, which no reply can encode.
+		p.RunAt = t.UTC()
+	}
+	if p.Delay, err = millis("delay_ms", r.DelayMs, 0, 0, maxDelay); err != nil {
+		return p, err
+	}
+	if p.Timeout, err = millis("timeout_ms", r.TimeoutMs, 0, 0, fenced.MaxJobTimeout); err != nil {
+		return p, err
+	}
+	if p.Retry, err = r.Retry.backoff(); err != nil {
+		return p, err
+	}
+	if r.Unique != nil {
+		if p.Unique, err = r.Unique.options(); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
 // enqueue: POST /v1/jobs → 201 with the new job, or 200 with the existing
 // job its idempotency key matched, or the job holding its unique slot
 // ("existing": true).
@@ -122,45 +170,9 @@ func (s *Server) enqueue(r *http.Request) (*reply, error) {
 	if err := decodeBody(r, &req, false); err != nil {
 		return nil, err
 	}
-	p := fenced.EnqueueParams{Kind: req.Kind, Queue: req.Queue, Priority: req.Priority,
-		MaxAttempts: req.MaxAttempts, IdempotencyKey: req.IdempotencyKey,
-		ConcurrencyKey: req.ConcurrencyKey, SequenceKey: req.SequenceKey, SequenceContinueOnFailed: req.SequenceContinueOnFailed,
-		Tags: req.Tags} // Enqueue checks them
-	if len(req.Args) > 0 && string(req.Args) != "null" {
-		p.Args = req.Args // Enqueue checks a backend can store it
-	}
-	// The traceparent and tracestate headers join the metadata unless it
-	// has a traceparent of its own (withTraceHeaders).
-	req.Metadata = withTraceHeaders(r.Header, req.Metadata)
-	if len(req.Metadata) > 0 && string(req.Metadata) != "null" {
-		p.Metadata = req.Metadata // Enqueue checks it is an object a backend can store
-	}
-	if req.RunAt != nil && req.DelayMs != nil {
-		return nil, invalid("run_at", "give run_at or delay_ms, not both")
-	}
-	if req.RunAt != nil {
-		t, err := time.Parse(time.RFC3339Nano, *req.RunAt)
-		if err != nil {
-			return nil, invalid("run_at", "want an RFC 3339 time such as 2026-01-02T15:04:05Z")
-		}
-		// In UTC, as the library checks its year and the reply shows it: a
-		// local year 9999 can be 10000 in UTC, which no reply can encode.
-		p.RunAt = t.UTC()
-	}
-	var err error
-	if p.Delay, err = millis("delay_ms", req.DelayMs, 0, 0, maxDelay); err != nil {
+	p, err := req.params(r.Header)
+	if err != nil {
 		return nil, err
-	}
-	if p.Timeout, err = millis("timeout_ms", req.TimeoutMs, 0, 0, fenced.MaxJobTimeout); err != nil {
-		return nil, err
-	}
-	if p.Retry, err = req.Retry.backoff(); err != nil {
-		return nil, err
-	}
-	if req.Unique != nil {
-		if p.Unique, err = req.Unique.options(); err != nil {
-			return nil, err
-		}
 	}
 	j, existing, err := s.c.Enqueue(r.Context(), p)
 	if err != nil {

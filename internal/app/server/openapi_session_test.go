@@ -207,6 +207,9 @@ func TestOpenAPISession(t *testing.T) {
 		c.call(400, "POST", "/v1/queues/-held/pause", nil)
 		c.call(400, "GET", "/v1/pauses?queue=held", nil)
 
+		// Workflows (501 on a backend without them).
+		workflowSession(t, e, c, obj)
+
 		// Last, as it throttles this client: wrong tokens, then 429.
 		e.token = "wrong-session-token-0123456789"
 		for range ClientGuesses {

@@ -373,6 +373,15 @@ var apiRoutes = []apiRoute{
 	{pattern: "POST /v1/jobs/{id}/cancel", h: (*Server).cancel, needs: fenced.CapJobs},
 	{pattern: "POST /v1/jobs/{id}/retry", h: (*Server).retry, needs: fenced.CapJobs},
 	{pattern: "DELETE /v1/jobs/{id}", h: (*Server).deleteJob, needs: fenced.CapJobs},
+	{pattern: "GET /v1/jobs/{id}/dependencies", h: (*Server).taskDependencies, needs: fenced.CapWorkflows},
+	{pattern: "POST /v1/jobs/{id}/tasks", h: (*Server).addWorkflowTasks, needs: fenced.CapWorkflows},
+
+	{pattern: "POST /v1/workflows", h: (*Server).enqueueWorkflow, needs: fenced.CapWorkflows},
+	{pattern: "GET /v1/workflows", h: (*Server).listWorkflows, query: true, needs: fenced.CapWorkflows},
+	{pattern: "GET /v1/workflows/{id}", h: (*Server).getWorkflow, needs: fenced.CapWorkflows},
+	{pattern: "POST /v1/workflows/{id}/cancel", h: (*Server).cancelWorkflow, needs: fenced.CapWorkflows},
+	{pattern: "POST /v1/workflows/{id}/retry", h: (*Server).retryWorkflow, needs: fenced.CapWorkflows},
+	{pattern: "DELETE /v1/workflows/{id}", h: (*Server).deleteWorkflow, needs: fenced.CapWorkflows},
 
 	{pattern: "GET /v1/limits", h: (*Server).listJobLimits, needs: fenced.CapJobs},
 	{pattern: "GET /v1/queues/{queue}/limits", h: (*Server).listJobLimits, needs: fenced.CapJobs},

@@ -32,6 +32,7 @@ func JobHistoryFrom(j *fenced.Job, attempts []fenced.JobAttempt) JobHistory {
 // the total.
 type QueueCounts struct {
 	Queue     string `json:"queue"`
+	Pending   int64  `json:"pending"` // workflow tasks waiting for their dependencies
 	Queued    int64  `json:"queued"`
 	Running   int64  `json:"running"`
 	Succeeded int64  `json:"succeeded"`
@@ -54,6 +55,8 @@ func CountsByQueue(counts []fenced.JobCount) []QueueCounts {
 		}
 		q := &out[i]
 		switch c.State {
+		case fenced.JobPending:
+			q.Pending += c.Count
 		case fenced.JobQueued:
 			q.Queued += c.Count
 		case fenced.JobRunning:
