@@ -288,6 +288,21 @@ const workflowUnpairedSQL = `SELECT
   + (SELECT count(*) FROM chaos_ledger l
         WHERE NOT EXISTS (SELECT 1 FROM chaos_workflow_ledger w WHERE w.job_id = l.job_id AND w.fence = l.fence))`
 
+// workflowEdgesSQL reads every edge (dependency, dependent) with its status:
+// 1 when the dependency succeeded, 2 when it failed or was cancelled, else 0.
+const workflowEdgesSQL = `
+SELECT d.id, j.id, CASE WHEN d.state = 'succeeded' THEN 1 WHEN d.state IN ('failed', 'cancelled') THEN 2 ELSE 0 END
+FROM fenced_jobs j CROSS JOIN LATERAL unnest(j.dependencies) AS dep(id) JOIN fenced_jobs d ON d.id = dep.id`
+
+// workflowMiscountedSQL counts the tasks whose deps_waiting is not the
+// number of their dependencies that have not finished (or been retried
+// back): the release rule's counter, against the graph.
+const workflowMiscountedSQL = `
+SELECT count(*) FROM fenced_jobs j
+WHERE j.dependencies IS NOT NULL AND j.deps_waiting <> (
+    SELECT count(*) FROM fenced_jobs d WHERE d.id = ANY (j.dependencies)
+        AND d.state NOT IN ('succeeded', 'failed', 'cancelled'))`
+
 // checkWorkflows runs the workflow checker on the run's database;
 // confirmed are the workflows whose enqueue returned.
 func checkWorkflows(ctx context.Context, r *run, rep *Report, confirmed []enqueuedWorkflow) error {
@@ -314,7 +329,10 @@ func checkWorkflows(ctx context.Context, r *run, rep *Report, confirmed []enqueu
 	}); err != nil {
 		return fmt.Errorf("read tasks: %w", err)
 	}
-	if err := scanAll(ctx, p, `SELECT dep_id, job_id, status FROM fenced_job_deps`, func(s scanner) error {
+	// PostgreSQL keeps the edges on the rows (dependencies): an edge's
+	// status is its dependency's outcome, and each task's count of
+	// dependencies still waiting is checked against it below.
+	if err := scanAll(ctx, p, workflowEdgesSQL, func(s scanner) error {
 		var e wfEdge
 		err := s.Scan(&e.dep, &e.job, &e.status)
 		in.edges = append(in.edges, e)
@@ -329,6 +347,13 @@ func checkWorkflows(ctx context.Context, r *run, rep *Report, confirmed []enqueu
 		return err
 	}); err != nil {
 		return fmt.Errorf("read the workflow ledger: %w", err)
+	}
+	var miscounted int64
+	if err := p.QueryRow(ctx, workflowMiscountedSQL).Scan(&miscounted); err != nil {
+		return fmt.Errorf("count the tasks' waiting dependencies: %w", err)
+	}
+	if miscounted > 0 {
+		rep.anomaly(anomalyWorkflowEnd, "%d tasks count waiting dependencies other than those not finished", miscounted)
 	}
 	var unpaired int64
 	if err := p.QueryRow(ctx, workflowUnpairedSQL).Scan(&unpaired); err != nil {
