@@ -32,7 +32,7 @@ func coreAndFull(t *testing.T) (core, full *fenced.Client) {
 	return fenced.New(coreOnly{d}, fenced.Config{}), full
 }
 
-var capabilities = []fenced.Capability{fenced.CapJobs, fenced.CapSemaphores, fenced.CapClock}
+var capabilities = []fenced.Capability{fenced.CapJobs, fenced.CapSemaphores, fenced.CapClock, fenced.CapWorkflows}
 
 func TestSupportsAnswersWhatTheDriverImplements(t *testing.T) {
 	t.Parallel()
@@ -46,7 +46,7 @@ func TestSupportsAnswersWhatTheDriverImplements(t *testing.T) {
 		}
 	}
 	for _, c := range []*fenced.Client{core, full} {
-		if err := c.Unsupported("workflows"); c.Supports("workflows") || !errors.Is(err, errors.ErrUnsupported) {
+		if err := c.Unsupported("rate-limits"); c.Supports("rate-limits") || !errors.Is(err, errors.ErrUnsupported) {
 			t.Errorf("an unknown capability: Supports true or %v", err)
 		}
 	}
