@@ -17,13 +17,17 @@ import (
 // heartbeat. A task's cancel cancels its dependents by the workflow's rule
 // (the fenced_workflow_step trigger, in this statement).
 const cancelJobSQL = `
-UPDATE fenced_jobs j SET
+UPDATE fenced_jobs j SET ` + cancelJobSet + `
+WHERE j.id = $1 AND j.state IN ('pending', 'queued', 'running')
+RETURNING ` + jobColumns + `, j.state = 'cancelled' AND j.sequence_key IS NOT NULL AND NOT j.held`
+
+// cancelJobSet is the cancel of a job: a pending or queued one at once, a
+// running one asked to stop.
+const cancelJobSet = `
     state = CASE WHEN j.state IN ('queued', 'pending') THEN 'cancelled' ELSE j.state END,
     finished_at = CASE WHEN j.state IN ('queued', 'pending') THEN clock_timestamp() ELSE j.finished_at END,
     cancel_requested = (j.state = 'running'),
-    updated_at = clock_timestamp()
-WHERE j.id = $1 AND j.state IN ('pending', 'queued', 'running')
-RETURNING ` + jobColumns + `, j.state = 'cancelled' AND j.sequence_key IS NOT NULL AND NOT j.held`
+    updated_at = clock_timestamp()`
 
 // CancelJob implements driver.JobDriver. A cancelled job that was its
 // sequence's head (queued, not held) releases the next (jobhold.go).

@@ -404,11 +404,7 @@ ORDER BY w.id %[1]s`, order), f.AfterID, reads.BeforeBound(f.BeforeID), f.Name, 
 // its running ones to stop, as cancelJobSQL does one job; their dependents
 // follow by the rule (the trigger).
 const cancelTasksSQL = `
-UPDATE fenced_jobs j SET
-    state = CASE WHEN j.state IN ('queued', 'pending') THEN 'cancelled' ELSE j.state END,
-    finished_at = CASE WHEN j.state IN ('queued', 'pending') THEN clock_timestamp() ELSE j.finished_at END,
-    cancel_requested = (j.state = 'running'),
-    updated_at = clock_timestamp()
+UPDATE fenced_jobs j SET ` + cancelJobSet + `
 WHERE j.workflow_id = $1 AND j.state IN ('pending', 'queued', 'running')`
 
 // CancelWorkflow implements driver.WorkflowDriver.

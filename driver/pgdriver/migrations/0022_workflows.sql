@@ -62,7 +62,7 @@ CREATE UNIQUE INDEX fenced_jobs_task ON fenced_jobs (workflow_id, task_name) WHE
 -- anyway, is queued. It returns how many it queued.
 CREATE FUNCTION fenced_workflow_done(edges bigint[]) RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
-    queued integer;
+    queues text[];
 BEGIN
     WITH c AS (
         SELECT id, count(*)::integer AS n FROM unnest(edges) AS id GROUP BY id
@@ -74,11 +74,10 @@ BEGIN
             updated_at = clock_timestamp()
         FROM c WHERE t.id = c.id
         RETURNING t.queue, t.state
-    ), n AS (
-        SELECT pg_notify('fenced_jobs', q.queue) FROM (SELECT DISTINCT queue FROM t WHERE state = 'queued') q
     )
-    SELECT (SELECT count(*) FROM t WHERE state = 'queued'), (SELECT count(*) FROM n) INTO queued;
-    RETURN queued;
+    SELECT coalesce(array_agg(queue) FILTER (WHERE state = 'queued'), '{}') INTO queues FROM t;
+    PERFORM pg_notify('fenced_jobs', q) FROM (SELECT DISTINCT unnest(queues) AS q) s;
+    RETURN cardinality(queues);
 END
 $$;
 
