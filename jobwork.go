@@ -212,6 +212,15 @@ func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []erro
 // to discard a job whose output cannot be stored), so it is not checked
 // twice.
 func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, answers []JobEnded, err error) {
+	errs, answers, _, err = c.endJobsHandingOff(ctx, tx, ends, outputChecked, nil)
+	return errs, answers, err
+}
+
+// endJobsHandingOff is endJobs with the hand-off of released tasks to h
+// (driver.TaskHandoff) when h is non-nil, tx nil and the backend hands off:
+// taken[i] is the attempt handed to end i, or nil (taken itself nil when
+// nothing could be handed off).
+func (c *Client) endJobsHandingOff(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool, h *driver.Handoff) (errs []error, answers []JobEnded, taken []*Job, err error) {
 	errs = make([]error, len(ends))
 	answers = make([]JobEnded, len(ends))
 	valid := make([]JobEnd, 0, len(ends))
@@ -225,23 +234,36 @@ func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecke
 		valid, pos = append(valid, e), append(pos, i)
 	}
 	if len(valid) == 0 {
-		return errs, answers, nil
+		return errs, answers, nil, nil
 	}
 	jd, err := c.jobQueue()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	written, ended, err := jd.EndJobs(ctx, tx, valid)
+	var written []error
+	var ended []JobEnded
+	var handed []*Job
+	if ho, ok := jd.(driver.TaskHandoff); ok && h != nil && tx == nil {
+		written, ended, handed, err = ho.EndJobsHandingOff(ctx, valid, *h)
+	} else {
+		written, ended, err = jd.EndJobs(ctx, tx, valid)
+	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if handed != nil {
+		taken = make([]*Job, len(ends))
 	}
 	for k, i := range pos {
 		errs[i] = written[k]
 		if written[k] == nil {
 			answers[i] = ended[k]
 		}
+		if handed != nil {
+			taken[i] = handed[k]
+		}
 	}
-	return errs, answers, nil
+	return errs, answers, taken, nil
 }
 
 // EndJob ends one attempt (see EndJobs), inside tx when non-nil, and

@@ -63,6 +63,13 @@ type WorkerConfig struct {
 	// Hooks are called around every attempt this worker runs, after the
 	// Client's (see Hooks). Default none.
 	Hooks []Hooks
+	// NoHandoff turns off the hand-off: by default, on a backend that has
+	// it (PostgreSQL), a task's completion that releases a dependent this
+	// worker runs starts that dependent on this worker at once, in the
+	// slot the completed task leaves, ahead of the jobs queued before it
+	// (docs/design.md §6.18). With NoHandoff every released task is queued
+	// and claimed in claim order.
+	NoHandoff bool
 }
 
 // DefaultFetchBatch is the most jobs one claim takes when

@@ -177,6 +177,7 @@ var groups = []group{
 	{name: "ListQueuePauses", run: runListQueuePauses, needs: jobs},
 	{name: "RollupJobMinutes", run: runRollupJobMinutes, needs: jobs},
 	{name: "Workflows", run: runWorkflows, needs: workflows},
+	{name: "Handoff", run: runHandoff, needs: workflows},
 	{name: "DatabaseTime", run: runDatabaseTime, needs: clock},
 
 	{name: "Keeper", run: runKeeper},

@@ -74,7 +74,7 @@ WITH n AS (
     RETURNING j.id, j.attempt, j.fence, j.owner, j.attempted_at, j.state, e.kind, e.error, e.fence AS ended_fence, e.ord, e.at,
         CASE WHEN j.sequence_key IS NOT NULL
             AND (j.state IN ('succeeded', 'cancelled') OR (j.state = 'failed' AND j.sequence_continue_on_failed))
-            THEN j.queue END AS release_queue, j.sequence_key, j.dependents
+            THEN j.queue END AS release_queue, j.sequence_key, j.dependents, j.queue
 ), h AS (
     INSERT INTO fenced_job_attempts (job_id, attempt, fence, owner, started_at, ended_at, outcome, error)
     SELECT id, attempt, fence, owner, attempted_at, at,
@@ -83,7 +83,7 @@ WITH n AS (
         NULLIF(error, '')
     FROM j WHERE kind <> 'complete'
 )%[2]s
-SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j%[3]s`
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key%[3]s FROM j%[4]s`
 
 // releaseDependentsSQL is the release rule (docs/design.md §6.18) after the
 // successes of an end statement's CTE j (its rows' state and dependents):
@@ -100,6 +100,32 @@ const releaseDependentsSQL = `rn AS (
     SELECT CASE WHEN edges IS NOT NULL THEN fenced_workflow_done(edges) END AS released
     FROM (SELECT array_agg(d.id) AS edges FROM j, unnest(j.dependents) AS d(id) WHERE j.state = 'succeeded') r
 )`
+
+// takeDependentsSQL is releaseDependentsSQL with the hand-off
+// (fenced_workflow_release, migration 23): each completion is a taker, in
+// its queue, by its position in the batch, and a dependent it releases
+// may start at once for owner $first, with a lease of $first+1
+// microseconds, when of one of the kinds $first+2. rn is one row, the
+// started tasks' ids, fences and takers, which the statement returns as a
+// row of its own (ord 0, takeTail).
+func takeDependentsSQL(first int) string {
+	return fmt.Sprintf(`rn AS (
+    SELECT d.taken, d.taken_fences, d.taken_by
+    FROM (SELECT array_agg(d.id) AS edges, array_agg(j.ord::integer) AS takers, array_agg(j.queue) AS queues
+        FROM j, unnest(j.dependents) AS d(id) WHERE j.state = 'succeeded') r,
+        LATERAL fenced_workflow_release(r.edges, r.takers, r.queues, $%d::text, $%d::bigint, $%d::text[]) d
+    WHERE r.edges IS NOT NULL
+)`, first, first+1, first+2)
+}
+
+// takeColumns and takeTail complete a taking end statement's result: the
+// ended rows with three empty columns, then rn's row (ord 0).
+const (
+	takeColumns = `, NULL::bigint[] AS taken, NULL::bigint[] AS taken_fences, NULL::integer[] AS taken_by`
+	takeTail    = `
+UNION ALL
+SELECT 0, 0, 0, clock_timestamp(), NULL, NULL, taken, taken_fences, taken_by FROM rn`
+)
 
 // endCompletesSQL is endJobsSQL for a batch of completions only, the
 // common case: the same guard, clock reading and report, without the
@@ -118,16 +144,16 @@ WITH n AS (
     FROM e
     WHERE j.id = e.id AND ` + endFenceMatch + ` AND ` + jobGuard + ` %[1]s
     RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at,
-        CASE WHEN j.sequence_key IS NOT NULL THEN j.queue END AS release_queue, j.sequence_key, j.dependents, j.state
+        CASE WHEN j.sequence_key IS NOT NULL THEN j.queue END AS release_queue, j.sequence_key, j.dependents, j.state, j.queue
 )%[2]s
-SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j%[3]s`
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key%[3]s FROM j%[4]s`
 
 // The end statements, each in two forms (endVariants): for jobs without
 // dependents, and for the ends the first did not write, releasing the
 // dependents of the tasks they complete.
 var (
-	endJobsSQL, endJobsReleaseSQL           = endVariants(endJobsTemplate)
-	endCompletesSQL, endCompletesReleaseSQL = endVariants(endCompletesTemplate)
+	endJobsSQL, endJobsReleaseSQL, endJobsTakeSQL                = endVariants(endJobsTemplate, 11)
+	endCompletesSQL, endCompletesReleaseSQL, endCompletesTakeSQL = endVariants(endCompletesTemplate, 4)
 )
 
 // endVariants fills an end statement's template: plain writes only rows
@@ -135,10 +161,12 @@ var (
 // task, and a task nothing depends on), so that the statement every plain
 // batch runs carries nothing of the release (measured: the release CTE in
 // it cost a plain burn-down 7%); release writes any row and releases
-// (releaseDependentsSQL).
-func endVariants(template string) (plain, release string) {
-	return fmt.Sprintf(template, "AND j.dependents IS NULL", "", ""),
-		fmt.Sprintf(template, "", ", "+releaseDependentsSQL, ", rn")
+// (releaseDependentsSQL); take writes any row and releases with the
+// hand-off (takeDependentsSQL, its parameters from first on).
+func endVariants(template string, first int) (plain, release, take string) {
+	return fmt.Sprintf(template, "AND j.dependents IS NULL", "", "", ""),
+		fmt.Sprintf(template, "", ", "+releaseDependentsSQL, "", ", rn"),
+		fmt.Sprintf(template, "", ", "+takeDependentsSQL(first), takeColumns, takeTail)
 }
 
 // EndJobs implements driver.JobDriver: one statement ends the batch,
@@ -146,6 +174,22 @@ func endVariants(template string) (plain, release string) {
 // the first did not write: endVariants); an end neither wrote is diagnosed
 // after them, a replay of how its attempt ended included (diagnoseEnds).
 func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
+	errs, answers, _, err := d.endJobs(ctx, tx, ends, nil)
+	return errs, answers, err
+}
+
+var _ driver.TaskHandoff = (*Driver)(nil)
+
+// EndJobsHandingOff implements driver.TaskHandoff: EndJobs, whose
+// releasing statement is the taking one (takeDependentsSQL), and then one
+// read of the attempts it handed off.
+func (d *Driver) EndJobsHandingOff(ctx context.Context, ends []fencedtype.JobEnd, h driver.Handoff) ([]error, []fencedtype.JobEnded, []*fencedtype.Job, error) {
+	return d.endJobs(ctx, nil, ends, &h)
+}
+
+// endJobs is EndJobs, with the hand-off to h when it is non-nil (and tx
+// nil).
+func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd, h *driver.Handoff) ([]error, []fencedtype.JobEnded, []*fencedtype.Job, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
 	// order[k] is the end sent k-th; the statement reports each end it wrote
 	// by that position, so two ends of one attempt are never both reported
@@ -179,30 +223,45 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	if tx != nil {
 		var err error
 		if ptx, err = pgxOf(tx); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		q = ptx
 	}
 	written := make([]bool, n)
 	answers := make([]fencedtype.JobEnded, n)
 	var releases []seqRelease
+	var handed handedOff
 	// exec runs one end statement and marks the ends it wrote (their
-	// answers, the sequences to release) in written, answers and rel.
-	exec := func(plain bool, written []bool, answers []fencedtype.JobEnded, rel *[]seqRelease) error {
+	// answers, the sequences to release) in written, answers and rel, and
+	// the attempts the taking statement handed off in ho.
+	exec := func(plain bool, written []bool, answers []fencedtype.JobEnded, rel *[]seqRelease, ho *handedOff) error {
 		clear(written)
 		clear(answers)
 		*rel = (*rel)[:0]
+		*ho = handedOff{}
 		var rows pgx.Rows
 		var err error
+		args := []any{ids, fences, outputs}
+		if !complete {
+			args = []any{ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters}
+		}
+		take := !plain && h != nil
+		if take {
+			args = append(args, h.Owner, h.TTL.Microseconds(), h.Kinds)
+		}
 		switch {
 		case complete && plain:
-			rows, err = q.Query(ctx, endCompletesSQL, ids, fences, outputs)
+			rows, err = q.Query(ctx, endCompletesSQL, args...)
+		case complete && take:
+			rows, err = q.Query(ctx, endCompletesTakeSQL, args...)
 		case complete:
-			rows, err = q.Query(ctx, endCompletesReleaseSQL, ids, fences, outputs)
+			rows, err = q.Query(ctx, endCompletesReleaseSQL, args...)
 		case plain:
-			rows, err = q.Query(ctx, endJobsSQL, ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters)
+			rows, err = q.Query(ctx, endJobsSQL, args...)
+		case take:
+			rows, err = q.Query(ctx, endJobsTakeSQL, args...)
 		default:
-			rows, err = q.Query(ctx, endJobsReleaseSQL, ids, fences, kinds, outputs, errs, delays, discards, bases, maxes, jitters)
+			rows, err = q.Query(ctx, endJobsReleaseSQL, args...)
 		}
 		if err != nil {
 			return err
@@ -211,7 +270,20 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		var ord int
 		var at time.Time
 		var rq, rk *string
-		_, err = pgx.ForEachRow(rows, []any{&ref.ID, &ref.Fence, &ord, &at, &rq, &rk}, func() error {
+		var hid, hfence []int64
+		var hby []int32
+		dest := []any{&ref.ID, &ref.Fence, &ord, &at, &rq, &rk}
+		if take {
+			dest = append(dest, &hid, &hfence, &hby)
+		}
+		_, err = pgx.ForEachRow(rows, dest, func() error {
+			if take && ord == 0 { // rn's row: the attempts handed off
+				if len(hid) != len(hfence) || len(hid) != len(hby) {
+					return fmt.Errorf("end jobs handed off %d attempts with %d fences and %d takers", len(hid), len(hfence), len(hby))
+				}
+				*ho = handedOff{ids: hid, fences: hfence, by: hby}
+				return nil
+			}
 			if ord < 1 || ord > n {
 				return fmt.Errorf("end jobs reported end %d of %d", ord, n)
 			}
@@ -232,13 +304,19 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		}
 		return retryDeadlock(ctx, fn)
 	}
-	err := run(func() error { return exec(true, written, answers, &releases) })
+	// A batch that hands off holds a task's completion (the worker asks
+	// only then): the taking statement ends it all, alone.
+	plainFirst := h == nil
+	var err error
+	if plainFirst {
+		err = run(func() error { return exec(true, written, answers, &releases, &handed) })
+	}
 	if err == nil && slices.Contains(written, false) {
 		// A task with dependents, or an end that will be diagnosed: the
 		// releasing statement ends what the first did not write.
 		more, moreAnswers := make([]bool, n), make([]fencedtype.JobEnded, n)
 		var moreReleases []seqRelease
-		err = run(func() error { return exec(false, more, moreAnswers, &moreReleases) })
+		err = run(func() error { return exec(false, more, moreAnswers, &moreReleases, &handed) })
 		for i := range more {
 			if more[i] {
 				written[i], answers[i] = true, moreAnswers[i]
@@ -252,13 +330,58 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		_ = d.releaseSequences(ctx, releases) // the ends committed; a head left held is the sweep's (jobhold.go)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("end jobs: %w", err)
+		return nil, nil, nil, fmt.Errorf("end jobs: %w", err)
+	}
+	var taken []*fencedtype.Job
+	if h != nil {
+		taken = make([]*fencedtype.Job, n)
+		if err := d.readHandedOff(ctx, handed, h.Owner, order, taken); err != nil {
+			// The ends committed: what was handed off runs when recovery
+			// puts it back (driver.TaskHandoff).
+			clear(taken)
+		}
 	}
 	out, err := diagnoseEnds(ctx, q, ends, written, answers, tx != nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return out, answers, nil
+	return out, answers, taken, nil
+}
+
+// handedOff is what a taking end statement handed off: the started tasks'
+// ids and fences, and each one's taker (its end's position in the
+// statement, from 1).
+type handedOff struct {
+	ids, fences []int64
+	by          []int32
+}
+
+// readHandedOffSQL reads the attempts handed off ($1 ids) that are still
+// owner's ($2) and running (readHandedOff checks their fences).
+const readHandedOffSQL = `SELECT ` + jobColumns + `
+FROM fenced_jobs j WHERE j.id = ANY($1::bigint[]) AND j.state = 'running' AND j.owner = $2`
+
+// readHandedOff reads the attempts of ho into taken, each at the end
+// (order maps a position in the statement to the end) that took it. An
+// attempt no longer running under its fence (already lost) is left out.
+func (d *Driver) readHandedOff(ctx context.Context, ho handedOff, owner string, order []int, taken []*fencedtype.Job) error {
+	if len(ho.ids) == 0 {
+		return nil
+	}
+	jobs, err := collectJobs(d.pool.Query(ctx, readHandedOffSQL, ho.ids, owner))
+	if err != nil {
+		return err
+	}
+	byID := make(map[int64]*fencedtype.Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	for k, id := range ho.ids {
+		if j, by := byID[id], int(ho.by[k]); j != nil && j.Fence == ho.fences[k] && by >= 1 && by <= len(order) {
+			taken[order[by-1]] = j
+		}
+	}
+	return nil
 }
 
 // endedAttemptsSQL reads the history entries of attempts by (job, fence):

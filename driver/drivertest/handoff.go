@@ -1,0 +1,252 @@
+package drivertest
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fenced/fenced"
+	"github.com/fenced/fenced/driver"
+)
+
+// handOff ends ends through the driver's hand-off to owner for kind "k",
+// as a worker's completer does.
+func (e *env) handOff(t *testing.T, h driver.TaskHandoff, owner string, ends ...fenced.JobEnd) ([]error, []*fenced.Job) {
+	t.Helper()
+	errs, _, taken, err := h.EndJobsHandingOff(ctx(t), ends, driver.Handoff{Owner: owner, TTL: long, Kinds: []string{"k"}})
+	wantNoErr(t, err, "end jobs handing off")
+	if len(errs) != len(ends) || len(taken) != len(ends) {
+		t.Fatalf("%d ends answered with %d errors and %d taken", len(ends), len(errs), len(taken))
+	}
+	return errs, taken
+}
+
+func complete(j *fenced.Job) fenced.JobEnd {
+	return fenced.JobEnd{Ref: j.Ref(), Kind: fenced.EndComplete}
+}
+
+// runHandoff checks driver.TaskHandoff (docs/design.md §6.18): a
+// completion starts a dependent it released for its worker, only as a
+// claim would have, only from the current attempt, one per completion.
+func runHandoff(t *testing.T, b Backend) {
+	handoff := func(t *testing.T) (*env, driver.TaskHandoff) {
+		e := setup(t, b)
+		h, ok := e.d.(driver.TaskHandoff)
+		if !ok {
+			t.Skip("the backend hands off no task: every released task is queued")
+		}
+		return e, h
+	}
+	t.Run("ACompletionStartsTheTaskItReleased", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		w := e.workflow(t, task("a"), task("b", "a"), task("c"))
+		got := e.claimTasks(t, "A", long)
+		wantClaimed(t, got, "a", "c")
+		errs, taken := e.handOff(t, h, "A", complete(got["a"]), complete(got["c"]))
+		wantNoErr(t, errors.Join(errs...), "complete a and c")
+		b := taken[0]
+		if b == nil || b.TaskName != "b" || b.State != fenced.JobRunning || b.Owner != "A" || b.Attempt != 1 || b.Fence < 1 || b.LeaseExpiresAt == nil {
+			t.Fatalf("handed to a's completion: %+v", b)
+		}
+		if taken[1] != nil {
+			t.Fatalf("c, with no dependent, was handed %+v", taken[1])
+		}
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"a": fenced.JobSucceeded, "b": fenced.JobRunning})
+		if again := e.claimTasks(t, "B", long); len(again) != 0 {
+			t.Fatalf("claimed %v: b was handed off", taskNames(again))
+		}
+		// The handed-off attempt is fenced as a claimed one: an older fence
+		// cannot end it, its own can.
+		old := b.Ref()
+		old.Fence--
+		err := e.c.CompleteJob(ctx(t), old, nil)
+		if !errors.Is(err, fenced.ErrStale) {
+			t.Fatalf("completing b under fence %d: %v, want stale", old.Fence, err)
+		}
+		wantNoErr(t, e.c.CompleteJob(ctx(t), b.Ref(), nil), "complete b")
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"b": fenced.JobSucceeded})
+	})
+	t.Run("AFanInIsHandedToItsLastDependency", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		w := e.workflow(t, task("x"), task("y"), task("z", "x", "y"))
+		got := e.claimTasks(t, "A", long)
+		errs, taken := e.handOff(t, h, "A", complete(got["x"]))
+		wantNoErr(t, errs[0], "complete x")
+		if taken[0] != nil {
+			t.Fatalf("x's completion, with y running, was handed %+v", taken[0])
+		}
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"z": fenced.JobPending})
+		errs, taken = e.handOff(t, h, "A", complete(got["y"]))
+		wantNoErr(t, errs[0], "complete y")
+		if taken[0] == nil || taken[0].TaskName != "z" {
+			t.Fatalf("y's completion was handed %+v, want z", taken[0])
+		}
+	})
+	t.Run("AStaleCompletionHandsOffNothing", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		w := e.workflow(t, task("a"), task("b", "a"))
+		stale := e.claimTasks(t, "A", 50*time.Millisecond)["a"]
+		e.recoverExpired(t, stale.ID)
+		// Recovered and queued: the stale completion writes nothing.
+		errs, taken := e.handOff(t, h, "A", complete(stale))
+		wantStale(t, errs[0], stale.Fence, stale.Fence, "", fenced.ReasonNotRunning)
+		if taken[0] != nil {
+			t.Fatalf("a stale completion was handed %+v", taken[0])
+		}
+		time.Sleep(5 * time.Millisecond) // past recovery's 1µs backoff
+		current := e.claimTasks(t, "B", long)["a"]
+		if current == nil {
+			t.Fatal("a was not claimed again")
+		}
+		// While the new attempt runs.
+		errs, taken = e.handOff(t, h, "A", complete(stale))
+		wantStale(t, errs[0], stale.Fence, current.Fence, "B", fenced.ReasonSuperseded)
+		if taken[0] != nil {
+			t.Fatalf("a superseded completion was handed %+v", taken[0])
+		}
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"a": fenced.JobRunning, "b": fenced.JobPending})
+		errs, taken = e.handOff(t, h, "B", complete(current))
+		wantNoErr(t, errs[0], "complete a")
+		if taken[0] == nil || taken[0].TaskName != "b" || taken[0].Owner != "B" {
+			t.Fatalf("the current completion was handed %+v", taken[0])
+		}
+		// After it completed: the stale completion again hands off nothing.
+		errs, taken = e.handOff(t, h, "A", complete(stale))
+		wantStale(t, errs[0], stale.Fence, current.Fence, "", fenced.ReasonSuperseded)
+		if taken[0] != nil {
+			t.Fatalf("a late completion was handed %+v", taken[0])
+		}
+	})
+	t.Run("OnlyWhatAClaimWouldStartIsHandedOff", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		kinded := func(name, kind string, deps ...string) fenced.WorkflowTaskParams {
+			k := task(name, deps...)
+			k.Job.Kind = kind
+			return k
+		}
+		other := task("b", "a")
+		other.Job.Queue = "other"
+		keyed := task("b", "a")
+		keyed.Job.ConcurrencyKey = "key"
+		later := task("b", "a")
+		later.Job.Delay = time.Hour
+		for _, c := range []struct {
+			name string
+			b    fenced.WorkflowTaskParams
+		}{
+			{"a kind the worker does not run", kinded("b", "other", "a")},
+			{"another queue", other},
+			{"a concurrency key", keyed},
+			{"not due", later},
+		} {
+			w := e.workflow(t, task("a"), c.b)
+			a := e.claimTasks(t, "A", long)["a"]
+			errs, taken := e.handOff(t, h, "A", complete(a))
+			wantNoErr(t, errs[0], "complete a")
+			if taken[0] != nil {
+				t.Fatalf("%s: handed off %+v", c.name, taken[0])
+			}
+			e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"b": fenced.JobQueued})
+			wantNoErr(t, e.c.DeleteWorkflow(ctx(t), w.ID), "delete workflow")
+		}
+		// A paused queue, and one under a global limit.
+		for _, c := range []struct {
+			name       string
+			hold, undo func() error
+		}{
+			{"a paused queue", func() error { _, _, err := e.c.PauseQueue(ctx(t), fenced.DefaultQueue); return err },
+				func() error { _, err := e.c.ResumeQueue(ctx(t), fenced.DefaultQueue); return err }},
+			{"a global limit", func() error {
+				_, err := e.c.SetJobLimit(ctx(t), fenced.JobLimit{Queue: fenced.DefaultQueue, Global: 10})
+				return err
+			}, func() error { return e.c.DeleteJobLimit(ctx(t), fenced.DefaultQueue, "", "") }},
+		} {
+			w := e.workflow(t, task("a"), task("b", "a"))
+			a := e.claimTasks(t, "A", long)["a"]
+			wantNoErr(t, c.hold(), c.name)
+			errs, taken := e.handOff(t, h, "A", complete(a))
+			wantNoErr(t, errs[0], "complete a")
+			if taken[0] != nil {
+				t.Fatalf("%s: handed off %+v", c.name, taken[0])
+			}
+			e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"b": fenced.JobQueued})
+			wantNoErr(t, c.undo(), "undo "+c.name)
+			wantNoErr(t, e.c.DeleteWorkflow(ctx(t), w.ID), "delete workflow")
+		}
+	})
+	t.Run("ACompletionIsHandedOneTask", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		w := e.workflow(t, task("split"), task("p1", "split"), task("p2", "split"), task("p3", "split"))
+		split := e.claimTasks(t, "A", long)["split"]
+		errs, taken := e.handOff(t, h, "A", complete(split))
+		wantNoErr(t, errs[0], "complete split")
+		if taken[0] == nil {
+			t.Fatal("split's completion was handed nothing")
+		}
+		states := e.taskStates(t, w.ID)
+		running, queued := 0, 0
+		for _, p := range []string{"p1", "p2", "p3"} {
+			switch states[p] {
+			case fenced.JobRunning:
+				running++
+			case fenced.JobQueued:
+				queued++
+			}
+		}
+		if running != 1 || queued != 2 || states[taken[0].TaskName] != fenced.JobRunning {
+			t.Fatalf("after split: %v, handed %s", states, taken[0].TaskName)
+		}
+		wantClaimed(t, e.claimTasks(t, "B", long), slicesWithout([]string{"p1", "p2", "p3"}, taken[0].TaskName)...)
+	})
+	t.Run("RacingCompletionsHandAFanInOffOnce", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		for round := range 20 {
+			w := e.workflow(t, task("x"), task("y"), task("z", "x", "y"))
+			got := e.claimTasks(t, "A", long)
+			wantClaimed(t, got, "x", "y")
+			var wg sync.WaitGroup
+			var taken [2]*fenced.Job
+			var errs [2]error
+			for i, name := range []string{"x", "y"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					var es []error
+					var tk []*fenced.Job
+					es, _, tk, errs[i] = h.EndJobsHandingOff(ctx(t), []fenced.JobEnd{complete(got[name])},
+						driver.Handoff{Owner: name, TTL: long, Kinds: []string{"k"}})
+					if errs[i] == nil {
+						errs[i], taken[i] = es[0], tk[0]
+					}
+				}()
+			}
+			wg.Wait()
+			wantNoErr(t, errors.Join(errs[:]...), "complete x and y")
+			if (taken[0] == nil) == (taken[1] == nil) {
+				t.Fatalf("round %d: z handed to x's completion %+v and y's %+v: want exactly one", round, taken[0], taken[1])
+			}
+			e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"z": fenced.JobRunning})
+			if again := e.claimTasks(t, "A", long); len(again) != 0 {
+				t.Fatalf("round %d: claimed %v after z was handed off", round, taskNames(again))
+			}
+		}
+	})
+}
+
+// slicesWithout is names without drop.
+func slicesWithout(names []string, drop string) []string {
+	var out []string
+	for _, n := range names {
+		if n != drop {
+			out = append(out, n)
+		}
+	}
+	return out
+}
