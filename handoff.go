@@ -43,6 +43,7 @@ func (w *Worker) handoff() *driver.Handoff {
 // that Stop's wait never sees the worker with no job in between.
 func (w *Worker) takeHanded(j *Job, sent time.Time) *handedTask {
 	w.stats.claimed.Add(1)
+	w.stats.handedOff.Add(1)
 	w.jobsWG.Add(1)
 	return &handedTask{job: j, active: w.track(j, sent)}
 }

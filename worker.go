@@ -88,8 +88,13 @@ const DefaultFetchBatch = 1000
 // ends written for the attempt; Lost are attempts taken from the worker (a
 // newer attempt, or recovery after the lease expired); Stale are outcome
 // writes refused otherwise (the lease ran out first).
+//
+// HandedOff counts the attempts among Claimed that the worker's own
+// completions were handed (docs/design.md §6.18, hand-off) rather than
+// claimed.
 type WorkerStats struct {
 	Claimed, Succeeded, Failed, Retried, Snoozed, Cancelled, Lost, Stale int64
+	HandedOff                                                            int64
 }
 
 // Worker claims jobs from its queues and runs their handlers, with batched
@@ -121,7 +126,7 @@ type Worker struct {
 	stopOnce  sync.Once
 
 	stats struct {
-		claimed, succeeded, failed, retried, snoozed, cancelled, lost, stale atomic.Int64
+		claimed, succeeded, failed, retried, snoozed, cancelled, lost, stale, handedOff atomic.Int64
 	}
 }
 
@@ -221,7 +226,7 @@ func (w *Worker) Stats() WorkerStats {
 	s := &w.stats
 	return WorkerStats{Claimed: s.claimed.Load(), Succeeded: s.succeeded.Load(), Failed: s.failed.Load(),
 		Retried: s.retried.Load(), Snoozed: s.snoozed.Load(), Cancelled: s.cancelled.Load(),
-		Lost: s.lost.Load(), Stale: s.stale.Load()}
+		Lost: s.lost.Load(), Stale: s.stale.Load(), HandedOff: s.handedOff.Load()}
 }
 
 // Start begins claiming and running jobs of the kinds it has handlers for;

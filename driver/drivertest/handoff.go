@@ -1,7 +1,9 @@
 package drivertest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +32,64 @@ func complete(j *fenced.Job) fenced.JobEnd {
 // completion starts a dependent it released for its worker, only as a
 // claim would have, only from the current attempt, one per completion.
 func runHandoff(t *testing.T, b Backend) {
+	// A worker runs chains to their end with the hand-off and without
+	// it: each task after its dependency finished, and the handed-off
+	// attempts counted (none without it, or on a backend without it).
+	for _, off := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AWorkerRunsChains/NoHandoff=%v", off), func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, b)
+			var mu sync.Mutex
+			ran := map[int64]int{} // attempts by job
+			w := e.newWorker(t, fenced.WorkerConfig{PollInterval: 10 * time.Millisecond, NoHandoff: off,
+				Queues: map[string]int{fenced.DefaultQueue: 4}}, map[string]fenced.Handler{"k": func(ctx context.Context, j *fenced.JobRun) error {
+				deps, err := e.c.TaskDependencies(ctx, j.Job.ID)
+				if err != nil {
+					return err
+				}
+				for _, d := range deps {
+					if d.State != fenced.JobSucceeded {
+						return fmt.Errorf("task %s ran with dependency %s %s", j.Job.TaskName, d.Name, d.State)
+					}
+				}
+				mu.Lock()
+				ran[j.Job.ID]++
+				mu.Unlock()
+				return nil
+			}})
+			var flows []*fenced.Workflow
+			for range 3 {
+				flows = append(flows, e.workflow(t, task("t0"), task("t1", "t0"), task("t2", "t1"), task("t3", "t2"), task("t4", "t3")))
+			}
+			for _, f := range flows {
+				for _, k := range f.Tasks {
+					e.waitState(t, k.JobID, fenced.JobSucceeded)
+				}
+			}
+			stopWorker(t, w)
+			s := w.Stats()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, f := range flows {
+				for _, k := range f.Tasks {
+					if ran[k.JobID] != 1 {
+						t.Fatalf("task %s of workflow %d ran %d times, want once", k.Name, f.ID, ran[k.JobID])
+					}
+				}
+			}
+			_, hands := e.d.(driver.TaskHandoff)
+			switch {
+			case s.Claimed != 15 || s.Succeeded != 15:
+				t.Fatalf("stats = %+v, want 15 claimed and succeeded", s)
+			case (off || !hands) && s.HandedOff != 0:
+				t.Fatalf("stats = %+v: handed off without the hand-off", s)
+			case !off && hands && s.HandedOff == 0:
+				// Each chain's t1…t4 is released by its dependency's
+				// completion on this worker, in its queue, of its kind.
+				t.Fatalf("stats = %+v: nothing handed off", s)
+			}
+		})
+	}
 	handoff := func(t *testing.T) (*env, driver.TaskHandoff) {
 		e := setup(t, b)
 		h, ok := e.d.(driver.TaskHandoff)
