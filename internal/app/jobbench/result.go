@@ -65,6 +65,9 @@ type Result struct {
 	Retried int64 `json:"retried"`
 	Stale   int64 `json:"stale"`
 	Lost    int64 `json:"lost"`
+	// HandedOff counts the attempts the workers' completions were handed
+	// (a workflow run's hand-off, docs/design.md §6.18) instead of claiming.
+	HandedOff int64 `json:"handed_off,omitempty"`
 }
 
 func rate(n int64, secs float64) float64 {
@@ -125,6 +128,9 @@ func (r *Result) String() string {
 	if r.Chain > 0 {
 		fmt.Fprintf(&b, " workflows of chains of %d", r.Chain)
 	}
+	if r.HandedOff > 0 {
+		fmt.Fprintf(&b, " (%d handed off)", r.HandedOff)
+	}
 	if r.Sequences > 0 {
 		fmt.Fprintf(&b, " sequences=%d (at most %d of a sequence at once, %d out of order)", r.Sequences, r.MaxRunningPerSequence, r.SequenceOutOfOrder)
 	}
@@ -139,5 +145,5 @@ func (b *bench) result(mode string, ws workers) *Result {
 	s := ws.stats()
 	return &Result{Mode: mode, Backend: string(b.db.backend), Concurrency: b.o.Concurrency, Instances: b.o.Instances,
 		FetchBatch: b.o.FetchBatch, PoolConns: b.db.pool, Queue: b.o.Queue,
-		Retried: s.Retried, Stale: s.Stale, Lost: s.Lost}
+		Retried: s.Retried, Stale: s.Stale, Lost: s.Lost, HandedOff: s.HandedOff}
 }

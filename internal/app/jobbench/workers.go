@@ -78,6 +78,7 @@ func (ws workers) stats() fenced.WorkerStats {
 		s.Cancelled += x.Cancelled
 		s.Lost += x.Lost
 		s.Stale += x.Stale
+		s.HandedOff += x.HandedOff
 	}
 	return s
 }
