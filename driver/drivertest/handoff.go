@@ -104,19 +104,19 @@ func runHandoff(t *testing.T, b Backend) {
 		w := e.workflow(t, task("a"), task("b", "a"), task("c"))
 		got := e.claimTasks(t, "A", long)
 		wantClaimed(t, got, "a", "c")
-		errs, taken := e.handOff(t, h, "A", complete(got["a"]), complete(got["c"]))
-		wantNoErr(t, errors.Join(errs...), "complete a and c")
+		// In one batch with a failure (the statement of every kind of end).
+		fail := fenced.JobEnd{Ref: got["c"].Ref(), Kind: fenced.EndFail, Error: "again"}
+		errs, taken := e.handOff(t, h, "A", complete(got["a"]), fail)
+		wantNoErr(t, errors.Join(errs...), "complete a, fail c")
 		b := taken[0]
 		if b == nil || b.TaskName != "b" || b.State != fenced.JobRunning || b.Owner != "A" || b.Attempt != 1 || b.Fence < 1 || b.LeaseExpiresAt == nil {
 			t.Fatalf("handed to a's completion: %+v", b)
 		}
 		if taken[1] != nil {
-			t.Fatalf("c, with no dependent, was handed %+v", taken[1])
+			t.Fatalf("c's failure was handed %+v", taken[1])
 		}
-		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"a": fenced.JobSucceeded, "b": fenced.JobRunning})
-		if again := e.claimTasks(t, "B", long); len(again) != 0 {
-			t.Fatalf("claimed %v: b was handed off", taskNames(again))
-		}
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"a": fenced.JobSucceeded, "b": fenced.JobRunning, "c": fenced.JobQueued})
+		wantClaimed(t, e.claimTasks(t, "B", long), "c") // b was handed off
 		// The handed-off attempt is fenced as a claimed one: an older fence
 		// cannot end it, its own can.
 		old := b.Ref()
