@@ -399,10 +399,11 @@ func (w *Worker) completer(ctx context.Context) {
 		}
 		written := make(chan struct{})
 		last, lastTasks = written, handsOff(batch)
+		tasks := lastTasks
 		writing.Add(1)
 		go func() {
 			defer writing.Done()
-			buf.batch, buf.ends = batch, w.writeEnds(batch, buf.ends[:0])
+			buf.batch, buf.ends = batch, w.writeEnds(batch, buf.ends[:0], tasks)
 			free <- buf
 			close(written)
 		}()
@@ -420,9 +421,10 @@ func handsOff(batch []endRequest) bool {
 	return false
 }
 
-// writeEnds writes one batch of outcomes (ends: a buffer for them) and
-// answers each request; it returns the buffer.
-func (w *Worker) writeEnds(batch []endRequest, ends []JobEnd) []JobEnd {
+// writeEnds writes one batch of outcomes (ends: a buffer for them), with
+// the hand-off when tasks (handsOff), and answers each request; it returns
+// the buffer.
+func (w *Worker) writeEnds(batch []endRequest, ends []JobEnd, tasks bool) []JobEnd {
 	for _, r := range batch {
 		ends = append(ends, r.end)
 	}
@@ -432,7 +434,7 @@ func (w *Worker) writeEnds(batch []endRequest, ends []JobEnd) []JobEnd {
 	defer cancel()
 	sent := w.c.now() // a handed-off lease runs from before the statement
 	var h *driver.Handoff
-	if handsOff(batch) {
+	if tasks {
 		h = w.handoff()
 	}
 	errs, _, taken, err := w.c.endJobsHandingOff(ectx, nil, ends, true, h) // outcome checked each output

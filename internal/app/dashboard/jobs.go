@@ -97,15 +97,26 @@ type jobsPage struct {
 // at a time. Pages are keyset pages: ?before=ID shows the pageSize jobs
 // just older than ID, ?after=ID the pageSize just newer, so jobs enqueued
 // or deleted meanwhile neither shift nor repeat a page. ?id=N opens job N.
+// jumpToID answers a list page's ?id= (a number, # allowed) with a
+// redirect to the page of that id under prefix, or its error; it reports
+// whether it answered.
+func (h *Handler) jumpToID(w http.ResponseWriter, r *http.Request, prefix string) bool {
+	s := strings.TrimSpace(r.URL.Query().Get("id"))
+	if s == "" {
+		return false
+	}
+	id, err := fenced.ParseJobID(strings.TrimPrefix(s, "#"))
+	if err != nil {
+		h.fail(w, r, err)
+		return true
+	}
+	http.Redirect(w, r, prefix+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	return true
+}
+
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if s := strings.TrimSpace(q.Get("id")); s != "" {
-		id, err := fenced.ParseJobID(strings.TrimPrefix(s, "#"))
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		http.Redirect(w, r, "/jobs/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	if h.jumpToID(w, r, "/jobs/") {
 		return
 	}
 	p := &jobsPage{Filter: filterOf(q), States: states, Actions: bulkActions(), BulkLimit: bulkLimit}

@@ -75,13 +75,7 @@ func nameQuery(name string, extra ...string) template.URL {
 // and a clock read; ?id=N opens workflow N.
 func (h *Handler) workflows(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if s := strings.TrimSpace(q.Get("id")); s != "" {
-		id, err := fenced.ParseJobID(strings.TrimPrefix(s, "#"))
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		http.Redirect(w, r, "/workflows/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	if h.jumpToID(w, r, "/workflows/") {
 		return
 	}
 	p := &workflowsPage{Name: strings.TrimSpace(q.Get("name")), States: states}
