@@ -15,14 +15,19 @@ import (
 // cancelJobSQL cancels a queued job (or a pending workflow task) at once
 // and flags a running one; the running job's worker learns it at its next
 // heartbeat.
-const cancelJobSQL = `
+const cancelJobSQL = cancelJobSet + `
+WHERE id = ?1 AND state IN ('pending', 'queued', 'running')
+RETURNING ` + jobColumns
+
+// cancelJobSet is the cancel's UPDATE and SET, which a workflow's cancel
+// (cancelTasksSQL) shares: a pending or queued job is cancelled, a running
+// one asked to stop.
+const cancelJobSet = `
 UPDATE fenced_jobs SET
     state = CASE WHEN state IN ('pending', 'queued') THEN 'cancelled' ELSE state END,
     finished_us = CASE WHEN state IN ('pending', 'queued') THEN ` + nowUS + ` ELSE finished_us END,
     cancel_requested = (state = 'running'),
-    updated_us = ` + nowUS + `
-WHERE id = ?1 AND state IN ('pending', 'queued', 'running')
-RETURNING ` + jobColumns
+    updated_us = ` + nowUS
 
 // CancelJob implements driver.JobDriver. A task it cancels cancels its
 // dependents by the workflow's rule (workflowStep), in the same

@@ -15,12 +15,7 @@ import (
 // cancelTasksSQL cancels workflow ?1's pending and queued tasks and asks
 // its running ones to stop, as cancelJobSQL does one job, and returns the
 // ones it cancelled.
-const cancelTasksSQL = `
-UPDATE fenced_jobs SET
-    state = CASE WHEN state IN ('pending', 'queued') THEN 'cancelled' ELSE state END,
-    finished_us = CASE WHEN state IN ('pending', 'queued') THEN ` + nowUS + ` ELSE finished_us END,
-    cancel_requested = (state = 'running'),
-    updated_us = ` + nowUS + `
+const cancelTasksSQL = cancelJobSet + `
 WHERE workflow_id = ?1 AND state IN ('pending', 'queued', 'running')
 RETURNING id, state = 'cancelled'`
 
