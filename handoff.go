@@ -47,3 +47,51 @@ func (w *Worker) takeHanded(j *Job, sent time.Time) *handedTask {
 	w.jobsWG.Add(1)
 	return &handedTask{job: j, active: w.track(j, sent)}
 }
+
+// maxSpare is the most spare slots a batch of completions holds in one
+// queue: a claim's most.
+const maxSpare = MaxClaimBatch
+
+// holdSpare takes, for a batch of completions that hands off, the free
+// slots of each queue a task in it completes in (at most maxSpare each), so
+// that the statement may start as many released tasks there beyond the one
+// each completion's slot runs (a fan-out's split releases all its parts at
+// once). The slots are the queue's claims' own: held for the statement
+// only, they are given back by releaseSpare, but for those the attempts
+// handed to them run in.
+func (w *Worker) holdSpare(batch []endRequest) map[string]int {
+	var spare map[string]int
+	for _, r := range batch {
+		if !r.task || r.end.Kind != EndComplete {
+			continue
+		}
+		slots := w.slots[r.queue]
+		if _, seen := spare[r.queue]; seen || slots == nil {
+			continue
+		}
+		if spare == nil {
+			spare = map[string]int{}
+		}
+		n := 0
+	hold:
+		for n < maxSpare {
+			select {
+			case slots <- struct{}{}:
+				n++
+			default:
+				break hold
+			}
+		}
+		spare[r.queue] = n
+	}
+	return spare
+}
+
+// releaseSpare gives back the spare slots no attempt was handed to.
+func (w *Worker) releaseSpare(spare map[string]int) {
+	for q, n := range spare {
+		for range n {
+			<-w.slots[q]
+		}
+	}
+}

@@ -212,15 +212,16 @@ func (c *Client) EndJobs(ctx context.Context, tx Tx, ends []JobEnd) (errs []erro
 // to discard a job whose output cannot be stored), so it is not checked
 // twice.
 func (c *Client) endJobs(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool) (errs []error, answers []JobEnded, err error) {
-	errs, answers, _, err = c.endJobsHandingOff(ctx, tx, ends, outputChecked, nil)
+	errs, answers, _, _, err = c.endJobsHandingOff(ctx, tx, ends, outputChecked, nil)
 	return errs, answers, err
 }
 
 // endJobsHandingOff is endJobs with the hand-off of released tasks to h
 // (driver.TaskHandoff) when h is non-nil, tx nil and the backend hands off:
 // taken[i] is the attempt handed to end i, or nil (taken itself nil when
-// nothing could be handed off).
-func (c *Client) endJobsHandingOff(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool, h *driver.Handoff) (errs []error, answers []JobEnded, taken []*Job, err error) {
+// nothing could be handed off), and spare the attempts handed to the spare
+// slots of h.
+func (c *Client) endJobsHandingOff(ctx context.Context, tx Tx, ends []JobEnd, outputChecked bool, h *driver.Handoff) (errs []error, answers []JobEnded, taken, spare []*Job, err error) {
 	errs = make([]error, len(ends))
 	answers = make([]JobEnded, len(ends))
 	valid := make([]JobEnd, 0, len(ends))
@@ -234,22 +235,22 @@ func (c *Client) endJobsHandingOff(ctx context.Context, tx Tx, ends []JobEnd, ou
 		valid, pos = append(valid, e), append(pos, i)
 	}
 	if len(valid) == 0 {
-		return errs, answers, nil, nil
+		return errs, answers, nil, nil, nil
 	}
 	jd, err := c.jobQueue()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var written []error
 	var ended []JobEnded
 	var handed []*Job
 	if ho, ok := jd.(driver.TaskHandoff); ok && h != nil && tx == nil {
-		written, ended, handed, err = ho.EndJobsHandingOff(ctx, valid, *h)
+		written, ended, handed, spare, err = ho.EndJobsHandingOff(ctx, valid, *h)
 	} else {
 		written, ended, err = jd.EndJobs(ctx, tx, valid)
 	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if handed != nil {
 		taken = make([]*Job, len(ends))
@@ -263,7 +264,7 @@ func (c *Client) endJobsHandingOff(ctx context.Context, tx Tx, ends []JobEnd, ou
 			taken[i] = handed[k]
 		}
 	}
-	return errs, answers, taken, nil
+	return errs, answers, taken, spare, nil
 }
 
 // EndJob ends one attempt (see EndJobs), inside tx when non-nil, and

@@ -120,10 +120,14 @@ type Worker struct {
 	stopFetch chan struct{}
 	stopBg    context.CancelFunc
 	ends      chan endRequest
-	fetchWG   sync.WaitGroup
-	jobsWG    sync.WaitGroup
-	bgWG      sync.WaitGroup
-	stopOnce  sync.Once
+	// slots holds each queue's running attempts, one token each, at most
+	// its concurrency: taken by the queue's claims and by the spare slots
+	// of a hand-off (handoff.go), set by Start.
+	slots    map[string]chan struct{}
+	fetchWG  sync.WaitGroup
+	jobsWG   sync.WaitGroup
+	bgWG     sync.WaitGroup
+	stopOnce sync.Once
 
 	stats struct {
 		claimed, succeeded, failed, retried, snoozed, cancelled, lost, stale, handedOff atomic.Int64
@@ -279,6 +283,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		<-bg.Done()
 		release()
 	}()
+	w.slots = make(map[string]chan struct{}, len(w.cfg.Queues))
+	for q, n := range w.cfg.Queues {
+		w.slots[q] = make(chan struct{}, n)
+	}
 	for q, n := range w.cfg.Queues {
 		w.fetchWG.Add(1)
 		go w.fetch(q, n)

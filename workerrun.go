@@ -18,7 +18,7 @@ import (
 // goroutine.
 func (w *Worker) fetch(queue string, concurrency int) {
 	defer w.fetchWG.Done()
-	slots := make(chan struct{}, concurrency)
+	slots := w.slots[queue]
 	batch := w.cfg.FetchBatch
 	if batch <= 0 {
 		batch = min(concurrency, DefaultFetchBatch)
@@ -61,15 +61,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 		for _, j := range jobs {
 			w.stats.claimed.Add(1)
 			w.jobsWG.Add(1)
-			a := w.track(j, claimedAt)
-			go func() {
-				defer func() { <-slots }()
-				// A completion that was handed a task it released runs it
-				// next, in the same slot (handoff.go).
-				for j, a := j, a; j != nil; {
-					j, a = w.run(j, a)
-				}
-			}()
+			go w.runIn(slots, j, w.track(j, claimedAt))
 		}
 		if len(jobs) < free { // the queue is drained (or failing): wait
 			poll := time.NewTimer(w.cfg.PollInterval)
@@ -82,6 +74,16 @@ func (w *Worker) fetch(queue string, concurrency int) {
 			poll.Stop()
 		}
 		waited()
+	}
+}
+
+// runIn runs attempt j in a slot taken from slots, and gives the slot back
+// when done. A completion that was handed a task it released runs it
+// next, in the same slot (handoff.go).
+func (w *Worker) runIn(slots chan struct{}, j *Job, a *activeJob) {
+	defer func() { <-slots }()
+	for j != nil {
+		j, a = w.run(j, a)
 	}
 }
 
@@ -181,7 +183,7 @@ func (w *Worker) settle(ctx context.Context, r *JobRun, a *activeJob, err error)
 		}
 		return AttemptEnd{Outcome: fencedtype.OutcomeLost, Err: err}, nil
 	}
-	h, werr := w.end(end, r.Job.WorkflowID != 0)
+	h, werr := w.end(end, r.Job.WorkflowID != 0, j.Queue)
 	if werr != nil {
 		// The attempt was ended at its own fence by another path (the
 		// handler, through the Client): count what that path wrote.
@@ -294,9 +296,10 @@ func callHandler(ctx context.Context, h Handler, r *JobRun) (err error) {
 
 // endRequest is one attempt's final write waiting for the completer.
 type endRequest struct {
-	end  JobEnd
-	task bool // of a workflow's task: its completion may be handed a dependent
-	done chan endResult
+	end   JobEnd
+	task  bool   // of a workflow's task: its completion may be handed a dependent
+	queue string // the attempt's queue
+	done  chan endResult
 }
 
 type endResult struct {
@@ -309,10 +312,10 @@ type endResult struct {
 // end hands an outcome to the completer and waits for its result. A
 // failure of the whole write (a dropped connection) is retried until the
 // attempt's lease could have run out; a refusal of this job is not.
-func (w *Worker) end(e JobEnd, task bool) (*handedTask, error) {
+func (w *Worker) end(e JobEnd, task bool, queue string) (*handedTask, error) {
 	giveUp := w.c.now().Add(w.cfg.LeaseTTL)
 	for wait := 10 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		h, err, whole := w.endOnce(e, task)
+		h, err, whole := w.endOnce(e, task, queue)
 		if !whole || err == nil || w.runCtx.Err() != nil || w.c.now().Add(wait).After(giveUp) {
 			return h, err
 		}
@@ -323,8 +326,8 @@ func (w *Worker) end(e JobEnd, task bool) (*handedTask, error) {
 
 // endOnce writes one outcome through the completer; whole reports an error
 // of the batch's statement rather than of this job.
-func (w *Worker) endOnce(e JobEnd, task bool) (h *handedTask, err error, whole bool) {
-	req := endRequest{end: e, task: task, done: make(chan endResult, 1)}
+func (w *Worker) endOnce(e JobEnd, task bool, queue string) (h *handedTask, err error, whole bool) {
+	req := endRequest{end: e, task: task, queue: queue, done: make(chan endResult, 1)}
 	select {
 	case w.ends <- req:
 	case <-w.runCtx.Done():
@@ -437,7 +440,19 @@ func (w *Worker) writeEnds(batch []endRequest, ends []JobEnd, tasks bool) []JobE
 	if tasks {
 		h = w.handoff()
 	}
-	errs, _, taken, err := w.c.endJobsHandingOff(ectx, nil, ends, true, h) // outcome checked each output
+	if h != nil {
+		h.Spare = w.holdSpare(batch)
+		defer w.releaseSpare(h.Spare)
+	}
+	errs, _, taken, spare, err := w.c.endJobsHandingOff(ectx, nil, ends, true, h) // outcome checked each output
+	// Before the answers: the runs that completed keep Stop waiting until
+	// the spare slots' attempts are counted (takeHanded).
+	for _, j := range spare {
+		if h.Spare[j.Queue] > 0 {
+			h.Spare[j.Queue]--
+			go w.runIn(w.slots[j.Queue], j, w.takeHanded(j, sent).active)
+		}
+	}
 	for i, r := range batch {
 		switch {
 		case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,12 +17,32 @@ import (
 // as a worker's completer does.
 func (e *env) handOff(t *testing.T, h driver.TaskHandoff, owner string, ends ...fenced.JobEnd) ([]error, []*fenced.Job) {
 	t.Helper()
-	errs, _, taken, err := h.EndJobsHandingOff(ctx(t), ends, driver.Handoff{Owner: owner, TTL: long, Kinds: []string{"k"}})
+	errs, taken, spare := e.handOffSpare(t, h, owner, nil, ends...)
+	if len(spare) > 0 {
+		t.Fatalf("without spare slots, %d attempts were handed to spare slots", len(spare))
+	}
+	return errs, taken
+}
+
+// handOffSpare is handOff with spare slots (driver.Handoff.Spare); it
+// returns the attempts handed to them too.
+func (e *env) handOffSpare(t *testing.T, h driver.TaskHandoff, owner string, spare map[string]int, ends ...fenced.JobEnd) ([]error, []*fenced.Job, []*fenced.Job) {
+	t.Helper()
+	errs, _, taken, more, err := h.EndJobsHandingOff(ctx(t), ends, driver.Handoff{Owner: owner, TTL: long, Kinds: []string{"k"}, Spare: spare})
 	wantNoErr(t, err, "end jobs handing off")
 	if len(errs) != len(ends) || len(taken) != len(ends) {
 		t.Fatalf("%d ends answered with %d errors and %d taken", len(ends), len(errs), len(taken))
 	}
-	return errs, taken
+	return errs, taken, more
+}
+
+// wantRunningFor fails unless j is a first attempt running for owner
+// with a lease.
+func wantRunningFor(t *testing.T, j *fenced.Job, owner string) {
+	t.Helper()
+	if j == nil || j.State != fenced.JobRunning || j.Owner != owner || j.Attempt != 1 || j.Fence < 1 || j.LeaseExpiresAt == nil {
+		t.Fatalf("handed off to %s: %+v", owner, j)
+	}
 }
 
 func complete(j *fenced.Job) fenced.JobEnd {
@@ -148,11 +169,14 @@ func runHandoff(t *testing.T, b Backend) {
 	t.Run("AStaleCompletionHandsOffNothing", func(t *testing.T) {
 		t.Parallel()
 		e, h := handoff(t)
-		w := e.workflow(t, task("a"), task("b", "a"))
+		w := e.workflow(t, task("a"), task("b", "a"), task("c", "a"))
 		stale := e.claimTasks(t, "A", 50*time.Millisecond)["a"]
 		e.recoverExpired(t, stale.ID)
-		// Recovered and queued: the stale completion writes nothing.
-		errs, taken := e.handOff(t, h, "A", complete(stale))
+		// Recovered and queued: the stale completion writes nothing, and
+		// starts nothing, in its slot or in spare ones.
+		spare := map[string]int{fenced.DefaultQueue: 5}
+		errs, taken, more := e.handOffSpare(t, h, "A", spare, complete(stale))
+		wantNoSpare(t, more)
 		wantStale(t, errs[0], stale.Fence, stale.Fence, "", fenced.ReasonNotRunning)
 		if taken[0] != nil {
 			t.Fatalf("a stale completion was handed %+v", taken[0])
@@ -163,19 +187,21 @@ func runHandoff(t *testing.T, b Backend) {
 			t.Fatal("a was not claimed again")
 		}
 		// While the new attempt runs.
-		errs, taken = e.handOff(t, h, "A", complete(stale))
+		errs, taken, more = e.handOffSpare(t, h, "A", spare, complete(stale))
+		wantNoSpare(t, more)
 		wantStale(t, errs[0], stale.Fence, current.Fence, "B", fenced.ReasonSuperseded)
 		if taken[0] != nil {
 			t.Fatalf("a superseded completion was handed %+v", taken[0])
 		}
-		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"a": fenced.JobRunning, "b": fenced.JobPending})
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"a": fenced.JobRunning, "b": fenced.JobPending, "c": fenced.JobPending})
 		errs, taken = e.handOff(t, h, "B", complete(current))
 		wantNoErr(t, errs[0], "complete a")
 		if taken[0] == nil || taken[0].TaskName != "b" || taken[0].Owner != "B" {
 			t.Fatalf("the current completion was handed %+v", taken[0])
 		}
 		// After it completed: the stale completion again hands off nothing.
-		errs, taken = e.handOff(t, h, "A", complete(stale))
+		errs, taken, more = e.handOffSpare(t, h, "A", spare, complete(stale))
+		wantNoSpare(t, more)
 		wantStale(t, errs[0], stale.Fence, current.Fence, "", fenced.ReasonSuperseded)
 		if taken[0] != nil {
 			t.Fatalf("a late completion was handed %+v", taken[0])
@@ -226,15 +252,16 @@ func runHandoff(t *testing.T, b Backend) {
 				return err
 			}, func() error { return e.c.DeleteJobLimit(ctx(t), fenced.DefaultQueue, "", "") }},
 		} {
-			w := e.workflow(t, task("a"), task("b", "a"))
+			w := e.workflow(t, task("a"), task("b", "a"), task("c", "a"))
 			a := e.claimTasks(t, "A", long)["a"]
 			wantNoErr(t, c.hold(), c.name)
-			errs, taken := e.handOff(t, h, "A", complete(a))
+			errs, taken, more := e.handOffSpare(t, h, "A", map[string]int{fenced.DefaultQueue: 5}, complete(a))
 			wantNoErr(t, errs[0], "complete a")
 			if taken[0] != nil {
 				t.Fatalf("%s: handed off %+v", c.name, taken[0])
 			}
-			e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"b": fenced.JobQueued})
+			wantNoSpare(t, more)
+			e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"b": fenced.JobQueued, "c": fenced.JobQueued})
 			wantNoErr(t, c.undo(), "undo "+c.name)
 			wantNoErr(t, e.c.DeleteWorkflow(ctx(t), w.ID), "delete workflow")
 		}
@@ -264,6 +291,98 @@ func runHandoff(t *testing.T, b Backend) {
 		}
 		wantClaimed(t, e.claimTasks(t, "B", long), slicesWithout([]string{"p1", "p2", "p3"}, taken[0].TaskName)...)
 	})
+	t.Run("SpareSlotsTakeMoreOfARelease", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		// Five parts in the completion's queue, one in another, one keyed:
+		// the completion's slot takes one part, three spare slots three
+		// more; the rest is queued for claims (a spare slot, too, starts
+		// only what a claim of its queue would).
+		tasks := []fenced.WorkflowTaskParams{task("split")}
+		for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+			tasks = append(tasks, task(p, "split"))
+		}
+		other := task("o", "split")
+		other.Job.Queue = "other"
+		keyed := task("k", "split")
+		keyed.Job.ConcurrencyKey = "key"
+		w := e.workflow(t, append(tasks, other, keyed)...)
+		split := e.claimTasks(t, "A", long)["split"]
+		errs, taken, more := e.handOffSpare(t, h, "A", map[string]int{fenced.DefaultQueue: 3, "other": 5}, complete(split))
+		wantNoErr(t, errs[0], "complete split")
+		wantRunningFor(t, taken[0], "A")
+		if len(more) != 3 {
+			t.Fatalf("3 spare slots were handed %d attempts", len(more))
+		}
+		handed := []string{taken[0].TaskName}
+		for _, j := range more {
+			wantRunningFor(t, j, "A")
+			if j.Queue != fenced.DefaultQueue {
+				t.Fatalf("a spare slot of %s was handed %s of queue %s", fenced.DefaultQueue, j.TaskName, j.Queue)
+			}
+			handed = append(handed, j.TaskName)
+		}
+		states := e.taskStates(t, w.ID)
+		var queued []string
+		for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+			if !slices.Contains(handed, p) {
+				queued = append(queued, p)
+			}
+		}
+		if len(queued) != 1 || states[queued[0]] != fenced.JobQueued || states["o"] != fenced.JobQueued || states["k"] != fenced.JobQueued {
+			t.Fatalf("after split, handed %v: %v", handed, states)
+		}
+		for _, p := range handed {
+			if states[p] != fenced.JobRunning {
+				t.Fatalf("handed %v: %s is %s", handed, p, states[p])
+			}
+		}
+		rest := []string{queued[0], "k"}
+		slices.Sort(rest)
+		wantClaimed(t, e.claimTasks(t, "B", long), rest...)
+		// Each is fenced as a claimed attempt.
+		for _, j := range more {
+			wantNoErr(t, e.c.CompleteJob(ctx(t), j.Ref(), nil), "complete "+j.TaskName)
+		}
+	})
+	t.Run("AWorkerRunsAFanOutInSpareSlots", func(t *testing.T) {
+		t.Parallel()
+		e, _ := handoff(t)
+		// The worker's first claim takes the split; a claim holds one slot
+		// at most (FetchBatch 1), so that at least six of the eight are
+		// free when the split completes, whatever the claims do then. Its
+		// completion starts its five parts (one in its slot, four in spare
+		// ones), the last part's completion the join: none is claimed.
+		tasks := []fenced.WorkflowTaskParams{task("split")}
+		parts := []string{"split"}
+		for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+			tasks, parts = append(tasks, task(p, "split")), append(parts, p)
+		}
+		f := e.workflow(t, append(tasks, task("join", parts[1:]...))...)
+		var mu sync.Mutex
+		ran := map[string]int{}
+		w := e.newWorker(t, fenced.WorkerConfig{PollInterval: 10 * time.Millisecond, FetchBatch: 1, Queues: map[string]int{fenced.DefaultQueue: 8}},
+			map[string]fenced.Handler{"k": func(ctx context.Context, j *fenced.JobRun) error {
+				mu.Lock()
+				ran[j.Job.TaskName]++
+				mu.Unlock()
+				return nil
+			}})
+		for _, k := range f.Tasks {
+			e.waitState(t, k.JobID, fenced.JobSucceeded)
+		}
+		stopWorker(t, w)
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range f.Tasks {
+			if ran[k.Name] != 1 {
+				t.Fatalf("task %s ran %d times, want once", k.Name, ran[k.Name])
+			}
+		}
+		if s := w.Stats(); s.Claimed != 7 || s.Succeeded != 7 || s.HandedOff != 6 {
+			t.Fatalf("stats = %+v, want 7 claimed and succeeded, 6 of them handed off", s)
+		}
+	})
 	t.Run("RacingCompletionsHandAFanInOffOnce", func(t *testing.T) {
 		t.Parallel()
 		e, h := handoff(t)
@@ -280,7 +399,7 @@ func runHandoff(t *testing.T, b Backend) {
 					defer wg.Done()
 					var es []error
 					var tk []*fenced.Job
-					es, _, tk, errs[i] = h.EndJobsHandingOff(ctx(t), []fenced.JobEnd{complete(got[name])},
+					es, _, tk, _, errs[i] = h.EndJobsHandingOff(ctx(t), []fenced.JobEnd{complete(got[name])},
 						driver.Handoff{Owner: name, TTL: long, Kinds: []string{"k"}})
 					if errs[i] == nil {
 						errs[i], taken[i] = es[0], tk[0]
@@ -309,4 +428,12 @@ func slicesWithout(names []string, drop string) []string {
 		}
 	}
 	return out
+}
+
+// wantNoSpare fails when attempts were handed to spare slots.
+func wantNoSpare(t *testing.T, spare []*fenced.Job) {
+	t.Helper()
+	if len(spare) > 0 {
+		t.Fatalf("handed to spare slots: %+v", spare[0])
+	}
 }

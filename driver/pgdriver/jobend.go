@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -102,20 +103,21 @@ const releaseDependentsSQL = `rn AS (
 )`
 
 // takeDependentsSQL is releaseDependentsSQL with the hand-off
-// (fenced_workflow_release, migration 23): each completion is a taker, in
-// its queue, by its position in the batch, and a dependent it releases
-// may start at once for owner $first, with a lease of $first+1
-// microseconds, when of one of the kinds $first+2. rn is one row, the
-// started tasks' ids, fences and takers, which the statement returns as a
-// row of its own (ord 0, takeTail).
+// (fenced_workflow_release, migrations 23 and 24): each completion is a
+// taker, in its queue, by its position in the batch, and a dependent it
+// releases may start at once for owner $first, with a lease of $first+1
+// microseconds, when of one of the kinds $first+2; up to $first+4[i] more
+// may start in the spare slots of queue $first+3[i] (taker 0). rn is one
+// row, the started tasks' ids, fences and takers, which the statement
+// returns as a row of its own (ord 0, takeTail).
 func takeDependentsSQL(first int) string {
 	return fmt.Sprintf(`rn AS (
     SELECT d.taken, d.taken_fences, d.taken_by
     FROM (SELECT array_agg(d.id) AS edges, array_agg(j.ord::integer) AS takers, array_agg(j.queue) AS queues
         FROM j, unnest(j.dependents) AS d(id) WHERE j.state = 'succeeded') r,
-        LATERAL fenced_workflow_release(r.edges, r.takers, r.queues, $%d::text, $%d::bigint, $%d::text[]) d
+        LATERAL fenced_workflow_release(r.edges, r.takers, r.queues, $%d::text, $%d::bigint, $%d::text[], $%d::text[], $%d::integer[]) d
     WHERE r.edges IS NOT NULL
-)`, first, first+1, first+2)
+)`, first, first+1, first+2, first+3, first+4)
 }
 
 // takeColumns and takeTail complete a taking end statement's result: the
@@ -174,7 +176,7 @@ func endVariants(template string, first int) (plain, release, take string) {
 // the first did not write: endVariants); an end neither wrote is diagnosed
 // after them, a replay of how its attempt ended included (diagnoseEnds).
 func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd) ([]error, []fencedtype.JobEnded, error) {
-	errs, answers, _, err := d.endJobs(ctx, tx, ends, nil)
+	errs, answers, _, _, err := d.endJobs(ctx, tx, ends, nil)
 	return errs, answers, err
 }
 
@@ -183,13 +185,13 @@ var _ driver.TaskHandoff = (*Driver)(nil)
 // EndJobsHandingOff implements driver.TaskHandoff: EndJobs, whose
 // releasing statement is the taking one (takeDependentsSQL), and then one
 // read of the attempts it handed off.
-func (d *Driver) EndJobsHandingOff(ctx context.Context, ends []fencedtype.JobEnd, h driver.Handoff) ([]error, []fencedtype.JobEnded, []*fencedtype.Job, error) {
+func (d *Driver) EndJobsHandingOff(ctx context.Context, ends []fencedtype.JobEnd, h driver.Handoff) ([]error, []fencedtype.JobEnded, []*fencedtype.Job, []*fencedtype.Job, error) {
 	return d.endJobs(ctx, nil, ends, &h)
 }
 
 // endJobs is EndJobs, with the hand-off to h when it is non-nil (and tx
 // nil).
-func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd, h *driver.Handoff) ([]error, []fencedtype.JobEnded, []*fencedtype.Job, error) {
+func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.JobEnd, h *driver.Handoff) ([]error, []fencedtype.JobEnded, []*fencedtype.Job, []*fencedtype.Job, error) {
 	// Rows are locked in id order, as the heartbeat locks them: no deadlock.
 	// order[k] is the end sent k-th; the statement reports each end it wrote
 	// by that position, so two ends of one attempt are never both reported
@@ -223,7 +225,7 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	if tx != nil {
 		var err error
 		if ptx, err = pgxOf(tx); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		q = ptx
 	}
@@ -231,6 +233,15 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	answers := make([]fencedtype.JobEnded, n)
 	var releases []seqRelease
 	var handed handedOff
+	var spareQueues []string
+	var spareSlots []int32
+	if h != nil {
+		for _, q := range slices.Sorted(maps.Keys(h.Spare)) {
+			if k := h.Spare[q]; k > 0 {
+				spareQueues, spareSlots = append(spareQueues, q), append(spareSlots, int32(k))
+			}
+		}
+	}
 	// exec runs one end statement and marks the ends it wrote (their
 	// answers, the sequences to release) in written, answers and rel, and
 	// the attempts the taking statement handed off in ho.
@@ -247,7 +258,7 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		}
 		take := !plain && h != nil
 		if take {
-			args = append(args, h.Owner, h.TTL.Microseconds(), h.Kinds)
+			args = append(args, h.Owner, h.TTL.Microseconds(), h.Kinds, spareQueues, spareSlots)
 		}
 		switch {
 		case complete && plain:
@@ -330,27 +341,28 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		_ = d.releaseSequences(ctx, releases) // the ends committed; a head left held is the sweep's (jobhold.go)
 	}
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("end jobs: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("end jobs: %w", err)
 	}
-	var taken []*fencedtype.Job
+	var taken, spare []*fencedtype.Job
 	if h != nil {
 		taken = make([]*fencedtype.Job, n)
-		if err := d.readHandedOff(ctx, handed, h.Owner, order, taken); err != nil {
+		if spare, err = d.readHandedOff(ctx, handed, h.Owner, order, taken); err != nil {
 			// The ends committed: what was handed off runs when recovery
 			// puts it back (driver.TaskHandoff).
 			clear(taken)
+			spare = nil
 		}
 	}
 	out, err := diagnoseEnds(ctx, q, ends, written, answers, tx != nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return out, answers, taken, nil
+	return out, answers, taken, spare, nil
 }
 
 // handedOff is what a taking end statement handed off: the started tasks'
 // ids and fences, and each one's taker (its end's position in the
-// statement, from 1).
+// statement, from 1; 0 for a spare slot's).
 type handedOff struct {
 	ids, fences []int64
 	by          []int32
@@ -362,26 +374,32 @@ const readHandedOffSQL = `SELECT ` + jobColumns + `
 FROM fenced_jobs j WHERE j.id = ANY($1::bigint[]) AND j.state = 'running' AND j.owner = $2`
 
 // readHandedOff reads the attempts of ho into taken, each at the end
-// (order maps a position in the statement to the end) that took it. An
-// attempt no longer running under its fence (already lost) is left out.
-func (d *Driver) readHandedOff(ctx context.Context, ho handedOff, owner string, order []int, taken []*fencedtype.Job) error {
+// (order maps a position in the statement to the end) that took it, and
+// returns those of the spare slots. An attempt no longer running under its
+// fence (already lost) is left out.
+func (d *Driver) readHandedOff(ctx context.Context, ho handedOff, owner string, order []int, taken []*fencedtype.Job) (spare []*fencedtype.Job, err error) {
 	if len(ho.ids) == 0 {
-		return nil
+		return nil, nil
 	}
 	jobs, err := collectJobs(d.pool.Query(ctx, readHandedOffSQL, ho.ids, owner))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	byID := make(map[int64]*fencedtype.Job, len(jobs))
 	for _, j := range jobs {
 		byID[j.ID] = j
 	}
 	for k, id := range ho.ids {
-		if j, by := byID[id], int(ho.by[k]); j != nil && j.Fence == ho.fences[k] && by >= 1 && by <= len(order) {
+		j, by := byID[id], int(ho.by[k])
+		switch {
+		case j == nil || j.Fence != ho.fences[k]:
+		case by == 0:
+			spare = append(spare, j)
+		case by <= len(order):
 			taken[order[by-1]] = j
 		}
 	}
-	return nil
+	return spare, nil
 }
 
 // endedAttemptsSQL reads the history entries of attempts by (job, fence):

@@ -39,6 +39,9 @@ func (b *bench) burnDown(ctx context.Context) (res *Result, err error) {
 		return nil, fmt.Errorf("insert: %w", err)
 	}
 
+	if err := b.db.analyze(ctx); err != nil {
+		return nil, err
+	}
 	mark0 := b.db.mark(ctx)
 	ws, err := b.startWorkers(ctx)
 	if err != nil {
