@@ -63,7 +63,8 @@ type JobDriver interface {
 	// so every later write of a deleted job's attempt (whose JobRef names
 	// the id) finds no row and fails with ErrNotFound.
 	DeleteJob(ctx context.Context, id int64) error
-	// GetJob reads one job with its attempt history.
+	// GetJob reads one job with its attempt history, both as of one moment
+	// (one snapshot): never a row still running with its attempt ended.
 	GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error)
 	// ListJobs lists jobs by id, ascending or (Desc) descending, within
 	// AfterID and BeforeID (0: unbounded), in one statement.

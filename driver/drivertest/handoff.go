@@ -133,6 +133,9 @@ func runHandoff(t *testing.T, b Backend) {
 		if b == nil || b.TaskName != "b" || b.State != fenced.JobRunning || b.Owner != "A" || b.Attempt != 1 || b.Fence < 1 || b.LeaseExpiresAt == nil {
 			t.Fatalf("handed to a's completion: %+v", b)
 		}
+		if b.Kind != "k" || b.Queue != fenced.DefaultQueue || b.WorkflowID != w.ID || b.AttemptedAt == nil || b.DecidedAt.IsZero() || b.CreatedAt.IsZero() {
+			t.Fatalf("handed to a's completion, not as its row has it: %+v", b)
+		}
 		if taken[1] != nil {
 			t.Fatalf("c's failure was handed %+v", taken[1])
 		}

@@ -101,26 +101,35 @@ func (d *Driver) jobAdmin(ctx context.Context, op string, id int64, query string
 }
 
 // GetJob implements driver.JobDriver.
-func (d *Driver) GetJob(ctx context.Context, id int64) (*fencedtype.Job, []fencedtype.JobAttempt, error) {
-	j, err := scanJob(d.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, id))
+func (d *Driver) GetJob(ctx context.Context, id int64) (j *fencedtype.Job, attempts []fencedtype.JobAttempt, err error) {
+	// One snapshot for the row and its history: read apart, an end
+	// committing between the two reads showed the job running with its
+	// attempt already ended.
+	err = pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		var err error
+		if j, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, id)); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT attempt, fence, owner, started_at, ended_at, outcome, COALESCE(error, '')
+		FROM fenced_job_attempts WHERE job_id = $1 ORDER BY attempt`, id)
+		if err != nil {
+			return fmt.Errorf("attempts: %w", err)
+		}
+		attempts, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobAttempt, error) {
+			var a fencedtype.JobAttempt
+			err := r.Scan(&a.Attempt, &a.Fence, &a.Owner, &a.StartedAt, &a.EndedAt, &a.Outcome, &a.Error)
+			return a, err
+		})
+		if err != nil {
+			return fmt.Errorf("attempts: %w", err)
+		}
+		return nil
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, fencedtype.ErrNotFound
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
-	}
-	rows, err := d.pool.Query(ctx, `SELECT attempt, fence, owner, started_at, ended_at, outcome, COALESCE(error, '')
-		FROM fenced_job_attempts WHERE job_id = $1 ORDER BY attempt`, id)
-	if err != nil {
-		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
-	}
-	attempts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fencedtype.JobAttempt, error) {
-		var a fencedtype.JobAttempt
-		err := r.Scan(&a.Attempt, &a.Fence, &a.Owner, &a.StartedAt, &a.EndedAt, &a.Outcome, &a.Error)
-		return a, err
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("get job %d attempts: %w", id, err)
 	}
 	return j, driver.WithRowAttempts(j, attempts), nil
 }
