@@ -58,15 +58,17 @@ const maxSpare = MaxClaimBatch
 // each completion's slot runs (a fan-out's split releases all its parts at
 // once). The slots are the queue's claims' own: held for the statement
 // only, they are given back by releaseSpare, but for those the attempts
-// handed to them run in.
+// handed to them run in. A queue whose last claim filled its slots (it has
+// more work queued) keeps them for its claims: its released tasks are
+// queued behind that work.
 func (w *Worker) holdSpare(batch []endRequest) map[string]int {
 	var spare map[string]int
 	for _, r := range batch {
 		if !r.task || r.end.Kind != EndComplete {
 			continue
 		}
-		slots := w.slots[r.queue]
-		if _, seen := spare[r.queue]; seen || slots == nil {
+		slots, drained := w.slots[r.queue], w.drained[r.queue]
+		if _, seen := spare[r.queue]; seen || slots == nil || !drained.Load() {
 			continue
 		}
 		if spare == nil {

@@ -123,7 +123,11 @@ type Worker struct {
 	// slots holds each queue's running attempts, one token each, at most
 	// its concurrency: taken by the queue's claims and by the spare slots
 	// of a hand-off (handoff.go), set by Start.
-	slots    map[string]chan struct{}
+	slots map[string]chan struct{}
+	// drained tells, for each queue, that its last claim took fewer jobs
+	// than it had slots for (the queue had no more work it could start):
+	// only then does a hand-off hold its free slots (handoff.go).
+	drained  map[string]*atomic.Bool
 	fetchWG  sync.WaitGroup
 	jobsWG   sync.WaitGroup
 	bgWG     sync.WaitGroup
@@ -284,8 +288,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		release()
 	}()
 	w.slots = make(map[string]chan struct{}, len(w.cfg.Queues))
+	w.drained = make(map[string]*atomic.Bool, len(w.cfg.Queues))
 	for q, n := range w.cfg.Queues {
-		w.slots[q] = make(chan struct{}, n)
+		w.slots[q], w.drained[q] = make(chan struct{}, n), new(atomic.Bool)
 	}
 	for q, n := range w.cfg.Queues {
 		w.fetchWG.Add(1)

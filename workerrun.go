@@ -58,6 +58,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 		for range free - len(jobs) {
 			<-slots
 		}
+		w.drained[queue].Store(len(jobs) < free)
 		for _, j := range jobs {
 			w.stats.claimed.Add(1)
 			w.jobsWG.Add(1)

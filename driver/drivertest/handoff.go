@@ -351,9 +351,10 @@ func runHandoff(t *testing.T, b Backend) {
 	t.Run("AWorkerRunsAFanOutInSpareSlots", func(t *testing.T) {
 		t.Parallel()
 		e, _ := handoff(t)
-		// The worker's first claim takes the split; a claim holds one slot
-		// at most (FetchBatch 1), so that at least six of the eight are
-		// free when the split completes, whatever the claims do then. Its
+		// The worker's first claim takes the split, fewer jobs than it had
+		// slots for (the queue is drained); a claim holds two slots at
+		// most (FetchBatch 2), so that at least five of the eight are free
+		// when the split completes, whatever the claims do then. Its
 		// completion starts its five parts (one in its slot, four in spare
 		// ones), the last part's completion the join: none is claimed.
 		tasks := []fenced.WorkflowTaskParams{task("split")}
@@ -364,7 +365,7 @@ func runHandoff(t *testing.T, b Backend) {
 		f := e.workflow(t, append(tasks, task("join", parts[1:]...))...)
 		var mu sync.Mutex
 		ran := map[string]int{}
-		w := e.newWorker(t, fenced.WorkerConfig{PollInterval: 10 * time.Millisecond, FetchBatch: 1, Queues: map[string]int{fenced.DefaultQueue: 8}},
+		w := e.newWorker(t, fenced.WorkerConfig{PollInterval: 10 * time.Millisecond, FetchBatch: 2, Queues: map[string]int{fenced.DefaultQueue: 8}},
 			map[string]fenced.Handler{"k": func(ctx context.Context, j *fenced.JobRun) error {
 				mu.Lock()
 				ran[j.Job.TaskName]++

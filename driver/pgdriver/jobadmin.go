@@ -105,7 +105,7 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (j *fencedtype.Job, attem
 	// One snapshot for the row and its history: read apart, an end
 	// committing between the two reads showed the job running with its
 	// attempt already ended.
-	err = pgx.BeginTxFunc(ctx, d.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = d.readSnapshot(ctx, func(tx pgx.Tx) error {
 		var err error
 		if j, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM fenced_jobs j WHERE j.id = $1`, id)); err != nil {
 			return err
@@ -132,6 +132,18 @@ func (d *Driver) GetJob(ctx context.Context, id int64) (j *fencedtype.Job, attem
 		return nil, nil, fmt.Errorf("get job %d: %w", id, err)
 	}
 	return j, driver.WithRowAttempts(j, attempts), nil
+}
+
+// readSnapshot runs fn's reads in one read-only REPEATABLE READ
+// transaction (one snapshot), begun as Begin is (retried while it could not
+// be started), and rolls it back; fn's error passes through notMigrated.
+func (d *Driver) readSnapshot(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := d.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return notMigrated(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	return notMigrated(fn(tx))
 }
 
 // ListJobs implements driver.JobDriver: one statement with a condition
