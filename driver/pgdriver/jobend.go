@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fenced/fenced/driver"
@@ -85,7 +84,7 @@ WITH n AS (
         NULLIF(error, '')
     FROM j WHERE kind <> 'complete'
 )%[2]s
-SELECT %[3]sid, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j%[4]s`
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key%[3]s FROM j%[4]s`
 
 // releaseDependentsSQL is the release rule (docs/design.md §6.18) after the
 // successes of an end statement's CTE j (its rows' state and dependents):
@@ -108,12 +107,12 @@ const releaseDependentsSQL = `rn AS (
 // taker, in its queue, by its position in the batch, and a dependent it
 // releases may start at once for owner $first, with a lease of $first+1
 // microseconds, when of one of the kinds $first+2; up to $first+4[i] more
-// may start in the spare slots of queue $first+3[i] (taker 0). rn is the
-// started attempts, each with its taker, which the statement returns as
-// rows of their own (takeTail).
+// may start in the spare slots of queue $first+3[i] (taker 0). rn is one
+// row, the started tasks' ids, fences and takers, which the statement
+// returns as a row of its own (ord 0, takeTail).
 func takeDependentsSQL(first int) string {
 	return fmt.Sprintf(`rn AS (
-    SELECT d.taker, d.job
+    SELECT d.taken, d.taken_fences, d.taken_by
     FROM (SELECT array_agg(d.id) AS edges, array_agg(j.ord::integer) AS takers, array_agg(j.queue) AS queues
         FROM j, unnest(j.dependents) AS d(id) WHERE j.state = 'succeeded') r,
         LATERAL fenced_workflow_release(r.edges, r.takers, r.queues, $%d::text, $%d::bigint, $%d::text[], $%d::text[], $%d::integer[]) d
@@ -121,17 +120,13 @@ func takeDependentsSQL(first int) string {
 )`, first, first+1, first+2, first+3, first+4)
 }
 
-// takeColumns and takeTail make a taking end statement's result: each row
-// jobColumns then the end's columns; an ended row's job columns are NULL,
-// and a started attempt's row (takeTail: jobColumns of the row the release
-// wrote) has an ord of minus its taker's (0: a spare slot's) and NULL for
-// the others.
-var (
-	takeColumns = strings.Repeat("NULL, ", jobColumnCount)
+// takeColumns and takeTail complete a taking end statement's result: the
+// ended rows with three empty columns, then rn's row (ord 0).
+const (
+	takeColumns = `, NULL::bigint[] AS taken, NULL::bigint[] AS taken_fences, NULL::integer[] AS taken_by`
 	takeTail    = `
 UNION ALL
-SELECT ` + jobColumns + `, NULL, NULL, -rn.taker, clock_timestamp(), NULL, NULL
-FROM rn, LATERAL (SELECT (rn.job).*) j`
+SELECT 0, 0, 0, clock_timestamp(), NULL, NULL, taken, taken_fences, taken_by FROM rn`
 )
 
 // endCompletesSQL is endJobsSQL for a batch of completions only, the
@@ -153,7 +148,7 @@ WITH n AS (
     RETURNING j.id, j.fence, e.fence AS ended_fence, e.ord, e.at,
         CASE WHEN j.sequence_key IS NOT NULL THEN j.queue END AS release_queue, j.sequence_key, j.dependents, j.state, j.queue
 )%[2]s
-SELECT %[3]sid, ` + endReportedFence + `, ord, at, release_queue, sequence_key FROM j%[4]s`
+SELECT id, ` + endReportedFence + `, ord, at, release_queue, sequence_key%[3]s FROM j%[4]s`
 
 // The end statements, each in two forms (endVariants): for jobs without
 // dependents, and for the ends the first did not write, releasing the
@@ -188,8 +183,8 @@ func (d *Driver) EndJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 var _ driver.TaskHandoff = (*Driver)(nil)
 
 // EndJobsHandingOff implements driver.TaskHandoff: EndJobs, whose
-// releasing statement is the taking one (takeDependentsSQL), which
-// returns the attempts it started with the ends.
+// releasing statement is the taking one (takeDependentsSQL), and then one
+// read of the attempts it handed off.
 func (d *Driver) EndJobsHandingOff(ctx context.Context, ends []fencedtype.JobEnd, h driver.Handoff) ([]error, []fencedtype.JobEnded, []*fencedtype.Job, []*fencedtype.Job, error) {
 	return d.endJobs(ctx, nil, ends, &h)
 }
@@ -286,8 +281,20 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 		var ord int
 		var at time.Time
 		var rq, rk *string
+		var hid, hfence []int64
+		var hby []int32
 		dest := []any{&ref.ID, &ref.Fence, &ord, &at, &rq, &rk}
-		ended := func() error {
+		if take {
+			dest = append(dest, &hid, &hfence, &hby)
+		}
+		_, err = pgx.ForEachRow(rows, dest, func() error {
+			if take && ord == 0 { // rn's row: the attempts handed off
+				if len(hid) != len(hfence) || len(hid) != len(hby) {
+					return fmt.Errorf("end jobs handed off %d attempts with %d fences and %d takers", len(hid), len(hfence), len(hby))
+				}
+				*ho = handedOff{ids: hid, fences: hfence, by: hby}
+				return nil
+			}
 			if ord < 1 || ord > n {
 				return fmt.Errorf("end jobs reported end %d of %d", ord, n)
 			}
@@ -299,18 +306,8 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 				*rel = append(*rel, seqRelease{queue: *rq, key: *rk, after: ref.ID})
 			}
 			return nil
-		}
-		if !take {
-			_, err = pgx.ForEachRow(rows, dest, ended)
-			return err
-		}
-		return scanTaking(rows, append(make([]any, jobColumnCount), dest...), ended, func(j *fencedtype.Job, taker int) error {
-			if taker < 0 || taker > n {
-				return fmt.Errorf("end jobs handed job %d to end %d of %d", j.ID, taker, n)
-			}
-			ho.jobs, ho.by = append(ho.jobs, j), append(ho.by, taker)
-			return nil
 		})
+		return err
 	}
 	run := func(fn func() error) error {
 		if tx != nil {
@@ -349,12 +346,11 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	var taken, spare []*fencedtype.Job
 	if h != nil {
 		taken = make([]*fencedtype.Job, n)
-		for k, j := range handed.jobs {
-			if by := handed.by[k]; by == 0 {
-				spare = append(spare, j)
-			} else {
-				taken[order[by-1]] = j
-			}
+		if spare, err = d.readHandedOff(ctx, handed, h.Owner, order, taken); err != nil {
+			// The ends committed: what was handed off runs when recovery
+			// puts it back (driver.TaskHandoff).
+			clear(taken)
+			spare = nil
 		}
 	}
 	out, err := diagnoseEnds(ctx, q, ends, written, answers, tx != nil)
@@ -364,38 +360,46 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	return out, answers, taken, spare, nil
 }
 
-// handedOff is what a taking end statement handed off: the started
-// attempts, and each one's taker (its end's position in the statement,
-// from 1; 0 for a spare slot's).
+// handedOff is what a taking end statement handed off: the started tasks'
+// ids and fences, and each one's taker (its end's position in the
+// statement, from 1; 0 for a spare slot's).
 type handedOff struct {
-	jobs []*fencedtype.Job
-	by   []int
+	ids, fences []int64
+	by          []int32
 }
 
-// scanTaking reads the rows of a taking end statement (takeColumns,
-// takeTail): an ended row (its job columns NULL) into endDest, then
-// ended; a started attempt's row as a job, then started with its taker.
-func scanTaking(rows pgx.Rows, endDest []any, ended func() error, started func(j *fencedtype.Job, taker int) error) error {
-	defer rows.Close()
-	var ord int
-	js := newJobScanner(nil, nil, &ord, nil, nil, nil)
-	for rows.Next() {
-		var err error
-		if rows.RawValues()[0] == nil {
-			if err = rows.Scan(endDest...); err == nil {
-				err = ended()
-			}
-		} else {
-			var j *fencedtype.Job
-			if j, err = js.scan(rows); err == nil {
-				err = started(j, -ord)
-			}
-		}
-		if err != nil {
-			return err
+// readHandedOffSQL reads the attempts handed off ($1 ids) that are still
+// owner's ($2) and running (readHandedOff checks their fences).
+const readHandedOffSQL = `SELECT ` + jobColumns + `
+FROM fenced_jobs j WHERE j.id = ANY($1::bigint[]) AND j.state = 'running' AND j.owner = $2`
+
+// readHandedOff reads the attempts of ho into taken, each at the end
+// (order maps a position in the statement to the end) that took it, and
+// returns those of the spare slots. An attempt no longer running under its
+// fence (already lost) is left out.
+func (d *Driver) readHandedOff(ctx context.Context, ho handedOff, owner string, order []int, taken []*fencedtype.Job) (spare []*fencedtype.Job, err error) {
+	if len(ho.ids) == 0 {
+		return nil, nil
+	}
+	jobs, err := collectJobs(d.pool.Query(ctx, readHandedOffSQL, ho.ids, owner))
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[int64]*fencedtype.Job, len(jobs))
+	for _, j := range jobs {
+		byID[j.ID] = j
+	}
+	for k, id := range ho.ids {
+		j, by := byID[id], int(ho.by[k])
+		switch {
+		case j == nil || j.Fence != ho.fences[k]:
+		case by == 0:
+			spare = append(spare, j)
+		case by <= len(order):
+			taken[order[by-1]] = j
 		}
 	}
-	return rows.Err()
+	return spare, nil
 }
 
 // endedAttemptsSQL reads the history entries of attempts by (job, fence):

@@ -9,16 +9,11 @@
 -- taker's first, in its taker's queue, when that queue is open; the
 -- update takes it only when ready and of what a claim would start.
 --
--- It returns the attempts it started, each with its taker, as the rows
--- its update wrote: the ending statement returns them, where migration
--- 23's function returned their ids for a second statement to read. The
--- offers are decided before the update, into arrays, by hashing rather
--- than sorting (measured: the sorts and windows of migration 23's offers
--- took a fifth of the release of a thousand tasks); a batch without spare
--- slots ranks nothing. Migration 23's function stays, for workers of the
--- builds before this one: it is this one without spare slots, its
--- attempts' ids, fences and takers in arrays (released: how many it
--- started).
+-- The offers are decided before the update, into arrays, by hashing
+-- rather than sorting (measured: the sorts and windows of migration 23's
+-- offers took a fifth of the release of a thousand tasks); a batch without
+-- spare slots ranks nothing. Migration 23's function stays, for workers
+-- that hold no spare slots: it is this one with none.
 
 -- fenced_workflow_offers is each dependent the edges (dependent, taker,
 -- taker's queue) name: how many of them count it, its first taker (the
@@ -44,13 +39,11 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 CREATE FUNCTION fenced_workflow_release(edges bigint[], takers integer[], queues text[],
-    owner text, ttl_us bigint, kinds text[], spare_queues text[], spare integer[])
-RETURNS TABLE (taker integer, job fenced_jobs)
+    owner text, ttl_us bigint, kinds text[], spare_queues text[], spare integer[],
+    OUT released integer, OUT taken bigint[], OUT taken_fences bigint[], OUT taken_by integer[])
 LANGUAGE plpgsql AS $$
 DECLARE
     woken text[];
-    started fenced_jobs[];
-    started_by integer[];
     o_id bigint[];
     o_n integer[];
     o_taker integer[];
@@ -115,14 +108,15 @@ BEGIN
             updated_at = clock_timestamp()
         FROM unnest(o_id, o_n, o_taker, o_queue, o_offer) AS o(id, n, taker, taker_queue, offer)
         WHERE t.id = o.id
-        RETURNING t AS written, o.taker
+        RETURNING t.id, t.queue, t.state, t.fence, o.taker
     )
-    SELECT array_agg(t.written) FILTER (WHERE (t.written).state = 'running'),
-        array_agg(t.taker) FILTER (WHERE (t.written).state = 'running'),
-        coalesce(array_agg((t.written).queue) FILTER (WHERE (t.written).state = 'queued'), '{}')
-    INTO started, started_by, woken FROM t;
+    SELECT array_agg(id ORDER BY id) FILTER (WHERE state = 'running'),
+        array_agg(fence ORDER BY id) FILTER (WHERE state = 'running'),
+        array_agg(taker ORDER BY id) FILTER (WHERE state = 'running'),
+        coalesce(array_agg(queue) FILTER (WHERE state = 'queued'), '{}')
+    INTO taken, taken_fences, taken_by, woken FROM t;
+    released := cardinality(woken) + coalesce(cardinality(taken), 0);
     PERFORM pg_notify('fenced_jobs', q) FROM (SELECT DISTINCT unnest(woken) AS q) s;
-    RETURN QUERY SELECT started_by[i], started[i] FROM generate_subscripts(started, 1) AS i;
 END
 $$;
 
@@ -130,7 +124,5 @@ CREATE OR REPLACE FUNCTION fenced_workflow_release(edges bigint[], takers intege
     owner text, ttl_us bigint, kinds text[],
     OUT released integer, OUT taken bigint[], OUT taken_fences bigint[], OUT taken_by integer[])
 LANGUAGE sql AS $$
-    SELECT count(*)::integer, array_agg((d.job).id ORDER BY (d.job).id),
-        array_agg((d.job).fence ORDER BY (d.job).id), array_agg(d.taker ORDER BY (d.job).id)
-    FROM fenced_workflow_release(edges, takers, queues, owner, ttl_us, kinds, '{}', '{}') d
+    SELECT * FROM fenced_workflow_release(edges, takers, queues, owner, ttl_us, kinds, '{}', '{}')
 $$;
