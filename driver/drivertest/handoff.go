@@ -387,6 +387,11 @@ func runHandoff(t *testing.T, b Backend) {
 			t.Fatalf("stats = %+v, want 7 claimed and succeeded, 6 of them handed off", s)
 		}
 	})
+	t.Run("RacingCompletionsStartAFanInOnceInSpareSlots", func(t *testing.T) {
+		t.Parallel()
+		e, h := handoff(t)
+		runRacingSpare(t, e, h)
+	})
 	t.Run("RacingCompletionsHandAFanInOffOnce", func(t *testing.T) {
 		t.Parallel()
 		e, h := handoff(t)
@@ -421,6 +426,50 @@ func runHandoff(t *testing.T, b Backend) {
 			}
 		}
 	})
+}
+
+// runRacingSpare: two completions that race, each with spare slots,
+// start a fan-in both release once, in a spare slot (for neither is it the
+// first dependent, which its own slot takes).
+func runRacingSpare(t *testing.T, e *env, h driver.TaskHandoff) {
+	for round := range 20 {
+		w := e.workflow(t, task("x"), task("y"), task("a", "x"), task("b", "y"), task("z", "x", "y"))
+		got := e.claimTasks(t, "A", long)
+		wantClaimed(t, got, "x", "y")
+		var wg sync.WaitGroup
+		var started [2][]*fenced.Job
+		var errs [2]error
+		for i, name := range []string{"x", "y"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var es []error
+				var tk, more []*fenced.Job
+				es, _, tk, more, errs[i] = h.EndJobsHandingOff(ctx(t), []fenced.JobEnd{complete(got[name])},
+					driver.Handoff{Owner: name, TTL: long, Kinds: []string{"k"}, Spare: map[string]int{fenced.DefaultQueue: 2}})
+				if errs[i] == nil {
+					errs[i], started[i] = es[0], append(more, tk[0])
+				}
+			}()
+		}
+		wg.Wait()
+		wantNoErr(t, errors.Join(errs[:]...), "complete x and y")
+		count := map[string]int{}
+		for _, js := range started {
+			for _, j := range js {
+				if j != nil {
+					count[j.TaskName]++
+				}
+			}
+		}
+		if count["a"] != 1 || count["b"] != 1 || count["z"] != 1 || len(count) != 3 {
+			t.Fatalf("round %d: started %v, want a, b and z once each", round, count)
+		}
+		e.wantTaskStates(t, w.ID, map[string]fenced.JobState{"a": fenced.JobRunning, "b": fenced.JobRunning, "z": fenced.JobRunning})
+		if again := e.claimTasks(t, "A", long); len(again) != 0 {
+			t.Fatalf("round %d: claimed %v after every released task started", round, taskNames(again))
+		}
+	}
 }
 
 // slicesWithout is names without drop.

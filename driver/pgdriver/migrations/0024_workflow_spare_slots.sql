@@ -51,8 +51,8 @@ DECLARE
     o_offer boolean[];
 BEGIN
     -- The offers: to its taker (its first), or to a spare slot (taker 0),
-    -- in id order, the order the update locks the dependents in (two
-    -- batches releasing shared dependents lock them in one order).
+    -- in id order, which the update walks (a nested loop over them): two
+    -- batches releasing shared dependents lock them in one order.
     IF coalesce(cardinality(spare_queues), 0) = 0 THEN
         SELECT array_agg(c.id), array_agg(c.n), array_agg(c.taker), array_agg(c.queue), array_agg(c.open AND c.first)
         INTO o_id, o_n, o_taker, o_queue, o_offer
