@@ -230,8 +230,25 @@ func TestTidyJobsDoesNotVacuumWhileTheHorizonIsPinned(t *testing.T) {
 	if _, err := pin.Exec(ctx, `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pin.Exec(ctx, `SELECT count(*) FROM pg_class`); err != nil {
+	var pinned string
+	if err := pin.QueryRow(ctx, `SELECT backend_xmin::text FROM pg_stat_activity WHERE pid = pg_backend_pid()`).Scan(&pinned); err != nil {
 		t.Fatal(err)
+	}
+	// The database's oldest snapshot must be this one, so that the horizon
+	// stays where it is until it is released: a transaction of another
+	// test, begun before it, would move the horizon when it ends.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var oldest string
+		if err := d.Pool().QueryRow(ctx, `SELECT backend_xmin::text FROM pg_stat_activity
+			WHERE backend_xmin IS NOT NULL AND datname = current_database() ORDER BY age(backend_xmin) DESC LIMIT 1`).Scan(&oldest); err != nil {
+			t.Fatal(err)
+		}
+		if oldest == pinned {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another transaction's snapshot (xmin %s) stayed older than the pin's (%s) for a minute", oldest, pinned)
+		}
 	}
 	churnJobs(t, c, 50)
 	waitStats(t, d)
