@@ -64,11 +64,11 @@ const maxSpare = MaxClaimBatch
 func (w *Worker) holdSpare(batch []endRequest) map[string]int {
 	var spare map[string]int
 	for _, r := range batch {
-		if !r.task || r.end.Kind != EndComplete {
+		if !r.completesTask() {
 			continue
 		}
-		slots, drained := w.slots[r.queue], w.drained[r.queue]
-		if _, seen := spare[r.queue]; seen || slots == nil || !drained.Load() {
+		qs := w.queues[r.queue]
+		if _, seen := spare[r.queue]; seen || qs == nil || !qs.drained.Load() {
 			continue
 		}
 		if spare == nil {
@@ -78,7 +78,7 @@ func (w *Worker) holdSpare(batch []endRequest) map[string]int {
 	hold:
 		for n < maxSpare {
 			select {
-			case slots <- struct{}{}:
+			case qs.tokens <- struct{}{}:
 				n++
 			default:
 				break hold
@@ -93,7 +93,7 @@ func (w *Worker) holdSpare(batch []endRequest) map[string]int {
 func (w *Worker) releaseSpare(spare map[string]int) {
 	for q, n := range spare {
 		for range n {
-			<-w.slots[q]
+			<-w.queues[q].tokens
 		}
 	}
 }

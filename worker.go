@@ -120,22 +120,26 @@ type Worker struct {
 	stopFetch chan struct{}
 	stopBg    context.CancelFunc
 	ends      chan endRequest
-	// slots holds each queue's running attempts, one token each, at most
-	// its concurrency: taken by the queue's claims and by the spare slots
-	// of a hand-off (handoff.go), set by Start.
-	slots map[string]chan struct{}
-	// drained tells, for each queue, that its last claim took fewer jobs
-	// than it had slots for (the queue had no more work it could start):
-	// only then does a hand-off hold its free slots (handoff.go).
-	drained  map[string]*atomic.Bool
-	fetchWG  sync.WaitGroup
-	jobsWG   sync.WaitGroup
-	bgWG     sync.WaitGroup
-	stopOnce sync.Once
+	queues    map[string]*queueSlots // each queue's slots, set by Start
+	fetchWG   sync.WaitGroup
+	jobsWG    sync.WaitGroup
+	bgWG      sync.WaitGroup
+	stopOnce  sync.Once
 
 	stats struct {
 		claimed, succeeded, failed, retried, snoozed, cancelled, lost, stale, handedOff atomic.Int64
 	}
+}
+
+// queueSlots are one queue's running attempts, one token each, at most
+// its concurrency: taken by the queue's claims and by the spare slots of a
+// hand-off (handoff.go).
+type queueSlots struct {
+	tokens chan struct{}
+	// drained tells that the queue's last claim took fewer jobs than it
+	// had slots for (the queue had no more work it could start): only then
+	// does a hand-off hold its free slots.
+	drained atomic.Bool
 }
 
 // activeJob is one attempt this worker runs.
@@ -287,10 +291,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		<-bg.Done()
 		release()
 	}()
-	w.slots = make(map[string]chan struct{}, len(w.cfg.Queues))
-	w.drained = make(map[string]*atomic.Bool, len(w.cfg.Queues))
+	w.queues = make(map[string]*queueSlots, len(w.cfg.Queues))
 	for q, n := range w.cfg.Queues {
-		w.slots[q], w.drained[q] = make(chan struct{}, n), new(atomic.Bool)
+		w.queues[q] = &queueSlots{tokens: make(chan struct{}, n)}
 	}
 	for q, n := range w.cfg.Queues {
 		w.fetchWG.Add(1)

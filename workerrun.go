@@ -18,7 +18,8 @@ import (
 // goroutine.
 func (w *Worker) fetch(queue string, concurrency int) {
 	defer w.fetchWG.Done()
-	slots := w.slots[queue]
+	qs := w.queues[queue]
+	slots := qs.tokens
 	batch := w.cfg.FetchBatch
 	if batch <= 0 {
 		batch = min(concurrency, DefaultFetchBatch)
@@ -58,7 +59,7 @@ func (w *Worker) fetch(queue string, concurrency int) {
 		for range free - len(jobs) {
 			<-slots
 		}
-		w.drained[queue].Store(len(jobs) < free)
+		qs.drained.Store(len(jobs) < free)
 		for _, j := range jobs {
 			w.stats.claimed.Add(1)
 			w.jobsWG.Add(1)
@@ -417,13 +418,12 @@ func (w *Worker) completer(ctx context.Context) {
 // handsOff tells whether a batch holds a task's completion, which may be
 // handed a task it releases.
 func handsOff(batch []endRequest) bool {
-	for _, r := range batch {
-		if r.task && r.end.Kind == EndComplete {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(batch, endRequest.completesTask)
 }
+
+// completesTask tells whether r is a task's completion, which may be
+// handed a task it releases.
+func (r endRequest) completesTask() bool { return r.task && r.end.Kind == EndComplete }
 
 // writeEnds writes one batch of outcomes (ends: a buffer for them), with
 // the hand-off when tasks (handsOff), and answers each request; it returns
@@ -451,7 +451,7 @@ func (w *Worker) writeEnds(batch []endRequest, ends []JobEnd, tasks bool) []JobE
 	for _, j := range spare {
 		if h.Spare[j.Queue] > 0 {
 			h.Spare[j.Queue]--
-			go w.runIn(w.slots[j.Queue], j, w.takeHanded(j, sent).active)
+			go w.runIn(w.queues[j.Queue].tokens, j, w.takeHanded(j, sent).active)
 		}
 	}
 	for i, r := range batch {

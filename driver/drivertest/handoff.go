@@ -399,24 +399,8 @@ func runHandoff(t *testing.T, b Backend) {
 			w := e.workflow(t, task("x"), task("y"), task("z", "x", "y"))
 			got := e.claimTasks(t, "A", long)
 			wantClaimed(t, got, "x", "y")
-			var wg sync.WaitGroup
-			var taken [2]*fenced.Job
-			var errs [2]error
-			for i, name := range []string{"x", "y"} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var es []error
-					var tk []*fenced.Job
-					es, _, tk, _, errs[i] = h.EndJobsHandingOff(ctx(t), []fenced.JobEnd{complete(got[name])},
-						driver.Handoff{Owner: name, TTL: long, Kinds: []string{"k"}})
-					if errs[i] == nil {
-						errs[i], taken[i] = es[0], tk[0]
-					}
-				}()
-			}
-			wg.Wait()
-			wantNoErr(t, errors.Join(errs[:]...), "complete x and y")
+			taken, spare := raceCompletions(t, h, got, nil)
+			wantNoSpare(t, append(spare[0], spare[1]...))
 			if (taken[0] == nil) == (taken[1] == nil) {
 				t.Fatalf("round %d: z handed to x's completion %+v and y's %+v: want exactly one", round, taken[0], taken[1])
 			}
@@ -436,27 +420,10 @@ func runRacingSpare(t *testing.T, e *env, h driver.TaskHandoff) {
 		w := e.workflow(t, task("x"), task("y"), task("a", "x"), task("b", "y"), task("z", "x", "y"))
 		got := e.claimTasks(t, "A", long)
 		wantClaimed(t, got, "x", "y")
-		var wg sync.WaitGroup
-		var started [2][]*fenced.Job
-		var errs [2]error
-		for i, name := range []string{"x", "y"} {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var es []error
-				var tk, more []*fenced.Job
-				es, _, tk, more, errs[i] = h.EndJobsHandingOff(ctx(t), []fenced.JobEnd{complete(got[name])},
-					driver.Handoff{Owner: name, TTL: long, Kinds: []string{"k"}, Spare: map[string]int{fenced.DefaultQueue: 2}})
-				if errs[i] == nil {
-					errs[i], started[i] = es[0], append(more, tk[0])
-				}
-			}()
-		}
-		wg.Wait()
-		wantNoErr(t, errors.Join(errs[:]...), "complete x and y")
+		taken, spare := raceCompletions(t, h, got, map[string]int{fenced.DefaultQueue: 2})
 		count := map[string]int{}
-		for _, js := range started {
-			for _, j := range js {
+		for i := range taken {
+			for _, j := range append(spare[i], taken[i]) {
 				if j != nil {
 					count[j.TaskName]++
 				}
@@ -470,6 +437,31 @@ func runRacingSpare(t *testing.T, e *env, h driver.TaskHandoff) {
 			t.Fatalf("round %d: claimed %v after every released task started", round, taskNames(again))
 		}
 	}
+}
+
+// raceCompletions completes got's x and y at once, each through the
+// hand-off to an owner of its name with spare slots spare, and returns
+// what each was handed: in its slot, and in spare slots.
+func raceCompletions(t *testing.T, h driver.TaskHandoff, got map[string]*fenced.Job, spare map[string]int) (taken [2]*fenced.Job, spared [2][]*fenced.Job) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var errs [2]error
+	for i, name := range []string{"x", "y"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var es []error
+			var tk []*fenced.Job
+			es, _, tk, spared[i], errs[i] = h.EndJobsHandingOff(ctx(t), []fenced.JobEnd{complete(got[name])},
+				driver.Handoff{Owner: name, TTL: long, Kinds: []string{"k"}, Spare: spare})
+			if errs[i] == nil {
+				errs[i], taken[i] = es[0], tk[0]
+			}
+		}()
+	}
+	wg.Wait()
+	wantNoErr(t, errors.Join(errs[:]...), "complete x and y")
+	return taken, spared
 }
 
 // slicesWithout is names without drop.

@@ -317,9 +317,8 @@ func (d *Driver) endJobs(ctx context.Context, tx driver.Tx, ends []fencedtype.Jo
 	}
 	// A batch that hands off holds a task's completion (the worker asks
 	// only then): the taking statement ends it all, alone.
-	plainFirst := h == nil
 	var err error
-	if plainFirst {
+	if h == nil {
 		err = run(func() error { return exec(true, written, answers, &releases, &handed) })
 	}
 	if err == nil && slices.Contains(written, false) {

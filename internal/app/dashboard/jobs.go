@@ -93,10 +93,6 @@ type jobsPage struct {
 	Queue *queueState
 }
 
-// jobs serves /jobs: the jobs matching the filter, newest first, a page
-// at a time. Pages are keyset pages: ?before=ID shows the pageSize jobs
-// just older than ID, ?after=ID the pageSize just newer, so jobs enqueued
-// or deleted meanwhile neither shift nor repeat a page. ?id=N opens job N.
 // jumpToID answers a list page's ?id= (a number, # allowed) with a
 // redirect to the page of that id under prefix, or its error; it reports
 // whether it answered.
@@ -114,6 +110,10 @@ func (h *Handler) jumpToID(w http.ResponseWriter, r *http.Request, prefix string
 	return true
 }
 
+// jobs serves /jobs: the jobs matching the filter, newest first, a page
+// at a time. Pages are keyset pages: ?before=ID shows the pageSize jobs
+// just older than ID, ?after=ID the pageSize just newer, so jobs enqueued
+// or deleted meanwhile neither shift nor repeat a page. ?id=N opens job N.
 func (h *Handler) jobs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	if h.jumpToID(w, r, "/jobs/") {
