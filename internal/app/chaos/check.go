@@ -215,10 +215,6 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []
 		return fmt.Errorf("read jobs: %w", err)
 	}
 	rep.Jobs = int64(len(jobs))
-	hand, err := handJobs(ctx, r)
-	if err != nil {
-		return err
-	}
 	for _, j := range jobs {
 		switch j.state {
 		case "succeeded":
@@ -226,16 +222,7 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []
 			// history row, or the row's own, which a fence advance
 			// leaves alone on a succeeded job).
 			rep.Succeeded++
-			if hand[j.id] {
-				// Completed by its worker after its effect committed: an
-				// attempt whose completion was refused left its effect
-				// under an older fence; the newest is the succeeding one
-				// (the workflow checker counts the effects under it).
-				if j.ledger < 1 || j.ledgerFenceMax != j.succeededFence {
-					rep.anomaly(anomalyJobEffect, "job %d (completed by its worker) succeeded under fence %d with %d effects, the newest under fence %d",
-						j.id, j.succeededFence, j.ledger, j.ledgerFenceMax)
-				}
-			} else if j.ledger != 1 {
+			if j.ledger != 1 {
 				rep.anomaly(anomalyJobEffect, "job %d succeeded with %d effects in the ledger, not 1", j.id, j.ledger)
 			} else if j.ledgerFenceMin != j.succeededFence {
 				rep.anomaly(anomalyJobEffect, "job %d: its effect was written under fence %d, but it succeeded under fence %d", j.id, j.ledgerFenceMin, j.succeededFence)
@@ -249,7 +236,7 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []
 			if j.lastError != errDeliberate {
 				rep.anomaly(anomalyJobEnd, "job %d failed, its last error %q", j.id, j.lastError)
 			}
-			if j.ledger != 0 && !hand[j.id] {
+			if j.ledger != 0 {
 				rep.anomaly(anomalyJobEffect, "job %d failed but has %d effects in the ledger", j.id, j.ledger)
 			}
 		default:
@@ -285,26 +272,6 @@ func checkJobs(ctx context.Context, r *run, h *history, rep *Report, enqueued []
 		return err
 	}
 	return checkAttemptFences(ctx, r, rep)
-}
-
-// handJobs are the workflow workload's tasks completed by their worker
-// (workflowArgs.Hand), as their ledger rows say; none for the other
-// workloads.
-func handJobs(ctx context.Context, r *run) (map[int64]bool, error) {
-	hand := map[int64]bool{}
-	if r.o.Workload != WorkloadWorkflow {
-		return hand, nil
-	}
-	err := scanAll(ctx, r.c.db, `SELECT DISTINCT job_id FROM chaos_workflow_ledger WHERE hand = 1`, func(s scanner) error {
-		var id int64
-		err := s.Scan(&id)
-		hand[id] = true
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the tasks completed by their workers: %w", err)
-	}
-	return hand, nil
 }
 
 // checkCounters: each counter equals its ledger rows, and each increment

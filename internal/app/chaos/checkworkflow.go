@@ -28,10 +28,7 @@ import (
 //   - effect: every succeeded task has exactly one ledger row, any other
 //     none (a row names its own workflow and task), and each row has the count workload's effect
 //     of the same attempt beside it (they commit in one transaction), so
-//     the job checkers' exactly-once verdict covers the tasks. A Hand task
-//     (its worker completes it after its effect committed) has exactly one
-//     row under the fence it succeeded under, and may have rows under
-//     older fences (attempts whose completion was refused), none newer.
+//     the job checkers' exactly-once verdict covers the tasks.
 //   - stale: the row was written under the fence the task succeeded under
 //     (a stale attempt's effect that stuck shows as a row under an older
 //     fence).
@@ -82,7 +79,6 @@ type wfLedgerRow struct {
 	id, workflow, job int64
 	task              string
 	fence             int64
-	hand              bool // written by a Hand task's attempt
 }
 
 // wfInput is what the checker read.
@@ -187,58 +183,23 @@ func judgeWorkflows(in wfInput) wfVerdict {
 			v.add(anomalyWorkflowShape, "task %s (job %d) names workflow %d, which is not in the database", t.name, t.id, t.workflow)
 		}
 		rs := rows[t.id]
-		if slices.ContainsFunc(rs, func(r wfLedgerRow) bool { return r.hand }) {
-			judgeHandEffects(&v, w, t, rs)
-		} else {
-			judgeEffects(&v, w, t, rs)
+		switch {
+		case len(rs) != 1 && t.state == string(fenced.JobSucceeded):
+			v.add(anomalyWorkflowEffect, "workflow %d (%s): task %s (job %d) has %d effects in the ledger, not 1 (fences %s)",
+				t.workflow, w.name, t.name, t.id, len(rs), fences(rs))
+		case len(rs) > 0 && t.state != string(fenced.JobSucceeded):
+			// its effect commits with its completion: none without it
+			v.add(anomalyWorkflowEffect, "workflow %d (%s): task %s (job %d) is %s but has %d effects in the ledger (fences %s)",
+				t.workflow, w.name, t.name, t.id, t.state, len(rs), fences(rs))
+		case len(rs) == 1 && t.state == string(fenced.JobSucceeded) && rs[0].fence != t.fence:
+			v.add(anomalyWorkflowStale, "workflow %d (%s): task %s (job %d): its effect was written under fence %d, but it succeeded under fence %d",
+				t.workflow, w.name, t.name, t.id, rs[0].fence, t.fence)
 		}
 		for _, d := range deps[t.id] {
 			judgeOrder(&v, w, t, tasks[d], rows[t.id], rows[d])
 		}
 	}
 	return v
-}
-
-// judgeEffects: a task completed in its attempt's transaction has one
-// effect, under the fence it succeeded under, if it succeeded, else none.
-func judgeEffects(v *wfVerdict, w wfRow, t wfTask, rs []wfLedgerRow) {
-	switch {
-	case len(rs) != 1 && t.state == string(fenced.JobSucceeded):
-		v.add(anomalyWorkflowEffect, "workflow %d (%s): task %s (job %d) has %d effects in the ledger, not 1 (fences %s)",
-			t.workflow, w.name, t.name, t.id, len(rs), fences(rs))
-	case len(rs) > 0 && t.state != string(fenced.JobSucceeded):
-		// its effect commits with its completion: none without it
-		v.add(anomalyWorkflowEffect, "workflow %d (%s): task %s (job %d) is %s but has %d effects in the ledger (fences %s)",
-			t.workflow, w.name, t.name, t.id, t.state, len(rs), fences(rs))
-	case len(rs) == 1 && t.state == string(fenced.JobSucceeded) && rs[0].fence != t.fence:
-		v.add(anomalyWorkflowStale, "workflow %d (%s): task %s (job %d): its effect was written under fence %d, but it succeeded under fence %d",
-			t.workflow, w.name, t.name, t.id, rs[0].fence, t.fence)
-	}
-}
-
-// judgeHandEffects: a Hand task that succeeded has exactly one effect
-// under the fence it succeeded under and none under a newer one; effects
-// under older fences are attempts whose completion was refused after
-// their transaction committed. (One that did not succeed is its
-// workflow's end anomaly.)
-func judgeHandEffects(v *wfVerdict, w wfRow, t wfTask, rs []wfLedgerRow) {
-	if t.state != string(fenced.JobSucceeded) {
-		return
-	}
-	at := 0
-	for _, r := range rs {
-		switch {
-		case r.fence == t.fence:
-			at++
-		case r.fence > t.fence:
-			v.add(anomalyWorkflowStale, "workflow %d (%s): task %s (job %d) succeeded under fence %d, but has an effect under the newer fence %d",
-				t.workflow, w.name, t.name, t.id, t.fence, r.fence)
-		}
-	}
-	if at != 1 {
-		v.add(anomalyWorkflowEffect, "workflow %d (%s): task %s (job %d) has %d effects under the fence it succeeded under, %d, not 1 (fences %s)",
-			t.workflow, w.name, t.name, t.id, at, t.fence, fences(rs))
-	}
 }
 
 // judgeShape holds a workflow's tasks and their edges to its shape's graph;
@@ -379,11 +340,9 @@ func checkWorkflows(ctx context.Context, r *run, rep *Report, confirmed []enqueu
 	}); err != nil {
 		return fmt.Errorf("read edges: %w", err)
 	}
-	if err := scanAll(ctx, p, `SELECT id, workflow_id, job_id, task, fence, hand FROM chaos_workflow_ledger`, func(s scanner) error {
+	if err := scanAll(ctx, p, `SELECT id, workflow_id, job_id, task, fence FROM chaos_workflow_ledger`, func(s scanner) error {
 		var l wfLedgerRow
-		var hand int64
-		err := s.Scan(&l.id, &l.workflow, &l.job, &l.task, &l.fence, &hand)
-		l.hand = hand != 0
+		err := s.Scan(&l.id, &l.workflow, &l.job, &l.task, &l.fence)
 		in.ledger = append(in.ledger, l)
 		return err
 	}); err != nil {
@@ -406,31 +365,10 @@ func checkWorkflows(ctx context.Context, r *run, rep *Report, confirmed []enqueu
 	v := judgeWorkflows(in)
 	rep.Workflows, rep.WorkflowsSucceeded, rep.WorkflowShapes = v.workflows, v.succeeded, v.shapes
 	rep.WorkflowTasks, rep.WorkflowTasksAdded, rep.WorkflowEdges = v.tasks, v.added, v.edges
-	rep.WorkflowHandTasks, rep.WorkflowHandRetried = handCounts(in.ledger)
 	for _, a := range v.anomalies {
 		rep.anomaly(a.kind, "%s", a.msg)
 	}
 	return nil
-}
-
-// handCounts are how many tasks the ledger says their worker completed,
-// and how many of them have effects under more than one fence.
-func handCounts(ledger []wfLedgerRow) (tasks, retried int) {
-	fences := map[int64]map[int64]bool{}
-	for _, r := range ledger {
-		if r.hand {
-			if fences[r.job] == nil {
-				fences[r.job] = map[int64]bool{}
-			}
-			fences[r.job][r.fence] = true
-		}
-	}
-	for _, fs := range fences {
-		if len(fs) > 1 {
-			retried++
-		}
-	}
-	return len(fences), retried
 }
 
 // scanner scans one row.

@@ -111,52 +111,6 @@ func TestJudgeWorkflowsFindsEachAnomaly(t *testing.T) {
 	}
 }
 
-// handRun is diamondRun with left (job 2) completed by its worker: its
-// first attempt (fence 1) committed its effect and lost its completion,
-// its second (fence 2) succeeded; both effects come before bottom's.
-func handRun() wfInput {
-	in := diamondRun()
-	in.tasks[1].fence = 2
-	in.ledger[1].hand = true
-	in.ledger = append(in.ledger, wfLedgerRow{id: 21, workflow: 7, job: 2, task: "left", fence: 2, hand: true})
-	return in
-}
-
-// TestJudgeWorkflowsHandTasks: a task its worker completed may leave
-// effects under older fences, but exactly one under the fence it succeeded
-// under, none newer, and all before its dependents'.
-func TestJudgeWorkflowsHandTasks(t *testing.T) {
-	if v := judgeWorkflows(handRun()); len(v.anomalies) != 0 {
-		t.Fatalf("anomalies in a correct run with a task its worker completed: %v", v.anomalies)
-	}
-	for _, c := range []struct {
-		name   string
-		mutate func(*wfInput)
-		want   []string
-	}{
-		{"a second effect under the succeeding fence", func(in *wfInput) {
-			in.ledger = append(in.ledger, wfLedgerRow{id: 22, workflow: 7, job: 2, task: "left", fence: 2, hand: true})
-		}, []string{anomalyWorkflowEffect}},
-		{"no effect under the succeeding fence", func(in *wfInput) {
-			in.tasks[1].fence = 3
-		}, []string{anomalyWorkflowEffect}},
-		{"an effect under a newer fence", func(in *wfInput) {
-			in.ledger = append(in.ledger, wfLedgerRow{id: 23, workflow: 7, job: 2, task: "left", fence: 3, hand: true})
-		}, []string{anomalyWorkflowStale}},
-		{"an old attempt's effect after a dependent's", func(in *wfInput) {
-			in.ledger[1].id = 45 // left's fence-1 row, after bottom's (40)
-		}, []string{anomalyWorkflowOrder}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			in := handRun()
-			c.mutate(&in)
-			if got := judgeWorkflows(in).kinds(); !slices.Equal(got, c.want) {
-				t.Errorf("anomalies %v, want %v", got, c.want)
-			}
-		})
-	}
-}
-
 // TestShapes: every shape's graph is a DAG of the sizes the docs give, and
 // a split workflow enqueues its root alone while a fan-out enqueues all of
 // the same graph.

@@ -51,7 +51,6 @@ const (
 	jobNotFound = "not_found" // rejected as not found: an anomaly
 	jobUnknown  = "unknown"   // the outcome could not be learnt (connection lost, context ended)
 	jobFailed   = "failed"    // the handler failed the attempt on purpose, nothing written
-	jobEffect   = "effect"    // the attempt's transaction committed its effect; its worker then completes it (Hand)
 )
 
 // recorder appends records to a history file.

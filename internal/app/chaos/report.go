@@ -76,12 +76,7 @@ type Report struct {
 	WorkflowsSucceeded int            `json:"workflows_succeeded,omitempty"`
 	WorkflowTasks      int            `json:"workflow_tasks,omitempty"`
 	WorkflowTasksAdded int            `json:"workflow_tasks_added,omitempty"`
-	// WorkflowHandTasks are the tasks completed by their worker (which may
-	// hand off what they release); WorkflowHandRetried those of them with
-	// an effect under an older fence than the one they succeeded under.
-	WorkflowHandTasks   int `json:"workflow_hand_tasks,omitempty"`
-	WorkflowHandRetried int `json:"workflow_hand_retried,omitempty"`
-	WorkflowEdges       int `json:"workflow_edges,omitempty"`
+	WorkflowEdges      int            `json:"workflow_edges,omitempty"`
 
 	StaleRejected int            `json:"stale_writes_rejected"`
 	Stale         map[string]int `json:"stale_by_kind"`
@@ -159,7 +154,6 @@ func (r *Report) WriteTable(w io.Writer) {
 	if r.Workflows > 0 {
 		row("workflows", fmt.Sprintf("%d (%s), %d succeeded", r.Workflows, workflowShapeCounts(r.WorkflowShapes), r.WorkflowsSucceeded))
 		row("workflow tasks", fmt.Sprintf("%d (%d added at run time), %d edges checked in order", r.WorkflowTasks, r.WorkflowTasksAdded, r.WorkflowEdges))
-		row("completed by their worker", fmt.Sprintf("%d tasks (%d with an older attempt's effect)", r.WorkflowHandTasks, r.WorkflowHandRetried))
 	}
 	row("operations", fmt.Sprintf("%d (%d lease/resource calls, %d job attempt writes)", r.Operations, r.LeaseOps, r.JobWrites))
 	row("unknown outcomes", r.Unknown)

@@ -102,20 +102,12 @@ func workflowSize(shape string) int {
 type workflowArgs struct {
 	Key  string `json:"key"`
 	Keys int    `json:"keys,omitempty"`
-	// Hand: the attempt commits its effect in a job-fenced transaction of
-	// its own and returns, and the worker then completes the task, which
-	// may hand off the dependents it releases (docs/design.md §6.18,
-	// hand-off; a completion in the attempt's transaction never does).
-	Hand bool `json:"hand,omitempty"`
 }
 
 // taskJob is a task's job: on the run's queue, incrementing one of keys
 // counters drawn from rng; a split workflow's root (split) adds its parts.
-// Half the others are completed by their worker (Hand); a split root's
-// additions commit with its completion, so it completes in its
-// transaction.
 func taskJob(rng *rand.Rand, keys int, split bool) fenced.EnqueueParams {
-	a := workflowArgs{Key: counterKey(rng.IntN(keys)), Hand: rng.IntN(2) == 0 && !split}
+	a := workflowArgs{Key: counterKey(rng.IntN(keys))}
 	if split {
 		a.Keys = keys
 	}
@@ -170,14 +162,13 @@ func workflowSchemaSQL(d *dialect) []string {
     task        %s NOT NULL,
     fence       %[2]s NOT NULL,
     proc        %[3]s NOT NULL,
-    hand        %[2]s NOT NULL,
-    at          %[4]s)%[5]s`, d.id, d.bigint, d.text, d.at, d.tableEnd),
+    at          %s)%s`, d.id, d.bigint, d.text, d.at, d.tableEnd),
 		`CREATE INDEX chaos_workflow_ledger_job ON chaos_workflow_ledger (job_id)`}
 }
 
 // workflowLedgerSQL inserts a task's ledger row, with ? placeholders
 // (dialect.sql).
-const workflowLedgerSQL = `INSERT INTO chaos_workflow_ledger (workflow_id, job_id, task, fence, proc, hand) VALUES (?, ?, ?, ?, ?, ?)`
+const workflowLedgerSQL = `INSERT INTO chaos_workflow_ledger (workflow_id, job_id, task, fence, proc) VALUES (?, ?, ?, ?, ?)`
 
 // enqueueWorkflows enqueues workflows at the configured rate, in tasks a
 // second (a workflow counts all the tasks it will have), each in one
@@ -230,9 +221,7 @@ type enqueuedWorkflow struct {
 // job-fenced transaction, increments its counter with the count
 // workload's ledger row, inserts its workflow ledger row, adds a split
 // workflow's parts when it is that workflow's root, and completes the
-// task — or, for a Hand task, returns once that transaction committed,
-// and the worker completes the task (an attempt whose completion is then
-// refused as stale leaves its effect under its own, older fence). The transaction carries the attempt's fence, so once the attempt
+// task. The transaction carries the attempt's fence, so once the attempt
 // is stale it is refused whole: its effect, its additions and its
 // completion, which is what releases its dependents. Half the attempts
 // ignore their context's end, so that a paused attempt's writes reach the
@@ -265,20 +254,13 @@ func (h *jobHandler) handleWorkflow(ctx context.Context, run *fenced.JobRun) err
 		h.rec.job(run.ID, run.Fence, call, jobFailed)
 		return errors.New(errDeliberate)
 	}
-	hand := 0
-	if args.Hand {
-		hand = 1
-	}
 	err := run.Tx(ctx, func(tx fenced.Tx) error {
 		n, err := h.increment(ctx, tx, run, args.Key)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, h.d.sql(workflowLedgerSQL), run.WorkflowID, run.ID, run.TaskName, run.Fence, h.rec.proc, hand); err != nil {
+		if _, err := tx.Exec(ctx, h.d.sql(workflowLedgerSQL), run.WorkflowID, run.ID, run.TaskName, run.Fence, h.rec.proc); err != nil {
 			return err
-		}
-		if args.Hand {
-			return nil // the worker completes the task after this commits
 		}
 		if parts != nil {
 			if _, err := h.c.AddWorkflowTasks(ctx, tx, run.Ref(), parts); err != nil {
@@ -287,10 +269,6 @@ func (h *jobHandler) handleWorkflow(ctx context.Context, run *fenced.JobRun) err
 		}
 		return run.CompleteTx(ctx, tx, map[string]int64{"before": n})
 	})
-	result := jobResult(err)
-	if args.Hand && result == jobOK {
-		result = jobEffect
-	}
-	h.rec.job(run.ID, run.Fence, call, result)
+	h.rec.job(run.ID, run.Fence, call, jobResult(err))
 	return err
 }
